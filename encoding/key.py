@@ -1,0 +1,320 @@
+"""Packed dobutsu shogi states and their Huffman-style 64-bit keys (SPEC §1.3).
+
+Packed state
+------------
+Inside the kernels a position is one ``int64``, the *state*, always normalised (the side to
+move plays as Sente, upwards, towards rank 1)::
+
+    bits 4*i .. 4*i+3   cell i of the board, i = 3*rank + file, rank 0 = rank 1 (top),
+                        file 0 = file a; so cells run a1 b1 c1 a2 ... c4
+    bits 48 .. 59       hand counts, 2 bits each, in the order: side to move's chick,
+                        elephant, giraffe, then the opponent's chick, elephant, giraffe
+
+A cell nibble is ``0`` for an empty square, or a piece code ``1`` elephant, ``2`` giraffe,
+``3`` lion, ``4`` chick, ``5`` hen for the side to move, plus ``8`` (:data:`OPPONENT`) for the
+opponent's pieces.
+
+Key
+---
+The Huffman-style bit string of SPEC §1.3 (empty ``0``; elephant ``100s``, giraffe ``101s``,
+lion ``110s``, chick ``1110s``, hen ``1111s`` with ``s`` = 1 for the opponent; hand counts
+``0``/``10``/``11``), left-aligned so that its first bit is bit 62. Keys are positive ``int64``
+(at most 44 bits are used, so bits 0..18 and 63 are always zero). The *canonical* key of a
+position is the smaller of the keys of the normalised state and of its mirror image.
+
+The kernels are table driven: a rank (three cells, 12 bits) or the hand field (12 bits) indexes
+a 4096-entry table of codes and code lengths, so a key costs five look-ups.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import njit, prange
+
+#: Piece codes of the side to move; the opponent's are these plus :data:`OPPONENT`.
+EMPTY, ELEPHANT, GIRAFFE, LION, CHICK, HEN = 0, 1, 2, 3, 4, 5
+OPPONENT = 8
+#: Hand slot order (also the order of the hand counts in a key): chick, elephant, giraffe.
+HAND_PIECES = (CHICK, ELEPHANT, GIRAFFE)
+N_CELLS = 12
+N_FILES = 3
+N_RANKS = 4
+BOARD_BITS = 48
+BOARD_MASK = (1 << BOARD_BITS) - 1
+HAND_SHIFT = BOARD_BITS
+#: Largest number of code bits any position needs (SPEC §1.3).
+MAX_KEY_BITS = 44
+
+_PIECE_CODE = {ELEPHANT: (0b100, 3), GIRAFFE: (0b101, 3), LION: (0b110, 3),
+               CHICK: (0b1110, 4), HEN: (0b1111, 4)}
+
+
+def _cell_code(nibble: int) -> tuple[int, int]:
+    """Return ``(code, length)`` of one cell nibble, or ``(0, 0)`` for an invalid nibble."""
+    if nibble == EMPTY:
+        return 0, 1
+    piece, side = nibble & 7, nibble >> 3
+    if piece not in _PIECE_CODE:
+        return 0, 0
+    code, length = _PIECE_CODE[piece]
+    return (code << 1) | side, length + 1
+
+
+def _rank_tables():
+    code = np.zeros(4096, np.int64)
+    length = np.zeros(4096, np.int64)
+    mirror = np.zeros(4096, np.int64)
+    flip = np.zeros(4096, np.int64)
+    for t in range(4096):
+        cells = [(t >> (4 * f)) & 15 for f in range(3)]
+        c, n = 0, 0
+        for nib in cells:
+            cc, cn = _cell_code(nib)
+            if cn == 0:
+                c, n = 0, 0
+                break
+            c, n = (c << cn) | cc, n + cn
+        code[t], length[t] = c, n
+        mirror[t] = cells[2] | cells[1] << 4 | cells[0] << 8
+        swapped = [nib ^ OPPONENT if nib else 0 for nib in cells]
+        flip[t] = swapped[2] | swapped[1] << 4 | swapped[0] << 8
+    return code, length, mirror, flip
+
+
+def _hand_tables():
+    code = np.zeros(4096, np.int64)
+    length = np.zeros(4096, np.int64)
+    swap = np.zeros(4096, np.int64)
+    for h in range(4096):
+        counts = [(h >> (2 * k)) & 3 for k in range(6)]
+        c, n = 0, 0
+        for k in counts:
+            if k == 3:
+                c, n = 0, 0
+                break
+            cc, cn = ((0, 1), (0b10, 2), (0b11, 2))[k]
+            c, n = (c << cn) | cc, n + cn
+        code[h], length[h] = c, n
+        swap[h] = (h >> 6) | ((h & 63) << 6)
+    return code, length, swap
+
+
+RANK_CODE, RANK_LEN, RANK_MIRROR, RANK_FLIP = _rank_tables()
+HAND_CODE, HAND_LEN, HAND_SWAP = _hand_tables()
+RANK_CODE_MIRRORED = RANK_CODE[RANK_MIRROR]
+RANK_LEN_MIRRORED = RANK_LEN[RANK_MIRROR]
+
+
+@njit
+def _encode(state):
+    """Key of a packed state (no mirror folding); 0 if the state has an invalid nibble/count."""
+    acc = np.int64(0)
+    n = np.int64(0)
+    for r in range(N_RANKS):
+        t = (state >> (12 * r)) & 0xFFF
+        ln = RANK_LEN[t]
+        if ln == 0:
+            return np.int64(0)
+        acc = (acc << ln) | RANK_CODE[t]
+        n += ln
+    h = (state >> HAND_SHIFT) & 0xFFF
+    ln = HAND_LEN[h]
+    if ln == 0:
+        return np.int64(0)
+    acc = (acc << ln) | HAND_CODE[h]
+    n += ln
+    return acc << (63 - n)
+
+
+@njit
+def _canonical(state):
+    """Canonical key of a packed state: min of the keys of it and of its mirror image."""
+    a = np.int64(0)
+    b = np.int64(0)
+    n = np.int64(0)
+    for r in range(N_RANKS):
+        t = (state >> (12 * r)) & 0xFFF
+        ln = RANK_LEN[t]
+        if ln == 0:
+            return np.int64(0)
+        a = (a << ln) | RANK_CODE[t]
+        b = (b << ln) | RANK_CODE_MIRRORED[t]
+        n += ln
+    h = (state >> HAND_SHIFT) & 0xFFF
+    ln = HAND_LEN[h]
+    if ln == 0:
+        return np.int64(0)
+    a = (a << ln) | HAND_CODE[h]
+    b = (b << ln) | HAND_CODE[h]
+    n += ln
+    if b < a:
+        a = b
+    return a << (63 - n)
+
+
+@njit
+def _decode(key):
+    """Packed state of a key (the inverse of :func:`_encode` on valid keys)."""
+    pos = np.int64(62)
+    state = np.int64(0)
+    for i in range(N_CELLS):
+        if (key >> pos) & 1 == 0:
+            pos -= 1
+            continue
+        b1 = (key >> (pos - 1)) & 1
+        b2 = (key >> (pos - 2)) & 1
+        if b1 == 0:
+            piece = ELEPHANT + b2
+            pos -= 3
+        elif b2 == 0:
+            piece = LION
+            pos -= 3
+        else:
+            piece = CHICK + ((key >> (pos - 3)) & 1)
+            pos -= 4
+        side = (key >> pos) & 1
+        pos -= 1
+        state |= (piece | (side << 3)) << (4 * i)
+    for k in range(6):
+        if (key >> pos) & 1 == 0:
+            pos -= 1
+        else:
+            count = 1 + ((key >> (pos - 1)) & 1)
+            pos -= 2
+            state |= count << (HAND_SHIFT + 2 * k)
+    return state
+
+
+@njit
+def _mirror(state):
+    """Left-right mirror image (files a and c swapped) of a packed state."""
+    out = state & ~np.int64(BOARD_MASK)
+    for r in range(N_RANKS):
+        t = (state >> (12 * r)) & 0xFFF
+        out |= RANK_MIRROR[t] << (12 * r)
+    return out
+
+
+@njit
+def _flip(state):
+    """The same position seen from the other side: board rotated by 180°, colours and hands swapped."""
+    out = HAND_SWAP[(state >> HAND_SHIFT) & 0xFFF] << HAND_SHIFT
+    for r in range(N_RANKS):
+        t = (state >> (12 * r)) & 0xFFF
+        out |= RANK_FLIP[t] << (12 * (N_RANKS - 1 - r))
+    return out
+
+
+@njit(parallel=True)
+def _encode_many(states, out, canonical):
+    for i in prange(states.shape[0]):
+        out[i] = _canonical(states[i]) if canonical else _encode(states[i])
+
+
+@njit(parallel=True)
+def _decode_many(keys, out):
+    for i in prange(keys.shape[0]):
+        out[i] = _decode(keys[i])
+
+
+def _as_int64_array(values, name: str) -> np.ndarray:
+    arr = np.ascontiguousarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
+    if arr.dtype != np.int64:
+        if arr.size and (not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0
+                         or arr.max() > np.iinfo(np.int64).max):
+            raise ValueError(f"{name} must hold non-negative 64-bit integers")
+        arr = arr.astype(np.int64)
+    return arr
+
+
+def encode(states) -> np.ndarray:
+    """Keys of packed states, without mirror folding.
+
+    Parameters
+    ----------
+    states : array_like of int64, shape (n,)
+        Packed normalised states (layout in the module docstring).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n,)
+        The keys (SPEC §1.3).
+
+    Raises
+    ------
+    ValueError
+        If a state holds an invalid cell nibble or a hand count of 3.
+    """
+    states = _as_int64_array(states, "states")
+    out = np.empty(states.shape[0], np.int64)
+    _encode_many(states, out, False)
+    if out.size and out.min() == 0:
+        raise ValueError(f"invalid packed state {int(states[np.argmin(out)]):#x}")
+    return out
+
+
+def canonical(states) -> np.ndarray:
+    """Canonical keys of packed states: the smaller key of a state and of its mirror image.
+
+    Parameters
+    ----------
+    states : array_like of int64, shape (n,)
+        Packed normalised states.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n,)
+
+    Raises
+    ------
+    ValueError
+        If a state holds an invalid cell nibble or a hand count of 3.
+    """
+    states = _as_int64_array(states, "states")
+    out = np.empty(states.shape[0], np.int64)
+    _encode_many(states, out, True)
+    if out.size and out.min() == 0:
+        raise ValueError(f"invalid packed state {int(states[np.argmin(out)]):#x}")
+    return out
+
+
+def decode(keys) -> np.ndarray:
+    """Packed states of keys (the inverse of :func:`encode`).
+
+    Parameters
+    ----------
+    keys : array_like of int64, shape (n,)
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n,)
+
+    Raises
+    ------
+    ValueError
+        If a key is not the key of any state (checked by encoding the result again).
+    """
+    keys = _as_int64_array(keys, "keys")
+    out = np.empty(keys.shape[0], np.int64)
+    _decode_many(keys, out)
+    back = np.empty_like(out)
+    _encode_many(out, back, False)
+    bad = np.flatnonzero(back != keys)
+    if bad.size:
+        raise ValueError(f"{int(keys[bad[0]]):#x} is not a valid position key")
+    return out
+
+
+def mirror(states) -> np.ndarray:
+    """Mirror images (files a and c swapped) of packed states; shape and dtype as the input."""
+    states = _as_int64_array(states, "states")
+    return np.array([_mirror(s) for s in states], np.int64)
+
+
+def flip(states) -> np.ndarray:
+    """Packed states seen from the other side (rotated 180°, colours and hands swapped)."""
+    states = _as_int64_array(states, "states")
+    return np.array([_flip(s) for s in states], np.int64)

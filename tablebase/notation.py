@@ -1,0 +1,92 @@
+"""Move notation (SPEC §1.6): ``Lb4-a3``, ``Cb3xb2``, ``Ca2-a1+``, drops ``C*b2``.
+
+The piece letter is upper case for both sides (``R`` for a hen) and squares are absolute (as
+Sente sees the board), whoever moves. Kernel moves (:mod:`tablebase.rules`) are in the frame of
+the normalised state, so a Gote move's cells are turned by 180° (``cell -> 11 - cell``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from encoding.key import OPPONENT
+from encoding.position import GOTE, PIECE_LETTER, Position, PositionError, square_name
+
+from .rules import DROP, PROMOTION, SLOT_PIECE, legal_moves
+
+_MOVE_RE = re.compile(r"^([LGECRlgecr])(?:([a-c][1-4])([-x])|(\*))([a-c][1-4])(\+?)$")
+
+
+class IllegalMoveError(ValueError):
+    """Raised for a move that is malformed or not legal in the position; the message says why."""
+
+
+def _absolute(cell: int, turn: int) -> int:
+    return 11 - cell if turn == GOTE else cell
+
+
+def move_text(position: Position, move: int) -> str:
+    """Text of a kernel move played in ``position`` (in the frame of ``position.state()``)."""
+    state = position.state()
+    src, dst = move & 15, (move >> 4) & 15
+    to = square_name(_absolute(dst, position.turn))
+    if src >= DROP:
+        return f"{PIECE_LETTER[int(SLOT_PIECE[src - DROP])]}*{to}"
+    piece = (state >> (4 * src)) & 7
+    capture = "x" if (state >> (4 * dst)) & 15 else "-"
+    promote = "+" if move & PROMOTION else ""
+    return f"{PIECE_LETTER[piece]}{square_name(_absolute(src, position.turn))}{capture}{to}{promote}"
+
+
+def parse_move(position: Position, text: str) -> int:
+    """The kernel move that ``text`` names in ``position``.
+
+    Raises
+    ------
+    IllegalMoveError
+        If the text is not a move in SPEC §1.6 notation, or names no legal move here (the
+        message says which of: no piece there, the piece cannot go there, the square is taken,
+        nothing to drop, the game is over).
+    """
+    t = text.strip()
+    m = _MOVE_RE.match(t)
+    if not m:
+        raise IllegalMoveError(f"{text!r} is not a move like Lb4-a3, Cb3xb2, Ca2-a1+ or C*b2")
+    moves = legal_moves(position.state())
+    if moves.size == 0:
+        raise IllegalMoveError(f"{t}: the game is already over")
+    texts = {move_text(position, int(mv)): int(mv) for mv in moves}
+    want = t[0].upper() + t[1:]
+    if want in texts:
+        return texts[want]
+    # Accept a capture written with '-' or a move written with 'x' only when it is unambiguous.
+    loose = {k.replace("x", "-"): v for k, v in texts.items()}
+    if want.replace("x", "-") in loose:
+        return loose[want.replace("x", "-")]
+    raise IllegalMoveError(f"{t}: {_why_illegal(position, m)}")
+
+
+def _why_illegal(position: Position, m: re.Match) -> str:
+    letter, src, _, drop, dst, _ = m.groups()
+    side = ("Sente", "Gote")[position.turn]
+    own = OPPONENT if position.turn == GOTE else 0
+    to_code = position.board[_square(dst)]
+    if drop:
+        slot = "CEG".find(letter.upper())
+        if slot < 0 or position.hands[slot + 3 * position.turn] == 0:
+            return f"{side} has no {letter.upper()} in hand to drop"
+        return f"{dst} is not empty"
+    code = position.board[_square(src)]
+    if code == 0 or (code & OPPONENT) != own or PIECE_LETTER[code & 7] != letter.upper():
+        return f"{side} has no {letter.upper()} on {src}"
+    if to_code and (to_code & OPPONENT) == own:
+        return f"{dst} holds {side}'s own piece"
+    return f"a {letter.upper()} on {src} cannot move to {dst}" + (
+        " (a chick reaching the far rank promotes: write '+')" if letter.upper() == "C" else "")
+
+
+def _square(name: str) -> int:
+    try:
+        return 3 * (int(name[1]) - 1) + "abc".index(name[0])
+    except (ValueError, IndexError):  # pragma: no cover - the regex admits only squares
+        raise PositionError(name) from None

@@ -1,0 +1,177 @@
+"""The shared encoding layer: keys, the hash table, position text forms."""
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import naive
+from encoding import key as K
+from encoding.hashtable import HashTable, HashTableFullError
+from encoding.position import GOTE, SENTE, Position, PositionError
+
+# --- keys ----------------------------------------------------------------------------------
+
+
+@st.composite
+def positions(draw):
+    seed = draw(st.integers(0, 2**32 - 1))
+    material = draw(st.lists(st.sampled_from("CEG"), max_size=6).filter(
+        lambda m: all(m.count(p) <= 2 for p in "CEG")))
+    npos = naive.random_position(random.Random(seed), tuple(material))
+    return Position.from_text(npos.text())
+
+
+def test_start_key_bits_by_hand():
+    # a1 g:1011 b1 l:1101 c1 e:1001 a2 -:0 b2 c:11101 c2 0 a3 0 b3 C:11100 c3 0
+    # a4 E:1000 b4 L:1100 c4 G:1010, then six empty hand counts 000000.
+    bits = "1011" "1101" "1001" "0" "11101" "0" "0" "11100" "0" "1000" "1100" "1010" "000000"
+    assert K.encode([Position.start().state()])[0] == int(bits, 2) << (63 - len(bits))
+
+
+@given(positions())
+@settings(max_examples=300, deadline=None)
+def test_key_round_trip(pos):
+    state = pos.state()
+    key = K.encode([state])[0]
+    assert 0 < key < 2**63
+    assert key & ((1 << (63 - K.MAX_KEY_BITS)) - 1) == 0
+    assert K.decode([key])[0] == state
+
+
+@given(positions())
+@settings(max_examples=300, deadline=None)
+def test_canonical_key_ignores_mirror_and_orientation(pos):
+    k = pos.key()
+    assert pos.mirror().key() == k
+    assert k == min(K.encode([pos.state(), pos.mirror().state()]))
+    # The same position seen from the other side, with the other side to move, is the same
+    # normalised position.
+    flipped = Position.from_state(pos.state(), 1 - pos.turn)
+    assert flipped.key() == k
+    assert Position.from_state(pos.state(), pos.turn) == pos
+
+
+@given(positions())
+@settings(max_examples=200, deadline=None)
+def test_flip_and_mirror_are_involutions(pos):
+    s = np.int64(pos.state())
+    assert K._flip(K._flip(s)) == s
+    assert K._mirror(K._mirror(s)) == s
+
+
+def test_decode_rejects_invalid_key():
+    with pytest.raises(ValueError, match="not a valid position key"):
+        K.decode([(1 << 62) | (1 << 20) | 12345 << 19])
+
+
+def test_encode_rejects_invalid_state():
+    with pytest.raises(ValueError, match="invalid packed state"):
+        K.encode([6])  # nibble 6 is no piece
+    with pytest.raises(ValueError, match="one-dimensional"):
+        K.encode([[1]])
+
+
+# --- hash table ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shards", [1, 2, 3])
+def test_hash_table_matches_python_set(shards):
+    rng = np.random.default_rng(shards)
+    keys = rng.integers(1, 1 << 40, 50_000) << 19
+    keys = np.concatenate([keys, keys[:1000]])  # duplicates
+    table = HashTable(100, n_shards=shards)  # grows several times
+    slots, new = table.insert(keys)
+    assert len(table) == len(set(keys.tolist()))
+    assert new.sum() == len(table)
+    assert np.array_equal(table.table[table.lookup(keys)], keys)
+    assert set(table.keys().tolist()) == set(keys.tolist())
+    missing = rng.integers(1, 1 << 40, 1000) << 19
+    missing = missing[~np.isin(missing, keys)]
+    assert (table.lookup(missing) == -1).all()
+    assert int(keys[0]) in table and int(missing[0]) not in table
+    assert np.array_equal(table.occupied(), np.flatnonzero(table.table))
+
+
+def test_hash_table_grow_returns_slot_map():
+    table = HashTable(10)
+    keys = np.arange(1, 9, dtype=np.int64) << 19
+    slots, _ = table.insert(keys)
+    remap = table.grow(1000)
+    assert np.array_equal(table.table[remap[slots]], keys)
+    assert table.capacity > 1000
+
+
+def test_hash_table_errors():
+    with pytest.raises(ValueError, match="positive"):
+        HashTable(10).insert([0])
+    with pytest.raises(ValueError, match="load factor"):
+        HashTable(10, load_factor=1.5)
+    table = HashTable(10)
+    with pytest.raises(HashTableFullError, match="cannot grow"):
+        table.grow(1 << 40)
+
+
+# --- position text forms -------------------------------------------------------------------
+
+
+@given(positions())
+@settings(max_examples=200, deadline=None)
+def test_text_forms_round_trip(pos):
+    assert Position.from_text(pos.text()) == pos
+    assert Position.from_fen(pos.fen()) == pos
+    assert eval(repr(pos)) == pos
+
+
+def test_start_position_forms():
+    start = Position.start()
+    assert start.text() == "S/gle/-c-/-C-/ELG/-"
+    assert start.fen() == "gle/1c1/1C1/ELG[-] w 0 1"
+    assert start.turn == SENTE
+
+
+SEED_DIAGRAM = """
+H:0 Z:0 K:0
+ .  . *L
+ H *H  .
+ .  .  L
+ .  .  .
+H:0 Z:0 K:0
+"""
+
+
+def test_seed_diagram():
+    pos = Position.from_diagram(SEED_DIAGRAM, turn=GOTE)
+    assert pos.text() == "G/--l/Cc-/--L/---/-"
+    # The seed's diagram after Lb4-c3 Cb2xb3 Lc3xb3: a chick in each hand.
+    hands = Position.from_diagram("H:1 Z:0 K:0\n . *L  .\n .  .  .\n .  L  .\n .  .  .\nH:1 Z:0 K:0", GOTE)
+    assert hands.text() == "G/-l-/---/-L-/---/Cc"
+    assert hands.hands == (1, 0, 0, 1, 0, 0)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("S/gle/-c-/-C-/ELG", "expected 6 fields"),
+    ("X/gle/-c-/-C-/ELG/-", "side to move must be"),
+    ("S/gle/-c-/-C-/EL/-", "rank 4 must have 3 cells"),
+    ("S/gle/-c-/-C-/EGG/-", "Sente has 0 lions"),
+    ("S/gle/-c-/-C-/ELL/-", "Sente has 2 lions"),
+    ("S/gle/-c-/-C-/ELG/C", "3 chicks"),
+    ("S/gle/-c-/-C-/ELG/L", "cannot be in hand"),
+    ("S/gle/-c-/-C-/ELG/R", "cannot be in hand"),
+    ("S/gle/-x-/-C-/ELG/-", "unknown piece letter"),
+    ("S/gle/Ec-/-C-/ELG/-", "3 elephants"),
+])
+def test_position_errors(text, message):
+    with pytest.raises(PositionError, match=message):
+        Position.from_text(text)
+
+
+def test_diagram_errors():
+    with pytest.raises(PositionError, match="6 non-blank lines"):
+        Position.from_diagram("H:0 Z:0 K:0")
+    with pytest.raises(PositionError, match="unknown piece"):
+        Position.from_diagram(SEED_DIAGRAM.replace("*H", "*Q"))
+    with pytest.raises(PositionError, match="hand line"):
+        Position.from_diagram(SEED_DIAGRAM.replace("H:0 Z:0 K:0", "H:0", 1))

@@ -1,0 +1,161 @@
+"""Move generation, unmoves and terminal rules against the naive reference and Fairy-Stockfish."""
+
+import os
+
+import numpy as np
+import pytest
+
+import naive
+from conftest import DATA, random_positions
+from encoding.key import _canonical
+from encoding.position import Position
+from tablebase import rules
+from tablebase.notation import move_text
+
+N_RANDOM = 3000
+
+
+def _perft_cases():
+    with open(os.path.join(DATA, "perft.txt")) as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                text, depth, nodes = line.split()
+                yield pytest.param(text, int(depth), int(nodes), id=f"{text} d{depth}")
+
+
+@pytest.mark.parametrize("text,depth,nodes", list(_perft_cases()))
+def test_perft(text, depth, nodes):
+    assert rules.perft(Position.from_text(text).state(), depth) == nodes
+
+
+def test_naive_perft_agrees_on_start():
+    start = naive.NaivePosition.from_text(Position.START_TEXT)
+    assert [naive.perft(start, d) for d in range(1, 5)] == [4, 17, 123, 976]
+
+
+def _kernel_children(pos):
+    """{move text: canonical child key} from the kernels."""
+    state = pos.state()
+    return sorted((move_text(pos, int(m)), int(_canonical(np.int64(rules.make_move(state, int(m))))))
+                  for m in rules.legal_moves(state))
+
+
+def _naive_children(npos):
+    out = []
+    for text, child in naive.moves(npos):
+        if naive.lion_square(child, child.turn) is None:  # the lion was captured
+            out.append((text, None))
+        else:
+            out.append((text, naive.canonical_key(child)))
+    return sorted(out)
+
+
+def test_moves_match_naive_reference():
+    checked = 0
+    for pos, npos in random_positions(N_RANDOM, seed=1):
+        assert rules.game_over(pos.state()) == naive.game_over(npos), pos
+        if naive.game_over(npos):
+            assert len(rules.legal_moves(pos.state())) == 0
+            continue
+        kernel = _kernel_children(pos)
+        ref = _naive_children(npos)
+        assert [t for t, _ in kernel] == [t for t, _ in ref], pos
+        # Children that still have both lions must have the same canonical key.
+        for (t, k), (_, r) in zip(kernel, ref):
+            if r is not None:
+                assert k == r, (pos, t)
+        checked += 1
+    assert checked > N_RANDOM // 2
+
+
+def test_keys_match_naive_reference():
+    for pos, npos in random_positions(N_RANDOM, seed=2):
+        assert pos.key() == naive.canonical_key(npos), pos
+
+
+def test_classify_matches_naive_reference():
+    seen = set()
+    for pos, npos in random_positions(N_RANDOM, seed=3):
+        got = {rules.NONTERMINAL: None, rules.CATCH: "catch", rules.TRY: "try"}[rules.classify(pos.state())]
+        assert got == naive.classify(npos), pos
+        seen.add(got)
+    assert seen == {None, "catch", "try"}
+
+
+def test_move_count_bounds():
+    worst_moves = worst_unmoves = 0
+    for pos, _ in random_positions(N_RANDOM, seed=4):
+        worst_moves = max(worst_moves, len(rules.legal_moves(pos.state())))
+        worst_unmoves = max(worst_unmoves, len(rules.predecessors(pos.state())))
+    assert 0 < worst_moves <= rules.MAX_MOVES
+    assert 0 < worst_unmoves <= rules.MAX_UNMOVES
+
+
+def test_unmoves_invert_moves():
+    """Every child's predecessors include the parent, and every predecessor has the child."""
+    for pos, npos in random_positions(1000, seed=5):
+        state = pos.state()
+        if rules.game_over(state):
+            continue
+        parent = int(_canonical(np.int64(state)))
+        for m in rules.legal_moves(state):
+            child = rules.make_move(state, int(m))
+            if rules.game_over(child) and not _both_lions(child):
+                continue
+            preds = {int(_canonical(np.int64(p))) for p in rules.predecessors(child)}
+            assert parent in preds, (pos, move_text(pos, int(m)))
+        # The other way round: each predecessor of this position has it as a child.
+        me = pos.key()
+        for pred in rules.predecessors(state):
+            if rules.game_over(int(pred)):
+                continue
+            ppos = Position.from_state(int(pred), 1 - pos.turn)
+            kids = {naive.canonical_key(c) for _, c in naive.moves(naive.NaivePosition.from_text(ppos.text()))
+                    if naive.lion_square(c, c.turn) is not None}
+            assert me in kids, (pos, ppos)
+
+
+def _both_lions(state):
+    nibbles = [(state >> (4 * i)) & 15 for i in range(12)]
+    return 3 in nibbles and 11 in nibbles
+
+
+def _fsf_moves(pos):
+    import pyffish
+
+    out = set()
+    for uci in pyffish.legal_moves("dobutsu", pos.fen(), []):
+        uci = uci.rstrip("+")
+        if "@" in uci:
+            piece, sq = uci.split("@")
+            out.add(f"{piece.upper()}*{sq[0]}{5 - int(sq[1])}")
+        else:
+            out.add((f"{uci[0]}{5 - int(uci[1])}", f"{uci[2]}{5 - int(uci[3])}"))
+    return out
+
+
+def _our_moves_as_fsf(pos):
+    out = set()
+    for m in rules.legal_moves(pos.state()):
+        t = move_text(pos, int(m)).rstrip("+")
+        out.add(t if "*" in t else (t[1:3], t[4:6]))
+    return out
+
+
+def test_moves_match_fairy_stockfish():
+    pytest.importorskip("pyffish")
+    compared = 0
+    for pos, npos in random_positions(4 * N_RANDOM, seed=6):
+        # Compare where neither program can see a finished game: both lions stand off the far ranks.
+        if naive.game_over(npos) or naive.classify(npos) is not None:
+            continue
+        if any(letter == "L" and sq[1] in (1, 4) for sq, (_, letter) in npos.board.items()):
+            continue
+        assert _our_moves_as_fsf(pos) == _fsf_moves(pos), pos
+        compared += 1
+    assert compared > 300
+
+
+def test_make_move_rejects_illegal_move():
+    with pytest.raises(ValueError):
+        rules.make_move(Position.start().state(), 0)
