@@ -6,6 +6,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 from tqdm import tqdm
@@ -100,7 +101,8 @@ def _log(msg: str) -> None:
     tqdm.write(msg, file=sys.stderr)
 
 
-def build_tablebase(out, start=None, progress: bool | None = None) -> BuildResult:
+def build_tablebase(out, start=None, progress: bool | None = None,
+                    on_phase: Callable[[str], None] | None = None) -> BuildResult:
     """Build the tablebase of every position reachable from ``start`` and write it to ``out``.
 
     Parameters
@@ -111,6 +113,9 @@ def build_tablebase(out, start=None, progress: bool | None = None) -> BuildResul
         Start position (default: the standard start, SPEC §1.1); any legal non-terminal one.
     progress : bool or None, optional
         Progress bars and per-ply lines on stderr: True, False, or None for "only on a terminal".
+    on_phase : callable, optional
+        Called with each phase's name as it starts (``"enumeration"``, ``"retrograde"``,
+        ``"sort"``, ``"write"``, ``"check"``) and with ``"done"`` at the end; for benchmarks.
 
     Returns
     -------
@@ -134,10 +139,12 @@ def build_tablebase(out, start=None, progress: bool | None = None) -> BuildResul
         raise FileNotFoundError(f"{out.parent}: no such folder")
     quiet = progress is False
     disable = None if progress is None else not progress
+    phase = on_phase or (lambda name: None)
     expected = None
     if start.key() == Position.start().key():
         expected = (config.STANDARD_NONTERMINAL, config.STANDARD_TERMINAL)
 
+    phase("enumeration")
     with tqdm(total=expected[0] if expected else None, desc="enumerate", unit=" pos",
               unit_scale=True, disable=disable, file=sys.stderr) as bar:
         def on_batch(expanded, queued):
@@ -149,6 +156,7 @@ def build_tablebase(out, start=None, progress: bool | None = None) -> BuildResul
         _log(f"enumerated {enum.reachable:,} positions ({enum.nonterminal:,} non-terminal) "
              f"in {enum.seconds:.1f} s")
 
+    phase("retrograde")
     with tqdm(total=enum.nonterminal, desc="retrograde", unit=" pos", unit_scale=True,
               disable=disable, file=sys.stderr) as bar:
         def on_ply(ply, processed, decided, secs):
@@ -158,11 +166,13 @@ def build_tablebase(out, start=None, progress: bool | None = None) -> BuildResul
                      f"ply {ply + 1} ({secs:.2f} s)")
         retro_seconds = retrograde.solve(enum, on_ply)
 
+    phase("sort")
     t = time.perf_counter()
     slot = enum.table.lookup([start.key()])[0]
     start_wdl, start_dtm = int(enum.wdl[slot]), int(enum.dtm[slot])
     counts = dict(reachable=enum.reachable, nonterminal=enum.nonterminal,
-                  catch_terminal=enum.catch_terminal, try_terminal=enum.try_terminal)
+                  catch_terminal=enum.catch_terminal, try_terminal=enum.try_terminal,
+                  no_moves=enum.no_moves)
     enum_seconds = enum.seconds
     keys, wdl, dtm = sorted_values(enum)
     del enum
@@ -171,9 +181,22 @@ def build_tablebase(out, start=None, progress: bool | None = None) -> BuildResul
                     seconds={"enumeration": enum_seconds, "retrograde": retro_seconds}, **counts)
     sort_seconds = time.perf_counter() - t
     meta.seconds["sort"] = sort_seconds
+    phase("write")
     t = time.perf_counter()
     if not quiet:
         _log(f"writing {out} ...")
     write_tablebase(out, keys, wdl, dtm, meta)
+    del keys, wdl, dtm
     meta.seconds["write"] = time.perf_counter() - t
+    # Read the start position's value back through the probing code: a check of the file just
+    # written, which also compiles (and caches) the kernels a first probe needs.
+    phase("check")
+    from .probe import open_tablebase
+
+    with open_tablebase(out) as tb:
+        found = (tb.probe_wdl(start), abs(tb.probe_dtm(start)))
+    if found != (start_wdl, start_dtm):  # pragma: no cover - a defect, not an input error
+        raise RuntimeError(f"{out}: the start position reads back as {found}, "
+                           f"not {(start_wdl, start_dtm)}")
+    phase("done")
     return BuildResult(out, meta)

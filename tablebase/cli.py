@@ -74,10 +74,14 @@ def build(start, out, quiet):
     Prints the counts and the start position's value. The full build from the standard start
     takes a few minutes and about 4 GiB of memory.
     """
+    import signal
+
     from encoding.position import Position
 
     from .build import build_tablebase
 
+    # Stop on SIGTERM as on Ctrl-C: the partial output file is removed on the way out.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     position = Position.start() if start is None else Position.from_text(start)
     if out is None:
         out = Path(DEFAULT_TB if start is None or position.key() == Position.start().key()

@@ -5,6 +5,8 @@ try-terminal) go into a second table and are counted, never expanded. While a po
 expanded, the two facts the retrograde analysis starts from are recorded in slot-indexed arrays
 of the non-terminal table: the number of its *distinct* canonical non-terminal children (the
 counter of unresolved moves) and whether a move reaches a try-terminal position (a win in 1).
+A non-terminal position without a legal move (SPEC §1.4: none is reachable from the standard
+start) is counted and valued as a loss in 0 plies: the side that cannot move has lost, as in shogi.
 
 The work goes in batches: the children of a batch of positions are generated in parallel, then
 inserted with one thread per hash table shard.
@@ -23,7 +25,7 @@ from encoding.key import _canonical, _decode
 
 from . import config
 from .rules import CATCH, MAX_MOVES, NONTERMINAL, TRY, _classify, _gen_moves, _make_move
-from .values import UNKNOWN, WIN
+from .values import LOSS, UNKNOWN, WIN
 
 
 class StartPositionError(ValueError):
@@ -44,6 +46,8 @@ class Enumeration:
         Values so far: WIN and 1 where a move reaches a try-terminal position, else UNKNOWN / 0.
     catch_terminal, try_terminal : int
         Distinct terminal positions reached, by class.
+    no_moves : int
+        Non-terminal positions without a legal move (valued as losses in 0).
     seconds : float
         Wall time of the enumeration.
     """
@@ -54,6 +58,7 @@ class Enumeration:
     dtm: np.ndarray
     catch_terminal: int
     try_terminal: int
+    no_moves: int = 0
     seconds: float = 0.0
 
     @property
@@ -108,7 +113,10 @@ def _expand(table, slots, children, n_children, counter, wdl, dtm):
                 distinct += 1
         n_children[b] = n
         counter[slot] = distinct
-        if win1:
+        if n == 0:
+            wdl[slot] = LOSS
+            dtm[slot] = 0
+        elif win1:
             wdl[slot] = WIN
             dtm[slot] = 1
 
@@ -224,6 +232,7 @@ def enumerate_positions(start_state: int, expected: tuple[int, int] | None = Non
     slots, _ = nt.insert([_canonical(start_state)])
     queue[0] = slots[0]
     head, tail = 0, 1
+    no_moves = 0
     children = np.zeros((batch, MAX_MOVES), np.int64)
     n_children = np.zeros(batch, np.int64)
     new_slot = np.empty((batch, MAX_MOVES), np.int64)
@@ -231,6 +240,7 @@ def enumerate_positions(start_state: int, expected: tuple[int, int] | None = Non
         stop = min(tail, head + batch)
         nb = stop - head
         _expand(nt.table, queue[head:stop], children[:nb], n_children[:nb], counter, wdl, dtm)
+        no_moves += int(np.count_nonzero(n_children[:nb] == 0))
         n_new = int(n_children[:nb].sum())  # the worst case: every child new
         if nt.room() < n_new:
             remap = nt.grow(len(nt) + max(n_new, len(nt)))
@@ -254,4 +264,5 @@ def enumerate_positions(start_state: int, expected: tuple[int, int] | None = Non
             progress(head, tail)
     del queue, children, new_slot
     n_try = int(_count_try(term.table))
-    return Enumeration(nt, counter, wdl, dtm, len(term) - n_try, n_try, time.perf_counter() - t0)
+    return Enumeration(nt, counter, wdl, dtm, len(term) - n_try, n_try, no_moves,
+                       time.perf_counter() - t0)

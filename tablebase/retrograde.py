@@ -131,7 +131,7 @@ def propagate_ply(enum: Enumeration, ply: int) -> tuple[int, int]:
     enum : Enumeration
         Its ``wdl``, ``dtm`` and ``counter`` arrays are updated in place.
     ply : int
-        DTM of the positions whose predecessors are decided (>= 1).
+        DTM of the positions whose predecessors are decided.
 
     Returns
     -------
@@ -183,7 +183,7 @@ def solve(enum: Enumeration, report: Callable[[int, int, int, float], None] | No
     t0 = time.perf_counter()
     mark_immediate_losses(enum)
     highest = 2
-    ply = 1
+    ply = 0 if enum.no_moves else 1  # DTM 0 is stored only for positions without moves
     while ply <= highest:
         t = time.perf_counter()
         processed, decided = propagate_ply(enum, ply)

@@ -51,6 +51,8 @@ class Metadata:
         Start position in SPEC §1.6 text form.
     reachable, nonterminal, catch_terminal, try_terminal : int
         Position counts (SPEC §1.4).
+    no_moves : int
+        Non-terminal positions without a legal move (stored as losses in 0).
     wins, draws, losses : int
         Stored (non-terminal) positions per WDL.
     start_wdl, start_dtm : int
@@ -69,13 +71,14 @@ class Metadata:
     losses: int
     start_wdl: int
     start_dtm: int
+    no_moves: int = 0
     seconds: dict = field(default_factory=dict)
     created: str = ""
     format_version: int = FORMAT_VERSION
 
 
-_COUNT_FIELDS = ("reachable", "nonterminal", "catch_terminal", "try_terminal", "wins", "draws",
-                 "losses", "start_wdl", "start_dtm")
+_COUNT_FIELDS = ("reachable", "nonterminal", "catch_terminal", "try_terminal", "no_moves", "wins",
+                 "draws", "losses", "start_wdl", "start_dtm")
 
 
 def write_tablebase(path, keys: np.ndarray, wdl: np.ndarray, dtm: np.ndarray, meta: Metadata) -> Path:
@@ -161,6 +164,10 @@ def read_metadata(f: h5py.File) -> Metadata:
     if int(a.get("format_version", -1)) != FORMAT_VERSION:
         raise TablebaseFileError(f"{f.filename}: format version {a.get('format_version')} "
                                  f"(this program reads version {FORMAT_VERSION})")
+    missing = [name for name in ("start", *_COUNT_FIELDS) if name not in a]
+    if missing:
+        raise TablebaseFileError(f"{f.filename}: metadata attribute {missing[0]!r} is missing "
+                                 f"(a damaged file?)")
     seconds = {k[len("seconds_"):]: float(v) for k, v in a.items() if k.startswith("seconds_")}
     return Metadata(start=str(a["start"]), seconds=seconds, created=str(a.get("created", "")),
                     format_version=int(a["format_version"]),

@@ -223,10 +223,12 @@ def children_values(pos, value):
 
 
 def expected_value(child_values):
-    """Minimax with DTM (SPEC §1.5) from the children's (wdl, dtm)."""
+    """Minimax with DTM (SPEC §1.5) from the children's (wdl, dtm); no move at all loses at once."""
+    if not child_values:
+        return -1, 0
     losses = [d for w, d in child_values if w == -1]
     if losses:
         return 1, min(losses) + 1
-    if child_values and all(w == 1 for w, _ in child_values):
+    if all(w == 1 for w, _ in child_values):
         return -1, max(d for _, d in child_values) + 1
     return 0, 0

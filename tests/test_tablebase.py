@@ -209,6 +209,15 @@ def test_missing_and_foreign_files(tmp_path):
         open_tablebase(other)
 
 
+def test_missing_metadata_is_reported(lion_chick_tb, tmp_path):
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes(lion_chick_tb.path.read_bytes())
+    with h5py.File(bad, "a") as f:
+        del f.attrs["nonterminal"]
+    with pytest.raises(TablebaseFileError, match="'nonterminal' is missing"):
+        open_tablebase(bad)
+
+
 def test_corrupt_chunk_is_reported(lion_chick_tb, tmp_path):
     bad = tmp_path / "bad.h5"
     bad.write_bytes(lion_chick_tb.path.read_bytes())
