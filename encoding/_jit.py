@@ -32,11 +32,14 @@ def _source_digest() -> str:
     return h.hexdigest()[:16]
 
 
+def cache_root() -> str:
+    """The project's cache folder: ``$DOBUTSU_TB_CACHE`` or ``~/.cache/dobutsu-tablebase``."""
+    return os.environ.get("DOBUTSU_TB_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "dobutsu-tablebase")
+
+
 def _cache_dir() -> str:
-    base = os.environ.get("DOBUTSU_TB_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "dobutsu-tablebase"
-    )
-    return os.path.join(base, "numba-" + _source_digest())
+    return os.path.join(cache_root(), "numba-" + _source_digest())
 
 
 numba.config.CACHE_DIR = _cache_dir()

@@ -138,9 +138,25 @@ def probe(position, tb_path, as_json):
 
 @main.command()
 @click.argument("position")
+@click.option("--png", "png", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The PNG file to write.")
+def show(position, png):
+    """Draw POSITION (pieces, hands, side to move, coordinates) into a PNG file."""
+    from encoding.position import Position
+
+    from analysis.pictures import draw_position
+
+    draw_position(Position.from_text(position), png)
+    click.echo(f"wrote {png}")
+
+
+@main.command()
+@click.argument("position")
 @_tb_option
 @click.option("--max-plies", default=200, show_default=True, help="Stop a drawn line after this many plies.")
-def line(position, tb_path, max_plies):
+@click.option("--png-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also draw the board after every ply into this folder.")
+def line(position, tb_path, max_plies, png_dir):
     """A perfect-play line from POSITION to the end of the game, move by move with the board."""
     from encoding.position import Position
 
@@ -165,6 +181,181 @@ def line(position, tb_path, max_plies):
             click.echo(f"  {mover}'s lion has reached the far rank safely and wins.")
     if wdl == 0:
         click.echo(f"\ndraw: the line stops after {len(pv)} plies")
+    if png_dir is not None:
+        from analysis.pictures import draw_position
+
+        png_dir.mkdir(parents=True, exist_ok=True)
+        draw_position(pos, png_dir / "ply000.png", title="start")
+        for ply, m in enumerate(pv, 1):
+            if m.position is not None:
+                mover = ("Sente", "Gote")[(pos.turn + ply - 1) % 2]
+                draw_position(m.position, png_dir / f"ply{ply:03d}.png", title=f"{ply}. {mover} {m.move}")
+
+
+def _tablebase_for(start, tb_path: Path | None):
+    """A tablebase covering ``start``: the given file, else ``$DOBUTSU_TB``/``dobutsu.h5`` if it
+    covers it, else one built for that start in the cache folder (reused next time)."""
+    from encoding._jit import cache_root
+
+    from .build import build_tablebase
+    from .probe import open_tablebase
+
+    if tb_path is not None:
+        tb = open_tablebase(tb_path)
+        tb.probe_wdl(start)  # MissingPositionError if it does not cover the start
+        return tb
+    default = Path(os.environ.get("DOBUTSU_TB", DEFAULT_TB))
+    if default.exists():
+        tb = open_tablebase(default)
+        if tb.get_wdl(start) is not None:
+            return tb
+        tb.close()
+    folder = Path(cache_root()) / "tablebases"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{start.key():016x}.h5"
+    if not path.exists():
+        click.echo(f"building the tablebase for {start.text()} into {path} ...", err=True)
+        build_tablebase(path, start, progress=None)
+    tb = open_tablebase(path)
+    tb.probe_wdl(start)
+    return tb
+
+
+@main.command("verify-line")
+@click.option("--start", default=None, metavar="POSITION",
+              help="Start position of the line (default: the standard start).")
+@click.argument("moves", nargs=-1)
+@click.option("--file", "move_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="Read the moves from a file: one move per line, or one game per line.")
+@click.option("--tb", "tb_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Tablebase to use (default: $DOBUTSU_TB or dobutsu.h5 if it covers the start, "
+                   "else one built for the start and cached).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--png-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also draw the board after every ply into this folder.")
+def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
+    """Replay a line of MOVES and judge every ply against the tablebase.
+
+    Prints, for each ply, the move, the value before and after it and whether it is optimal
+    (keeps the value, wins as fast or loses as slowly as possible); then the verdict: the start
+    position's true value, whether the line is perfect play, and the first mistake. Exits with
+    1 when a move is illegal.
+    """
+    from encoding.position import Position
+
+    from analysis.lines import describe, read_games, verify_line
+
+    start_pos = Position.start() if start is None else Position.from_text(start)
+    games = read_games(move_file) if move_file else []
+    if moves:
+        games.insert(0, list(moves))
+    if not games:
+        raise click.UsageError("give the moves as arguments or with --file")
+    illegal = False
+    results = []
+    with _tablebase_for(start_pos, tb_path) as tb:
+        for game in games:
+            results.append(verify_line(tb, start_pos, game))
+    for n, report in enumerate(results, 1):
+        illegal |= report.illegal is not None
+        if png_dir is not None:
+            _draw_line(report, png_dir / (f"game{n}" if len(results) > 1 else ""))
+        if as_json:
+            continue
+        if len(results) > 1:
+            click.echo(f"game {n}:")
+        click.echo(f"{'ply':>3}  {'side':<5} {'move':<9} {'before (mover)':<15} {'after (opponent)':<17} verdict")
+        for p in report.plies:
+            after = describe(*p.after) if not (p.ending and "captures" in p.ending) else "lion lost"
+            mark = "optimal" if p.optimal else f"MISTAKE: {describe(*p.result)}; best {', '.join(p.best)}"
+            click.echo(f"{p.ply:>3}  {('Sente', 'Gote')[p.side]:<5} {p.move:<9} {describe(*p.before):<15} "
+                       f"{after:<17} {mark}")
+            if p.ending:
+                click.echo(f"     {p.ending}: the game is over")
+        if report.illegal:
+            ply, move, reason = report.illegal
+            click.echo(f"{ply:>3}  {move}: ILLEGAL: {reason}")
+        click.echo(report.verdict())
+    if as_json:
+        click.echo(json.dumps([_line_json(r) for r in results], indent=2))
+    if illegal:
+        sys.exit(1)
+
+
+def _line_json(report):
+    from .values import WDL_NAMES
+
+    def value(v):
+        return None if v[0] is None else {"category": WDL_NAMES[v[0]], "dtm": v[1]}
+
+    mistake = report.first_mistake
+    return {
+        "start": report.start.text(), "start_value": value(report.start_value),
+        "plies": [{"ply": p.ply, "side": ("sente", "gote")[p.side], "move": p.move,
+                   "before": value(p.before), "after": value(p.after), "result": value(p.result),
+                   "optimal": p.optimal, "best": p.best, "ending": p.ending} for p in report.plies],
+        "illegal": None if report.illegal is None else dict(zip(("ply", "move", "reason"), report.illegal)),
+        "perfect": report.perfect, "first_mistake": mistake.ply if mistake else None,
+        "verdict": report.verdict(),
+    }
+
+
+def _draw_line(report, folder: Path):
+    from analysis.pictures import draw_position
+
+    folder.mkdir(parents=True, exist_ok=True)
+    draw_position(report.start, folder / "ply000.png", title="start")
+    for p in report.plies:
+        if p.position is not None:
+            draw_position(p.position, folder / f"ply{p.ply:03d}.png",
+                          title=f"{p.ply}. {('Sente', 'Gote')[p.side]} {p.move}")
+
+
+@main.command()
+@click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--max-problems", default=20, show_default=True, help="How many inconsistencies to list.")
+def verify(path, max_problems):
+    """Check a tablebase file independently (default: $DOBUTSU_TB or dobutsu.h5).
+
+    Verifies the HDF5 checksums, the metadata against the data, and every stored value against
+    its children's stored values. Exits with 1 if anything is inconsistent.
+    """
+    from tqdm import tqdm
+
+    from analysis.verify import verify_file
+
+    path = path or Path(os.environ.get("DOBUTSU_TB", DEFAULT_TB))
+    with tqdm(desc="verify", unit=" pos", unit_scale=True, disable=None, file=sys.stderr) as bar:
+        def progress(done, total):
+            bar.total = total
+            bar.update(done - bar.n)
+        report = verify_file(path, limit=max_problems, progress=progress)
+    secs = ", ".join(f"{k} {v:.1f} s" for k, v in report.seconds.items())
+    click.echo(f"{path}: checked {report.checked:,} positions ({secs})")
+    if report.ok:
+        click.echo("OK: checksums, metadata and every value agree with their children")
+        return
+    click.echo(f"FAILED: {report.total_problems:,} inconsistencies; the first {len(report.problems)}:")
+    for problem in report.problems:
+        click.echo(f"  {problem}")
+    sys.exit(1)
+
+
+@main.command()
+@click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--longest", default=10, show_default=True, help="How many of the longest wins to list.")
+@click.option("--plot", "plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Draw positions per DTM (wins and losses) into this PNG file.")
+def stats(path, longest, plot):
+    """Counts of a tablebase (default: $DOBUTSU_TB or dobutsu.h5): per value, per DTM, per
+    material on the board and in hand, and the longest wins."""
+    from analysis.stats import tablebase_stats
+
+    result = tablebase_stats(path or Path(os.environ.get("DOBUTSU_TB", DEFAULT_TB)), longest)
+    click.echo(result.text())
+    if plot is not None:
+        result.plot(plot)
+        click.echo(f"plot written to {plot}")
 
 
 if __name__ == "__main__":  # pragma: no cover

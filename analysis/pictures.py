@@ -1,0 +1,94 @@
+"""Pictures of positions (matplotlib, PNG): ``dobutsu-tb show POSITION --png FILE``.
+
+The board is drawn as Sente sees it (rank 1 at the top), with coordinates; Sente's pieces point
+up in green, Gote's are turned upside down in orange; each side's hand is drawn beside its home
+rank, and the title says who is to move.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from encoding.key import OPPONENT
+from encoding.position import GOTE, Position
+
+NAMES = {1: "Elephant", 2: "Giraffe", 3: "Lion", 4: "Chick", 5: "Hen"}
+LETTERS = {1: "E", 2: "G", 3: "L", 4: "C", 5: "R"}
+COLOURS = {0: "#cde8c4", OPPONENT: "#f6d1a8"}
+
+
+def _piece(ax, x, y, code, size=0.8):
+    from matplotlib.patches import FancyBboxPatch
+
+    side = code & OPPONENT
+    half = size / 2
+    ax.add_patch(FancyBboxPatch((x - half, y - half), size, size, boxstyle="round,pad=0.02,rounding_size=0.12",
+                                facecolor=COLOURS[side], edgecolor="#444444", linewidth=1.5))
+    rotation = 180 if side else 0
+    sign = -1 if side else 1
+    ax.text(x, y + sign * 0.08 * size / 0.8, LETTERS[code & 7], ha="center", va="center",
+            fontsize=26 * size / 0.8, fontweight="bold", rotation=rotation)
+    ax.text(x, y - sign * 0.25 * size / 0.8, NAMES[code & 7], ha="center", va="center",
+            fontsize=8 * size / 0.8, rotation=rotation)
+
+
+def draw_position(position: Position, path, title: str | None = None) -> Path:
+    """Draw a position into a PNG file.
+
+    Parameters
+    ----------
+    position : Position
+    path : str or Path
+        The PNG file to write (its folder must exist).
+    title : str, optional
+        A line above the board (e.g. the move just played).
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    OSError
+        If the file cannot be written.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.6, 6.4), dpi=100)
+    try:
+        ax.set_xlim(-0.6, 4.4)
+        ax.set_ylim(-1.6, 5.6)
+        ax.set_aspect("equal")
+        ax.axis("off")
+        for r in range(4):
+            for f in range(3):
+                y = 3 - r
+                ax.add_patch(plt.Rectangle((f, y), 1, 1, facecolor="#fbf3df" if r in (0, 3) else "#fffaf0",
+                                           edgecolor="#8a6d3b", linewidth=1.2))
+                code = position.board[3 * r + f]
+                if code:
+                    _piece(ax, f + 0.5, y + 0.5, code)
+            ax.text(-0.25, 3 - r + 0.5, str(r + 1), ha="center", va="center", fontsize=12)
+        for f, name in enumerate("abc"):
+            ax.text(f + 0.5, 4.2, name, ha="center", va="center", fontsize=12)
+        # Hands: Gote's above the board (its home rank, rank 1), Sente's below.
+        for side, y in ((0, -0.85), (1, 4.85)):
+            x = 0.35
+            ax.text(3.3 if side == 0 else 3.3, y, ("Sente", "Gote")[side] + " hand", fontsize=9,
+                    ha="left", va="center")
+            for slot, code in enumerate((4, 1, 2)):
+                for _ in range(position.hands[3 * side + slot]):
+                    _piece(ax, x, y, code | (OPPONENT if side else 0), size=0.55)
+                    x += 0.62
+        heading = f"{('Sente', 'Gote')[position.turn]} to move"
+        ax.set_title(f"{title}\n{heading}" if title else heading, fontsize=11)
+        ax.text(1.5, -1.45, position.text(), ha="center", va="center", fontsize=9, family="monospace")
+        path = Path(path)
+        fig.savefig(path, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return path

@@ -1,0 +1,149 @@
+"""What a tablebase holds (``dobutsu-tb stats``): counts per value, per DTM and per material,
+the longest wins, and a plot of positions per DTM."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from encoding._jit import njit, prange
+from encoding.key import HAND_SHIFT, LION, OPPONENT, _decode
+from encoding.position import Position
+from tablebase.storage import Metadata, open_file, read_metadata
+from tablebase.values import DRAW, LOSS, WIN
+
+#: Most pieces other than the lions: two chicks, two elephants, two giraffes.
+MAX_PIECES = 6
+
+
+@njit(parallel=True)
+def _material_table(keys, wdl, out):
+    """out[t, on_board, in_hand, wdl + 1] += 1, one task t per slice of the keys."""
+    n_tasks = out.shape[0]
+    per = (keys.shape[0] + n_tasks - 1) // n_tasks
+    for t in prange(n_tasks):
+        for i in range(t * per, min(keys.shape[0], (t + 1) * per)):
+            s = _decode(keys[i])
+            board = 0
+            for c in range(12):
+                nib = (s >> (4 * c)) & 15
+                if nib != 0 and (nib & 7) != LION:
+                    board += 1
+            hand = 0
+            for k in range(6):
+                hand += (s >> (HAND_SHIFT + 2 * k)) & 3
+            out[t, board, hand, wdl[i] + 1] += 1
+
+
+@dataclass
+class Stats:
+    """Counts of a tablebase.
+
+    Attributes
+    ----------
+    metadata : Metadata
+    dtm_wins, dtm_losses : numpy.ndarray of int64, shape (max DTM + 1,)
+        Stored positions per DTM (plies).
+    material : numpy.ndarray of int64, shape (7, 7, 3)
+        Stored positions by pieces on the board (lions not counted), pieces in hand, and WDL
+        (index 0 loss, 1 draw, 2 win).
+    longest : list of (Position, int)
+        The longest wins, with their DTM in plies.
+    """
+
+    metadata: Metadata
+    dtm_wins: np.ndarray
+    dtm_losses: np.ndarray
+    material: np.ndarray
+    longest: list
+
+    def text(self) -> str:
+        """The tables, for people."""
+        m = self.metadata
+        n = m.nonterminal
+        out = [f"start position {m.start}",
+               f"{'reachable positions':<28}{m.reachable:>14,}",
+               f"{'  catch-terminal (win in 1)':<28}{m.catch_terminal:>14,}",
+               f"{'  try-terminal (loss in 0)':<28}{m.try_terminal:>14,}",
+               f"{'  non-terminal (stored)':<28}{n:>14,}"]
+        for name, count in (("wins", m.wins), ("draws", m.draws), ("losses", m.losses)):
+            out.append(f"{'    ' + name:<28}{count:>14,}  {100 * count / max(n, 1):6.2f} %")
+        out += ["", "positions per DTM (plies):", f"{'DTM':>5}{'wins':>14}{'losses':>14}"]
+        top = max(len(self.dtm_wins), len(self.dtm_losses))
+        wins = np.pad(self.dtm_wins, (0, top - len(self.dtm_wins)))
+        losses = np.pad(self.dtm_losses, (0, top - len(self.dtm_losses)))
+        for d in range(top):
+            if wins[d] or losses[d]:
+                out.append(f"{d:>5}{wins[d]:>14,}{losses[d]:>14,}")
+        out += ["", "by material (pieces other than the lions):",
+                f"{'on board':>9}{'in hand':>9}{'positions':>14}{'wins':>13}{'draws':>12}{'losses':>13}"]
+        for b in range(self.material.shape[0]):
+            for h in range(self.material.shape[1]):
+                loss, draw, win = self.material[b, h]
+                if loss + draw + win:
+                    out.append(f"{b:>9}{h:>9}{loss + draw + win:>14,}{win:>13,}{draw:>12,}{loss:>13,}")
+        out += ["", "longest wins:"]
+        out += [f"  win in {d} plies: {p.text()}" for p, d in self.longest]
+        return "\n".join(out)
+
+    def plot(self, path) -> Path:
+        """Draw positions per DTM (wins and losses, log scale) into a PNG file."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(10, 5), dpi=100)
+        try:
+            for counts, label, colour in ((self.dtm_wins, "wins", "#2e7d32"),
+                                          (self.dtm_losses, "losses", "#c62828")):
+                d = np.flatnonzero(counts)
+                ax.plot(d, counts[d], marker="o", markersize=3, linewidth=1, label=label, color=colour)
+            ax.set_yscale("log")
+            ax.set_xlabel("DTM (plies to the end of the game with best play)")
+            ax.set_ylabel("positions")
+            ax.set_title(f"Dobutsu shogi tablebase from {self.metadata.start}: "
+                         f"{self.metadata.nonterminal:,} non-terminal positions")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend()
+            path = Path(path)
+            fig.savefig(path, bbox_inches="tight")
+        finally:
+            plt.close(fig)
+        return path
+
+
+def tablebase_stats(path, longest: int = 10) -> Stats:
+    """Count what a tablebase file holds.
+
+    Parameters
+    ----------
+    path : str or Path
+    longest : int, optional
+        How many of the longest wins to list.
+
+    Returns
+    -------
+    Stats
+
+    Raises
+    ------
+    tablebase.storage.TablebaseFileError
+        If the file is missing, damaged or not a tablebase.
+    """
+    from tablebase import config
+
+    with open_file(path) as f:
+        meta = read_metadata(f)
+        keys, wdl, dtm = f["keys"][()], f["wdl"][()], f["dtm"][()]
+    wins = np.bincount(dtm[wdl == WIN]) if (wdl == WIN).any() else np.zeros(1, np.int64)
+    losses = np.bincount(dtm[wdl == LOSS]) if (wdl == LOSS).any() else np.zeros(1, np.int64)
+    table = np.zeros((max(1, config.THREADS), MAX_PIECES + 1, MAX_PIECES + 1, 3), np.int64)
+    _material_table(keys, wdl, table)
+    win_idx = np.flatnonzero(wdl == WIN)
+    k = min(longest, win_idx.size)
+    top = win_idx[np.argsort(dtm[win_idx], kind="stable")[::-1][:k]] if k else []
+    best = [(Position.from_state(int(_decode(keys[i]))), int(dtm[i])) for i in top]
+    return Stats(meta, wins, losses, table.sum(axis=0), best)

@@ -1,0 +1,167 @@
+"""Line verification, the file verifier, statistics and pictures (issue 3)."""
+
+import h5py
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from analysis.lines import read_games, verify_line
+from analysis.stats import tablebase_stats
+from analysis.verify import verify_file
+from conftest import LION_CHICK
+from encoding.key import decode
+from encoding.position import Position
+from tablebase.cli import main
+from tablebase.probe import open_tablebase
+
+# The seed's lion-and-chick line (SPEC §1.7).
+SEED_LINE = "Lb4-c3 Cb2xb3 Lc3xb3 C*b2 Lb3-c3 Lb1-c1 C*a2 Lc1-b1 Ca2-a1+ Lb1xa1 Lc3-c2".split()
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+# --- verify-line -------------------------------------------------------------------------
+
+
+def test_seed_line_has_one_gote_mistake(lion_chick_tb):
+    with open_tablebase(lion_chick_tb.path) as tb:
+        report = verify_line(tb, LION_CHICK, SEED_LINE)
+    assert report.start_value == (1, 15)
+    assert report.illegal is None and len(report.plies) == 11
+    mistake = report.first_mistake
+    assert (mistake.ply, mistake.move) == (10, "Lb1xa1")
+    assert mistake.before == (-1, 6) and mistake.result == (-1, 4)
+    assert mistake.best == ["Lb1-c1 (loss in 6)"]
+    assert [p.ply for p in report.plies if not p.optimal] == [10]
+    # After the seed's line, Sente's lion tries at the next-but-one ply: 13 plies in all.
+    assert report.plies[-1].after == (-1, -2)
+    assert not report.perfect and "first mistake is ply 10" in report.verdict()
+
+
+def test_perfect_line(lion_chick_tb):
+    with open_tablebase(lion_chick_tb.path) as tb:
+        pv = [m.move for m in tb.principal_variation(LION_CHICK)]
+        report = verify_line(tb, LION_CHICK, pv)
+    assert len(pv) == 15 and report.perfect
+    assert report.plies[-1].ending is not None
+    assert "perfect play" in report.verdict()
+
+
+def test_wrong_move_found(lion_chick_tb):
+    with open_tablebase(lion_chick_tb.path) as tb:
+        report = verify_line(tb, LION_CHICK, ["Lb4-a4", "Lb1-a1"])
+    first = report.first_mistake
+    assert first.ply == 1 and not first.optimal
+    assert first.before == (1, 15) and first.result == (-1, 8)  # turns a win into a loss in 8
+    assert {b.split()[0] for b in first.best} == {"Lb4-a3", "Lb4-c3"}
+
+
+def test_illegal_move_reported(lion_chick_tb):
+    with open_tablebase(lion_chick_tb.path) as tb:
+        report = verify_line(tb, LION_CHICK, ["Lb4-c3", "Lb1-b3"])
+        assert report.illegal == (2, "Lb1-b3", "a L on b1 cannot move to b3")
+        over = verify_line(tb, "S/---/-l-/-L-/---/Cc", ["Lb3xb2", "C*a1"])
+        assert over.illegal[0] == 2 and "the game is over" in over.illegal[2]
+
+
+def test_verify_line_cli(lion_chick_tb, tmp_path):
+    tb = str(lion_chick_tb.path)
+    result = run("verify-line", "--start", LION_CHICK, "--tb", tb, *SEED_LINE)
+    assert result.exit_code == 0
+    assert " 10  Gote  Lb1xa1" in result.output and "MISTAKE" in result.output
+    assert "first mistake is ply 10" in result.output
+    bad = run("verify-line", "--start", LION_CHICK, "--tb", tb, "Lb4-c3", "Xx9")
+    assert bad.exit_code == 1 and "ILLEGAL" in bad.output
+    games = tmp_path / "games.txt"
+    games.write_text("# two games\n1. Lb4-c3 Cb2xb3\nLb4-a3\n")
+    result = run("verify-line", "--start", LION_CHICK, "--tb", tb, "--file", str(games), "--json")
+    assert result.exit_code == 0
+    import json
+
+    data = json.loads(result.output)
+    assert [len(g["plies"]) for g in data] == [2, 1]
+    pngs = tmp_path / "png"
+    assert run("verify-line", "--start", LION_CHICK, "--tb", tb, "--png-dir", str(pngs), *SEED_LINE).exit_code == 0
+    assert len(list(pngs.glob("ply*.png"))) == 12
+
+
+def test_verify_line_builds_a_tablebase_for_its_start(tmp_path, monkeypatch):
+    monkeypatch.setenv("DOBUTSU_TB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("DOBUTSU_TB", str(tmp_path / "absent.h5"))
+    result = run("verify-line", "--start", "S/gl-/---/---/-LG/-", "Gc4-c3")
+    assert result.exit_code == 0
+    assert list((tmp_path / "cache" / "tablebases").glob("*.h5"))
+
+
+def test_read_games(tmp_path):
+    one = tmp_path / "one.txt"
+    one.write_text("Lb4-c3\nCb2xb3\n\n# comment\nLc3xb3\n")
+    assert read_games(one) == [["Lb4-c3", "Cb2xb3", "Lc3xb3"]]
+
+
+# --- verify --------------------------------------------------------------------------------
+
+
+def test_verify_passes_on_fresh_build(lion_chick_tb):
+    report = verify_file(lion_chick_tb.path)
+    assert report.ok and report.checked == lion_chick_tb.metadata.nonterminal
+    result = run("verify", str(lion_chick_tb.path))
+    assert result.exit_code == 0 and "OK" in result.output
+
+
+def test_verify_names_an_altered_value(lion_chick_tb, tmp_path):
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes(lion_chick_tb.path.read_bytes())
+    with h5py.File(bad, "a") as f:
+        wdl, dtm = f["wdl"][()], f["dtm"][()]
+        i = int(np.flatnonzero((wdl == 1) & (dtm == 7))[3])
+        dtm[i] = 9  # a win in 7 claimed to take 9 plies
+        f["dtm"][...] = dtm
+        victim = Position.from_state(int(decode([f["keys"][i]])[0])).text()
+    report = verify_file(bad)
+    assert not report.ok
+    assert victim in [p.where for p in report.problems]
+    result = run("verify", str(bad))
+    assert result.exit_code == 1 and victim in result.output and "FAILED" in result.output
+
+
+def test_verify_catches_metadata_lies(lion_chick_tb, tmp_path):
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes(lion_chick_tb.path.read_bytes())
+    with h5py.File(bad, "a") as f:
+        f.attrs["wins"] = f.attrs["wins"] + 1
+    report = verify_file(bad)
+    assert [p.where for p in report.problems] == ["metadata"]
+    assert "wins" in report.problems[0].message
+
+
+# --- stats and pictures --------------------------------------------------------------------
+
+
+def test_stats(lion_chick_tb, tmp_path):
+    s = tablebase_stats(lion_chick_tb.path, longest=3)
+    m = lion_chick_tb.metadata
+    assert s.dtm_wins.sum() == m.wins and s.dtm_losses.sum() == m.losses
+    assert s.material.sum() == m.nonterminal
+    assert s.material[..., 2].sum() == m.wins
+    assert [d for _, d in s.longest] == [21, 21, 21]
+    result = run("stats", str(lion_chick_tb.path), "--plot", str(tmp_path / "plot.png"))
+    assert result.exit_code == 0 and "longest wins" in result.output
+    assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_show(tmp_path):
+    out = tmp_path / "start.png"
+    result = run("show", Position.START_TEXT, "--png", str(out))
+    assert result.exit_code == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 5000
+    assert run("show", "S/gle/-c-/-C-/ELG/L", "--png", str(out)).exit_code == 1
+
+
+def test_line_pictures(lion_chick_tb, tmp_path):
+    result = run("line", LION_CHICK, "--tb", str(lion_chick_tb.path), "--png-dir", str(tmp_path))
+    assert result.exit_code == 0
+    # The start and every ply but the last, the lion's capture or try that ends the game.
+    assert len(list(tmp_path.glob("ply*.png"))) >= 15
