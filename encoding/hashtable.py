@@ -145,8 +145,9 @@ class HashTable:
     Raises
     ------
     ValueError
-        If ``expected`` is negative, ``load_factor`` is not in (0, 1), or the capacity would
-        exceed :data:`MAX_CAPACITY` slots per shard.
+        If ``expected`` is negative or ``load_factor`` is not in (0, 1).
+    HashTableFullError
+        If the capacity would exceed :data:`MAX_CAPACITY` slots per shard.
 
     Attributes
     ----------
@@ -168,7 +169,8 @@ class HashTable:
         shard_cap = max(16, -(-int(expected) // self.n_shards))
         shard_cap = int(np.ceil(shard_cap / self.load_factor)) + 1
         if shard_cap > MAX_CAPACITY:
-            raise ValueError(f"a table for {expected:,} keys is too large ({shard_cap:,} slots per shard)")
+            raise HashTableFullError(f"hash table is full: {expected:,} keys would need {shard_cap:,} "
+                                     f"slots per shard, more than the limit of {MAX_CAPACITY:,}")
         self.shard_capacity = shard_cap
         self.table = np.zeros(shard_cap * self.n_shards, np.int64)
         self.counts = np.zeros(self.n_shards, np.int64)
@@ -279,8 +281,8 @@ class HashTable:
         expected = max(int(expected), 2 * len(self))
         try:
             bigger = HashTable(expected, self.load_factor, self.n_shards)
-        except ValueError as exc:
-            raise HashTableFullError(f"hash table is full and cannot grow: {exc}") from None
+        except HashTableFullError as exc:
+            raise HashTableFullError(f"cannot grow: {exc}") from None
         remap = np.empty(self.capacity, np.int64)
         _rehash(self.table, bigger.table, bigger.shard_capacity, self.n_shards, bigger.counts, remap)
         self.table, self.counts, self.shard_capacity = bigger.table, bigger.counts, bigger.shard_capacity

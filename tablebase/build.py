@@ -183,9 +183,9 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     meta.seconds["sort"] = sort_seconds
     phase("write")
     t = time.perf_counter()
-    if not quiet:
-        _log(f"writing {out} ...")
-    write_tablebase(out, keys, wdl, dtm, meta)
+    with tqdm(total=3 * keys.shape[0], desc="write", unit=" entries", unit_scale=True,
+              disable=disable, file=sys.stderr) as bar:
+        write_tablebase(out, keys, wdl, dtm, meta, progress=bar.update)
     del keys, wdl, dtm
     meta.seconds["write"] = time.perf_counter() - t
     # Read the start position's value back through the probing code: a check of the file just

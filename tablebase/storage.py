@@ -81,7 +81,8 @@ _COUNT_FIELDS = ("reachable", "nonterminal", "catch_terminal", "try_terminal", "
                  "draws", "losses", "start_wdl", "start_dtm")
 
 
-def write_tablebase(path, keys: np.ndarray, wdl: np.ndarray, dtm: np.ndarray, meta: Metadata) -> Path:
+def write_tablebase(path, keys: np.ndarray, wdl: np.ndarray, dtm: np.ndarray, meta: Metadata,
+                    progress=None) -> Path:
     """Write a tablebase file atomically.
 
     Parameters
@@ -94,6 +95,8 @@ def write_tablebase(path, keys: np.ndarray, wdl: np.ndarray, dtm: np.ndarray, me
     dtm : numpy.ndarray of uint16, shape (n,)
         Plies.
     meta : Metadata
+    progress : callable, optional
+        Called as ``progress(entries)`` after each slice of a dataset is written.
 
     Returns
     -------
@@ -120,9 +123,13 @@ def write_tablebase(path, keys: np.ndarray, wdl: np.ndarray, dtm: np.ndarray, me
         with h5py.File(tmp, "w") as f:
             opts = dict(chunks=(chunk,), compression="gzip", compression_opts=config.GZIP_LEVEL,
                         shuffle=True, fletcher32=True)
-            f.create_dataset("keys", data=keys.astype("<i8", copy=False), **opts)
-            f.create_dataset("wdl", data=wdl.astype("<i1", copy=False), **opts)
-            f.create_dataset("dtm", data=dtm.astype("<u2", copy=False), **opts)
+            step = chunk * 256
+            for name, data, dtype in (("keys", keys, "<i8"), ("wdl", wdl, "<i1"), ("dtm", dtm, "<u2")):
+                dset = f.create_dataset(name, shape=(n,), dtype=dtype, **opts)
+                for lo in range(0, n, step):
+                    dset[lo:lo + step] = data[lo:lo + step]
+                    if progress is not None:
+                        progress(min(step, n - lo))
             f.create_dataset("index", data=keys[::chunk].astype("<i8"))
             stats = f.create_group("stats")
             top = int(dtm.max()) + 1 if n else 1

@@ -84,6 +84,16 @@ def test_terminal_start_exit_1(run, tmp_path):
     assert result.exit_code == 1 and "start position is terminal" in result.output
 
 
+def test_full_hash_table_exit_1(run, tmp_path, monkeypatch):
+    import encoding.hashtable
+
+    monkeypatch.setattr(encoding.hashtable, "MAX_CAPACITY", 5000)
+    result = run("build", "--start", LION_CHICK, "--out", str(tmp_path / "x.h5"), "-q")
+    assert result.exit_code == 1
+    assert result.output.startswith("error: hash table is full") and result.output.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_usage_error_exit_2(run):
     assert run("probe").exit_code == 2
     assert run("nonsense").exit_code == 2

@@ -110,7 +110,7 @@ def test_hash_table_errors():
     with pytest.raises(ValueError, match="load factor"):
         HashTable(10, load_factor=1.5)
     table = HashTable(10)
-    with pytest.raises(HashTableFullError, match="cannot grow"):
+    with pytest.raises(HashTableFullError, match="cannot grow: hash table is full"):
         table.grow(1 << 40)
 
 
