@@ -125,11 +125,13 @@ def _expand(table, slots, children, n_children, counter, wdl, dtm):
 def _insert_children(nt, nt_cap, t, t_cap, n_shards, nt_counts, t_counts, children, n_children,
                      new_slot):
     """Insert a batch's children, one task per shard. ``new_slot[b, k]`` gets the slot of a
-    non-terminal child that was not in the table before, else -1. Returns -1 if a table is full."""
-    ok = 0
+    non-terminal child that was not in the table before, else -1. Returns how many insertions
+    found a table full (a sum reduction: plain assignments inside prange are thread-private)."""
+    full = 0
     for shard in prange(n_shards):
         added = 0
         t_added = 0
+        failed = 0
         for b in range(children.shape[0]):
             for k in range(n_children[b]):
                 key = children[b, k]
@@ -138,7 +140,7 @@ def _insert_children(nt, nt_cap, t, t_cap, n_shards, nt_counts, t_counts, childr
                         continue
                     s = _insert(nt, nt_cap, n_shards, key)
                     if s == -1:
-                        ok = -1
+                        failed += 1
                     if s >= 0:
                         added += 1
                         new_slot[b, k] = s
@@ -150,12 +152,13 @@ def _insert_children(nt, nt_cap, t, t_cap, n_shards, nt_counts, t_counts, childr
                         continue
                     s = _insert(t, t_cap, n_shards, tk)
                     if s == -1:
-                        ok = -1
+                        failed += 1
                     if s >= 0:
                         t_added += 1
         nt_counts[shard] += added
         t_counts[shard] += t_added
-    return ok
+        full += failed
+    return full
 
 
 @njit

@@ -1,0 +1,338 @@
+"""Last One (ひとりぼっち): English 33-hole peg solitaire (SPEC §2.1).
+
+Holes are numbered 0..32 row by row (rows of 3, 3, 7, 7, 7, 3, 3; the centre is 16) and a board
+is an int64 with bit i set when hole i holds a peg. A *jump* takes a peg over an orthogonally
+adjacent peg into the empty hole beyond and removes the jumped peg; a *move* in the literature
+is one or more consecutive jumps of the same peg.
+
+Files (seed ``000_77d391df8a5a7170.txt``): 33 cells in row order, ``o`` a peg, ``.`` a hole;
+spaces, newlines and whole lines starting with ``#`` (comments) are ignored; any other character
+is reported as an error rather than silently skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from encoding._jit import njit, prange
+from encoding.search import dfs_solve, enumerate_levels, bfs_shortest
+
+ROW_STARTS = (2, 2, 0, 0, 0, 2, 2)
+ROW_LENGTHS = (3, 3, 7, 7, 7, 3, 3)
+N_HOLES = 33
+CENTRE = 16
+#: (row, column) of each hole on the 7x7 grid.
+HOLES = [(r, ROW_STARTS[r] + k) for r in range(7) for k in range(ROW_LENGTHS[r])]
+HOLE_AT = {rc: i for i, rc in enumerate(HOLES)}
+
+
+class PuzzleInputError(ValueError):
+    """Raised for a malformed puzzle file or an impossible start; the message says what is wrong."""
+
+
+def _jumps():
+    out = []
+    for i, (r, c) in enumerate(HOLES):
+        for dr, dc in ((0, 1), (0, -1), (1, 0), (-1, 0)):
+            over, to = HOLE_AT.get((r + dr, c + dc)), HOLE_AT.get((r + 2 * dr, c + 2 * dc))
+            if over is not None and to is not None:
+                out.append((i, over, to))
+    return np.array(out, np.int64)
+
+
+JUMPS = _jumps()
+_FROM_OVER = np.array([(1 << f) | (1 << o) for f, o, _ in JUMPS], np.int64)
+_TO = np.array([1 << t for _, _, t in JUMPS], np.int64)
+_FROM = np.array([1 << f for f, _, _ in JUMPS], np.int64)
+MAX_JUMPS = len(JUMPS)  # 76
+MAX_MOVES = 4096
+
+
+def _symmetries():
+    """The 8 symmetries of the board as hole permutations (perm[i] = image of hole i)."""
+    maps = []
+    for k in range(8):
+        def f(rc, k=k):
+            r, c = rc
+            for _ in range(k % 4):
+                r, c = c, 6 - r
+            if k >= 4:
+                c = 6 - c
+            return r, c
+        maps.append([HOLE_AT[f(rc)] for rc in HOLES])
+    return maps
+
+
+SYMMETRIES = _symmetries()
+
+
+def _params(goal_hole: int) -> np.ndarray:
+    """params: [goal board, number of symmetries k, k*5*256 byte tables of those symmetries
+    that fix the goal hole]."""
+    syms = [p for p in SYMMETRIES if p[goal_hole] == goal_hole]
+    tables = np.zeros((len(syms), 5, 256), np.int64)
+    for s, perm in enumerate(syms):
+        for chunk in range(5):
+            for byte in range(256):
+                v = 0
+                for b in range(8):
+                    hole = 8 * chunk + b
+                    if hole < N_HOLES and (byte >> b) & 1:
+                        v |= 1 << perm[hole]
+                tables[s, chunk, byte] = v
+    return np.concatenate([[1 << goal_hole, len(syms)], tables.ravel()]).astype(np.int64)
+
+
+@njit
+def _expand(state, out, params):
+    n = 0
+    for j in range(_FROM_OVER.shape[0]):
+        if state & _FROM_OVER[j] == _FROM_OVER[j] and state & _TO[j] == 0:
+            out[n] = state ^ (_FROM_OVER[j] | _TO[j])
+            n += 1
+    return n
+
+
+@njit
+def _is_goal(state, params):
+    return state == params[0]
+
+
+@njit
+def _transform(state, params, s):
+    v = np.int64(0)
+    base = 2 + s * 5 * 256
+    for chunk in range(5):
+        v |= params[base + chunk * 256 + ((state >> (8 * chunk)) & 255)]
+    return v
+
+
+@njit
+def _canonical(state, params):
+    best = state
+    for s in range(params[1]):
+        v = _transform(state, params, s)
+        if v < best:
+            best = v
+    return best
+
+
+@njit
+def _expand_moves(state, out, params):
+    """Successors by one *move*: one or more consecutive jumps of the same peg (distinct boards)."""
+    n = 0
+    stack_state = np.empty(64, np.int64)
+    stack_peg = np.empty(64, np.int64)
+    for peg in range(33):
+        if not (state >> peg) & 1:
+            continue
+        sp = 0
+        stack_state[0] = state
+        stack_peg[0] = peg
+        sp = 1
+        while sp:
+            sp -= 1
+            s = stack_state[sp]
+            p = stack_peg[sp]
+            for j in range(_FROM.shape[0]):
+                if _FROM[j] != (np.int64(1) << p):
+                    continue
+                if s & _FROM_OVER[j] == _FROM_OVER[j] and s & _TO[j] == 0:
+                    child = s ^ (_FROM_OVER[j] | _TO[j])
+                    dup = False
+                    for q in range(n):
+                        if out[q] == child:
+                            dup = True
+                            break
+                    if not dup:
+                        if n >= out.shape[0]:
+                            return -1
+                        out[n] = child
+                        n += 1
+                    if sp < 64:
+                        to = 0
+                        while not (_TO[j] >> to) & 1:
+                            to += 1
+                        stack_state[sp] = child
+                        stack_peg[sp] = to
+                        sp += 1
+    return n
+
+
+@njit
+def _has_move(state):
+    for j in range(_FROM_OVER.shape[0]):
+        if state & _FROM_OVER[j] == _FROM_OVER[j] and state & _TO[j] == 0:
+            return True
+    return False
+
+
+@njit(parallel=True)
+def _canonical_many(states, params, out):
+    for i in prange(states.shape[0]):
+        out[i] = _canonical(states[i], params)
+
+
+# --- text ------------------------------------------------------------------------------------
+
+
+def parse_board(text: str) -> int:
+    """A board from the seed's format: 33 cells ``o``/``.`` in row order, whitespace and ``#``
+    comment lines ignored.
+
+    Raises
+    ------
+    PuzzleInputError
+        For another character or a cell count other than 33.
+    """
+    cells = []
+    for line_no, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("#"):
+            continue
+        for ch in line:
+            if ch in "o.":
+                cells.append(ch)
+            elif not ch.isspace():
+                raise PuzzleInputError(f"line {line_no}: unexpected character {ch!r} (use 'o' for a peg, '.' for a hole)")
+    if len(cells) != N_HOLES:
+        raise PuzzleInputError(f"a Last One board has {N_HOLES} cells, got {len(cells)}")
+    return sum(1 << i for i, ch in enumerate(cells) if ch == "o")
+
+
+def read_board(path) -> int:
+    """:func:`parse_board` of a file's text."""
+    return parse_board(Path(path).read_text())
+
+
+def board_text(state: int) -> str:
+    """The board as seven rows, the short rows indented to stand over the middle of the long ones."""
+    rows = []
+    i = 0
+    for start, length in zip(ROW_STARTS, ROW_LENGTHS):
+        cells = "".join("o" if (state >> (i + k)) & 1 else "." for k in range(length))
+        rows.append(" " * start + cells)
+        i += length
+    return "\n".join(rows)
+
+
+def one_line(state: int) -> str:
+    """The seed's one-line form: the rows separated by spaces."""
+    return " ".join(row.strip() for row in board_text(state).split("\n"))
+
+
+def pegs(state: int) -> int:
+    return bin(state).count("1")
+
+
+# --- solving ---------------------------------------------------------------------------------
+
+
+def _check(start: int, goal: int) -> None:
+    if not 0 <= goal < N_HOLES:
+        raise PuzzleInputError(f"the goal hole must be 0..32, got {goal}")
+    if start == 0:
+        raise PuzzleInputError("the board has no peg")
+
+
+def solve(start: int, goal: int = CENTRE) -> list[int] | None:
+    """One solution: the boards from ``start`` to a single peg in hole ``goal``, jump by jump.
+
+    Returns
+    -------
+    list of int or None
+        ``pegs(start)`` boards (one per jump and the start), or None when there is no solution.
+
+    Raises
+    ------
+    PuzzleInputError
+        For an empty board or a goal outside 0..32.
+    """
+    _check(start, goal)
+    return dfs_solve(start, _expand, _is_goal, _canonical, _params(goal), max_depth=N_HOLES,
+                     max_moves=MAX_JUMPS)
+
+
+def fewest_moves(start: int, goal: int = CENTRE, max_depth: int = 40):
+    """A solution with the fewest moves (a move: one or more consecutive jumps of one peg).
+
+    Breadth-first over moves. Returns the boards after each move, or None.
+    """
+    _check(start, goal)
+    result = bfs_shortest(start, _expand_moves, _is_goal, _params(goal), MAX_MOVES, max_depth=max_depth,
+                          count=False)
+    return result.path
+
+
+@dataclass
+class CountResult:
+    """Counts of :func:`count`.
+
+    Attributes
+    ----------
+    levels : list of (int, int, int)
+        Per peg count, from the start down: (pegs, distinct boards, boards up to the symmetries
+        that fix the goal hole).
+    solutions : int
+        Distinct jump sequences from the start to the goal.
+    """
+
+    levels: list
+    solutions: int
+
+    @property
+    def reachable(self) -> int:
+        return sum(d for _, d, _ in self.levels)
+
+    @property
+    def reachable_up_to_symmetry(self) -> int:
+        return sum(s for _, _, s in self.levels)
+
+
+def count(start: int, goal: int = CENTRE, threads: int | None = None, on_level=None) -> CountResult:
+    """Boards reachable from ``start`` per peg count (distinct and up to symmetry), and the number
+    of distinct jump sequences that solve the puzzle.
+
+    Level-by-level enumeration (:func:`encoding.search.enumerate_levels`): a jump removes a
+    peg, so the boards with k pegs form one level, and the number of jump sequences reaching a
+    board is summed over its parents.
+    """
+    from tablebase import config
+
+    _check(start, goal)
+    params = _params(goal)
+    levels = []
+    solutions = 0
+    goal_board = 1 << goal
+
+    def record(level):
+        nonlocal solutions
+        canon = np.empty_like(level.states)
+        _canonical_many(level.states, params, canon)
+        up_to = np.unique(canon).shape[0]
+        levels.append((pegs(int(level.states[0])), level.states.shape[0], up_to))
+        i = np.searchsorted(level.states, goal_board)
+        if i < level.states.shape[0] and level.states[i] == goal_board:
+            solutions = int(level.paths[i])
+        if on_level is not None:
+            on_level(levels[-1])
+
+    enumerate_levels(start, _expand, params, MAX_JUMPS, threads or config.THREADS, record)
+    return CountResult(levels, solutions)
+
+
+def replay(boards: list[int]) -> list[str]:
+    """Check a solution jump by jump (independently of the solver); returns the problems found."""
+    problems = []
+    for k, (a, b) in enumerate(zip(boards, boards[1:]), 1):
+        diff = a ^ b
+        if pegs(diff) != 3 or pegs(b) != pegs(a) - 1:
+            problems.append(f"step {k}: not a single jump")
+            continue
+        ok = any(diff == (1 << f) | (1 << o) | (1 << t) and (a >> f) & 1 and (a >> o) & 1
+                 and not (a >> t) & 1 for f, o, t in JUMPS)
+        if not ok:
+            problems.append(f"step {k}: not a legal jump")
+    return problems

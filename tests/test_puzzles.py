@@ -1,0 +1,248 @@
+"""Last One, Tank Change and cooperative Othello: answers replayed independently, optimality and
+counts cross-checked with plain Python searches where the tests can afford them."""
+
+import os
+from collections import deque
+from functools import lru_cache
+
+import pytest
+from click.testing import CliRunner
+
+from analysis import lastone, othello, tankchange
+from tablebase.cli import main
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "data", "lastone")
+T_SHAPE = "... ... ....... ..ooo.. ...o... .o. ..."
+CENTRAL = ((1 << 33) - 1) ^ (1 << 16)
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+# --- Last One ------------------------------------------------------------------------------
+
+
+def naive_successors(board):
+    for f, o, t in lastone.JUMPS.tolist():
+        if (board >> f) & 1 and (board >> o) & 1 and not (board >> t) & 1:
+            yield board ^ (1 << f) ^ (1 << o) ^ (1 << t)
+
+
+@lru_cache(maxsize=None)
+def naive_solutions(board, goal_board):
+    """Jump sequences from ``board`` to ``goal_board`` (plain recursion with memo)."""
+    if board == goal_board:
+        return 1
+    return sum(naive_solutions(child, goal_board) for child in naive_successors(board))
+
+
+def test_t_shape_solves_in_4_jumps_like_the_seed():
+    start = lastone.parse_board(T_SHAPE)
+    boards = lastone.solve(start)
+    assert len(boards) == 5 and lastone.replay(boards) == []
+    assert boards[-1] == 1 << lastone.CENTRE
+    result = run("puzzle", "lastone", os.path.join(DATA, "t-shape-seed.dat"))
+    assert result.exit_code == 0
+    blocks = result.output.split("\n\n")
+    assert blocks[0].splitlines()[0] == "4 jumps"
+    assert blocks[0].splitlines()[1:] == ["  ...", "  ...", ".......", "..ooo..", "...o...", "  .o.", "  ..."]
+    assert blocks[4].splitlines() == ["  ...", "  ...", ".......", "...o...", ".......", "  ...", "  ..."]
+
+
+def test_central_game_solves():
+    boards = lastone.solve(CENTRAL)
+    assert len(boards) == 32 and lastone.replay(boards) == []
+    assert boards[0] == CENTRAL and boards[-1] == 1 << 16
+
+
+@pytest.mark.parametrize("name", ["cross", "plus", "pyramid", "arrow", "diamond", "central", "t-shape"])
+def test_shipped_shapes_solve(name):
+    start = lastone.read_board(os.path.join(DATA, f"{name}.txt"))
+    boards = lastone.solve(start)
+    assert boards is not None and lastone.replay(boards) == []
+    assert len(boards) == lastone.pegs(start)
+
+
+def test_no_solution(tmp_path):
+    assert lastone.solve((1 << 0) | (1 << 32)) is None  # two far-apart pegs
+    path = tmp_path / "two-pegs.txt"
+    path.write_text("o.. ... ....... ....... ....... ... ..o")
+    result = run("puzzle", "lastone", str(path))
+    assert result.exit_code == 0 and result.output.strip() == "No solution."
+
+
+def test_other_goal():
+    start = lastone.parse_board(T_SHAPE)
+    assert lastone.solve(start, goal=0) is None  # the corner of the top arm is out of reach
+    plus = lastone.read_board(os.path.join(DATA, "plus.txt"))
+    for goal in range(33):
+        boards = lastone.solve(plus, goal)
+        want = naive_solutions(plus, 1 << goal) > 0
+        assert (boards is not None) == want, goal
+        if boards:
+            assert boards[-1] == 1 << goal and lastone.replay(boards) == []
+
+
+@pytest.mark.parametrize("name", ["t-shape", "cross", "plus", "pyramid"])
+def test_counts_match_naive_enumeration(name):
+    start = lastone.read_board(os.path.join(DATA, f"{name}.txt"))
+    result = lastone.count(start)
+    # Distinct boards per peg count, by plain breadth-first search.
+    level, seen_levels = {start}, []
+    while level:
+        seen_levels.append(level)
+        level = {c for b in level for c in naive_successors(b)}
+    assert [d for _, d, _ in result.levels] == [len(lv) for lv in seen_levels]
+    # Up to symmetry: the smallest image under the 8 symmetries.
+    def canon(b):
+        return min(sum(1 << perm[i] for i in range(33) if (b >> i) & 1) for perm in lastone.SYMMETRIES)
+    assert [s for _, _, s in result.levels] == [len({canon(b) for b in lv}) for lv in seen_levels]
+    assert result.solutions == naive_solutions(start, 1 << 16)
+
+
+def test_count_cli():
+    result = run("puzzle", "lastone", os.path.join(DATA, "t-shape.txt"), "--count")
+    assert result.exit_code == 0
+    assert result.output.splitlines()[-1] == "jump sequences that solve it: 2"
+
+
+def replay_moves(boards):
+    """Each step is one or more consecutive jumps of the same peg."""
+    for a, b in zip(boards, boards[1:]):
+        frontier = {(a, None)}
+        reached = False
+        while frontier and not reached:
+            nxt = set()
+            for board, peg in frontier:
+                for f, o, t in lastone.JUMPS.tolist():
+                    if (peg is None or f == peg) and (board >> f) & 1 and (board >> o) & 1 and not (board >> t) & 1:
+                        child = board ^ (1 << f) ^ (1 << o) ^ (1 << t)
+                        reached |= child == b
+                        nxt.add((child, t))
+            frontier = nxt
+        if not reached:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("name,moves", [("cross", 5), ("plus", 6), ("pyramid", 8), ("arrow", 9)])
+def test_fewest_moves(name, moves):
+    start = lastone.read_board(os.path.join(DATA, f"{name}.txt"))
+    boards = lastone.fewest_moves(start)
+    assert len(boards) - 1 == moves and replay_moves(boards)
+    assert boards[-1] == 1 << 16
+
+
+@pytest.mark.parametrize("text,message", [
+    ("o" * 32, "has 33 cells, got 32"),
+    ("o" * 33 + "x", "unexpected character 'x'"),
+    ("." * 33, "no peg"),
+])
+def test_lastone_bad_input(tmp_path, text, message):
+    path = tmp_path / "bad.txt"
+    path.write_text(text)
+    result = run("puzzle", "lastone", str(path))
+    assert result.exit_code == 1 and message in result.output and result.output.count("\n") == 1
+
+
+# --- Tank Change ---------------------------------------------------------------------------
+
+
+def naive_tank_bfs(start, goal):
+    """Plain BFS with moves generated by tankchange.replay's rules: (fewest moves, count)."""
+    dist, count = {start: 0}, {start: 1}
+    queue = deque([start])
+    cells = tankchange.PLAZAS
+    while queue:
+        s = queue.popleft()
+        if s & ((1 << 36) - 1) == goal:
+            return dist[s], sum(c for t, c in count.items() if t & ((1 << 36) - 1) == goal and dist[t] == dist[s])
+        blue, red, side = tankchange.tanks(s)
+        own, enemy = (blue, red) if side == "blue" else (red, blue)
+        for p in own:
+            for q in range(1, 19):
+                if q in blue or q in red:
+                    continue
+                new_own = sorted(set(own) - {p} | {q})
+                nb, nr = (new_own, red) if side == "blue" else (blue, new_own)
+                t = tankchange.make_state(nb, nr, side == "blue")
+                if tankchange.replay([s, t]):
+                    continue
+                if t not in dist:
+                    dist[t] = dist[s] + 1
+                    count[t] = 0
+                    queue.append(t)
+                if dist[t] == dist[s] + 1:
+                    count[t] += count[s]
+    return None, 0
+
+
+def test_tank_change():
+    result = tankchange.solve()
+    assert result.moves == 18 and tankchange.replay(result.states) == []
+    start = tankchange.make_state((1, 2, 3), (16, 17, 18))
+    assert naive_tank_bfs(start, tankchange.make_state((16, 17, 18), (1, 2, 3))) == (18, result.count)
+    assert result.count == 66
+
+
+def test_tank_change_cli_and_variants():
+    result = run("puzzle", "tankchange", "--count")
+    assert result.exit_code == 0
+    assert result.output.splitlines()[:2] == ["fewest moves: 18", "shortest sequences: 66"]
+    variant = tankchange.solve(tankchange.make_state((1, 2), (17, 18)), (17, 18), (1, 2))
+    start = tankchange.make_state((1, 2), (17, 18))
+    assert naive_tank_bfs(start, tankchange.make_state((17, 18), (1, 2))) == (variant.moves, variant.count)
+    assert tankchange.replay(variant.states) == []
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--blue", "1,2,19"], "plaza 19 does not exist"),
+    (["--blue", "1,2,16"], "a plaza holds a blue and a red tank"),
+    (["--blue", "1,1,2"], "plaza 1 is given twice"),
+    (["--goal-red", "1,2"], "as many tanks"),
+])
+def test_tank_change_bad_input(args, message):
+    result = run("puzzle", "tankchange", *args)
+    assert result.exit_code == 1 and message in result.output
+
+
+# --- cooperative Othello -------------------------------------------------------------------
+
+
+SEED_OTHELLO = "c4 c3 c2 b4 a5 f4 g4 c5 d6".split()
+
+
+def test_othello_minimum_is_9_and_seed_line_is_valid():
+    result = othello.solve()
+    assert result.placements == 9
+    problems, (black, white) = othello.replay(result.moves)
+    assert problems == [] and (black == 0) != (white == 0)
+    assert result.count >= 1
+    problems, (black, white) = othello.replay(SEED_OTHELLO)
+    assert problems == [] and white == 0 and black != 0
+    # The seed's line must be one of the counted shortest sequences: it leaves only black.
+    assert othello.solve(colour="black").placements == 9
+
+
+def test_othello_cli():
+    result = run("puzzle", "othello", "--count")
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    assert lines[0] == "fewest placements: 9" and lines[1].startswith("shortest sequences: ")
+    check = run("puzzle", "othello", "--check", " ".join(SEED_OTHELLO))
+    assert check.exit_code == 0 and "only one colour is left; the fewest possible is 9" in check.output
+    bad = run("puzzle", "othello", "--check", "c4 c4")
+    assert bad.exit_code == 1 and "placement 2: c4 is not legal" in bad.output
+
+
+def test_othello_start_file(tmp_path):
+    # Black to move can capture White's last disc at once.
+    board = tmp_path / "start.txt"
+    board.write_text("\n".join(["........"] * 3 + ["...XO..."] + ["........"] * 4))
+    result = othello.solve(othello.parse_board(board.read_text()))
+    assert (result.placements, result.moves) == (1, ["f4"])
+    assert run("puzzle", "othello", "--start", str(board)).output.startswith("fewest placements: 1")
+    board.write_text("........\n" * 7)
+    bad = run("puzzle", "othello", "--start", str(board))
+    assert bad.exit_code == 1 and "8 rows, got 7" in bad.output
