@@ -248,12 +248,7 @@ def encode(states) -> np.ndarray:
     ValueError
         If a state holds an invalid cell nibble or a hand count of 3.
     """
-    states = _as_int64_array(states, "states")
-    out = np.empty(states.shape[0], np.int64)
-    _encode_many(states, out, False)
-    if out.size and out.min() == 0:
-        raise ValueError(f"invalid packed state {int(states[np.argmin(out)]):#x}")
-    return out
+    return _keys_of(states, False)
 
 
 def canonical(states) -> np.ndarray:
@@ -273,9 +268,13 @@ def canonical(states) -> np.ndarray:
     ValueError
         If a state holds an invalid cell nibble or a hand count of 3.
     """
+    return _keys_of(states, True)
+
+
+def _keys_of(states, fold_mirror: bool) -> np.ndarray:
     states = _as_int64_array(states, "states")
     out = np.empty(states.shape[0], np.int64)
-    _encode_many(states, out, True)
+    _encode_many(states, out, fold_mirror)
     if out.size and out.min() == 0:
         raise ValueError(f"invalid packed state {int(states[np.argmin(out)]):#x}")
     return out
