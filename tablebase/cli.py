@@ -481,5 +481,21 @@ def othello_cmd(start_file, to_move, colour, do_count, check):
         click.echo(othello.board_text(pos[0], pos[1]))
 
 
+@puzzle.command("squares")
+@click.argument("file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--first", type=click.IntRange(min=1), default=None, help="Print only the first N solutions.")
+@click.option("--count", "count_only", is_flag=True, help="Print only the number of solutions.")
+def squares_cmd(file, first, count_only):
+    """Cross Squared Number Puzzle on the grid in FILE ('.' white, '#' black, up to 8 x 8):
+    every run of two or more white cells must read as a perfect square."""
+    from analysis import squares
+
+    grid = squares.read_grid(file)
+    result = squares.solve(grid, limit=0 if count_only else first)
+    for k, text in enumerate(result.solutions, 1):
+        click.echo(f"solution {k}:\n{text}\n")
+    click.echo(f"{result.count:,} solution{'s' if result.count != 1 else ''}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
