@@ -497,5 +497,37 @@ def squares_cmd(file, first, count_only):
     click.echo(f"{result.count:,} solution{'s' if result.count != 1 else ''}")
 
 
+@puzzle.command("sweep")
+@click.argument("file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--check", "routes_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              default=None, help="Validate the routes in this file with the rules' simulator instead.")
+@click.option("--threads", default=2, show_default=True, help="Threads for the search.")
+def sweep_cmd(file, routes_file, threads):
+    """Room Sweeper: routes for every cleaner that leave the room clean, or proof that none exist.
+
+    Routes are printed one line per cleaner (kind, start row,column, steps U D L R), the form
+    --check reads, then the final board.
+    """
+    from analysis import sweep
+
+    problem = sweep.read_problem(file)
+    if routes_file is not None:
+        routes = sweep.parse_routes(problem, routes_file.read_text())
+        problems, tiles = sweep.simulate(problem, routes)
+        if problems:
+            click.echo("not a solution: " + "; ".join(problems))
+            sys.exit(1)
+        click.echo("valid: the routes leave the room clean")
+        return
+    result = sweep.solve(problem, threads=threads)
+    if result.routes is None:
+        click.echo("No solution: no routes within the budgets clean the room.")
+        return
+    click.echo(sweep.routes_text(problem, result.routes))
+    _, tiles = sweep.simulate(problem, result.routes)
+    click.echo(("found with meetings" if result.with_meetings else "found without meetings") + "; final board:")
+    click.echo(problem.board_text(tiles))
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

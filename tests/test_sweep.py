@@ -1,0 +1,118 @@
+"""Room Sweeper: the simulator accepts the solver's answers and rejects broken routes; small
+problems are cross-checked by brute force over all routes."""
+
+import itertools
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from analysis import sweep
+from tablebase.cli import main
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "data", "sweep")
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def problem(name):
+    return sweep.read_problem(os.path.join(DATA, f"{name}.txt"))
+
+
+def all_routes(budget):
+    for n in range(budget + 1):
+        for steps in itertools.product("UDLR", repeat=n):
+            yield "".join(steps)
+
+
+def brute_force_solvable(p):
+    return any(not sweep.simulate(p, list(routes))[0]
+               for routes in itertools.product(*[list(all_routes(b)) for _, _, _, b in p.cleaners]))
+
+
+@pytest.mark.parametrize("name", ["tiny", "meeting-5x5", "items-4x4", "trio-5x5", "six-7x7", "six-7x7-long",
+                                  "meeting-7x7"])
+def test_solutions_pass_the_simulator(name):
+    p = problem(name)
+    result = sweep.solve(p)
+    assert result.routes is not None
+    assert sweep.simulate(p, result.routes)[0] == []
+
+
+def test_meetings_needed():
+    p = problem("meeting-5x5")
+    result = sweep.solve(p)
+    assert result.with_meetings
+    # Without the meeting the walled-in centre stays dirty.
+    no_meet = ["DD", "UR"]
+    assert sweep.simulate(p, no_meet)[0] == ["dirty floor is left at 3,3"]
+    assert problem("meeting-7x7") and sweep.solve(problem("meeting-7x7")).with_meetings
+
+
+def test_no_solution_is_proved():
+    p = problem("short-budget")
+    assert sweep.solve(p).routes is None
+    assert not brute_force_solvable(p)
+    assert brute_force_solvable(problem("tiny"))
+    assert run("puzzle", "sweep", os.path.join(DATA, "short-budget.txt")).output.startswith("No solution")
+
+
+def test_simulator_rejects_broken_routes():
+    p = problem("items-4x4")
+    good = sweep.solve(p).routes
+    assert sweep.simulate(p, good)[0] == []
+    girl = [i for i, c in enumerate(p.cleaners) if c[0] == "girl"][0]
+    cases = {
+        "wrong step": lambda r: r[:girl] + ["L" * 9] + r[girl + 1:],
+        "missed cell": lambda r: [""] * len(r),
+    }
+    for what, broken in cases.items():
+        assert sweep.simulate(p, broken(good))[0], what
+    tiny = problem("tiny")
+    assert "cannot be entered" in sweep.simulate(tiny, ["RD"])[0][0]          # into the obstacle
+    assert "steps straight back" in sweep.simulate(tiny, ["RL"])[0][0]
+    assert "budget" in sweep.simulate(tiny, ["RRDDLLUUR"])[0][0]
+    assert "off the board" in sweep.simulate(tiny, ["U"])[0][0]
+
+
+def test_unmet_dump():
+    # A girl picks up the apple but never passes the bin: she still holds it.
+    p = sweep.parse_problem("4 1\n3 6 0 8\n0\n1 3\n0")
+    assert sweep.simulate(p, ["R"])[0] == ["dirty floor is left at 1,3", "the girl from 1,1 still holds 1 item(s)"]
+    assert sweep.simulate(p, ["RR"])[0] == []  # next to the bin at 1,4: dumped in the same step
+    assert sweep.solve(p).routes == ["RR"]
+
+
+def test_meeting_cleans_the_block_only_of_dirty_floor():
+    p = sweep.parse_problem("3 3\n2 0 1\n1 5 1\n2 1 1\n2 1 1\n0\n0")
+    # Both boys step onto 2,1 at once: the dirty floor at 1,2 is cleaned, the puddle is not.
+    problems, tiles = sweep.simulate(p, ["D", "U"])
+    assert tiles[0][1] == sweep.CLEAN and problems == ["a puddle is left at 2,2"]
+
+
+def test_check_cli(tmp_path):
+    routes = tmp_path / "routes.txt"
+    out = run("puzzle", "sweep", os.path.join(DATA, "meeting-5x5.txt"))
+    assert out.exit_code == 0 and "found with meetings" in out.output
+    routes.write_text(out.output)
+    ok = run("puzzle", "sweep", os.path.join(DATA, "meeting-5x5.txt"), "--check", str(routes))
+    assert ok.exit_code == 0 and ok.output.startswith("valid")
+    routes.write_text("boy 1,1 DD\nboy 3,1 UR\n")
+    bad = run("puzzle", "sweep", os.path.join(DATA, "meeting-5x5.txt"), "--check", str(routes))
+    assert bad.exit_code == 1 and "dirty floor is left at 3,3" in bad.output
+
+
+@pytest.mark.parametrize("text,message", [
+    ("2 2\n2 0\n0 11\n1 3\n0\n0", "unknown tile code 11"),
+    ("2 2\n2 0\n0 0\n2 3 3\n0\n0", "gives 2 boy budgets but the board has 1"),
+    ("2 2\n1 0\n0 0\n0\n0\n0", "no cleaner"),
+    ("2 2\n2 0\n0", "needs 4 tile codes"),
+    ("2 2\n2 0\n0 x\n1 3\n0\n0", "not an integer"),
+])
+def test_bad_problem_files(tmp_path, text, message):
+    path = tmp_path / "p.txt"
+    path.write_text(text)
+    result = run("puzzle", "sweep", str(path))
+    assert result.exit_code == 1 and message in result.output and result.output.count("\n") == 1
