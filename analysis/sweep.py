@@ -227,6 +227,14 @@ def _bit(i):
 
 
 @njit
+def _cleans(masks, level, kind, cell):
+    """True when a cleaner of ``kind`` stepping onto ``cell`` cleans something there
+    (``masks[level]``: dirty floor, puddles, apples, bottles)."""
+    b = _bit(cell)
+    return (masks[level, 0] & b) != 0 or (masks[level, 1 + kind] & b) != 0
+
+
+@njit
 def _popcount(x):
     n = 0
     while x:
@@ -370,10 +378,7 @@ def _search(kind, start, budget, nbr, dist, bin_adj, box_adj, bin_dist, box_dist
                             to = nbr[pos[t, i], d]
                             if to < 0 or to == prev[t, i]:
                                 continue
-                            b = _bit(to)
-                            useful = (masks[t, 0] & b) != 0 or (kind[i] == 0 and (masks[t, 1] & b) != 0) \
-                                or (kind[i] == 1 and (masks[t, 2] & b) != 0) or (kind[i] == 2 and (masks[t, 3] & b) != 0)
-                            if useful == (pass_ == 0):
+                            if _cleans(masks, t, kind[i], to) == (pass_ == 0):
                                 opts[t, i, k] = d
                                 k += 1
                 opts[t, i, k] = 4
@@ -545,10 +550,7 @@ def _search_routes(kind, start, budget, nbr, dist, bin_adj, box_adj, bin_dist, b
                         to = nbr[pos[d, i], dd]
                         if to < 0 or to == prev[d]:
                             continue
-                        b = _bit(to)
-                        useful = (masks[d, 0] & b) != 0 or (kind[i] == 0 and (masks[d, 1] & b) != 0) \
-                            or (kind[i] == 1 and (masks[d, 2] & b) != 0) or (kind[i] == 2 and (masks[d, 3] & b) != 0)
-                        if useful == (pass_ == 0):
+                        if _cleans(masks, d, kind[i], to) == (pass_ == 0):
                             opts[d, k] = dd
                             k += 1
             if hold[d, i] == 0:

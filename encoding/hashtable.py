@@ -49,13 +49,18 @@ def _home(x, shard, shard_cap):
 
 
 @njit
-def _find(table, shard_cap, n_shards, key):
-    """Slot of ``key``, or -1 when absent."""
+def _probe(key, shard_cap, n_shards):
+    """Where probing for ``key`` starts: (home slot, first slot of its shard, end of its shard)."""
     x = _mix(key)
     shard = ((x & 0xFFFFFFFF) * n_shards) >> 32
     lo = shard * shard_cap
-    hi = lo + shard_cap
-    s = _home(x, shard, shard_cap)
+    return _home(x, shard, shard_cap), lo, lo + shard_cap
+
+
+@njit
+def _find(table, shard_cap, n_shards, key):
+    """Slot of ``key``, or -1 when absent."""
+    s, lo, hi = _probe(key, shard_cap, n_shards)
     for _ in range(shard_cap):
         k = table[s]
         if k == key:
@@ -74,11 +79,7 @@ def _insert(table, shard_cap, n_shards, key):
 
     The caller keeps the shard's load under its limit, so -1 is a defect, not a normal outcome.
     """
-    x = _mix(key)
-    shard = ((x & 0xFFFFFFFF) * n_shards) >> 32
-    lo = shard * shard_cap
-    hi = lo + shard_cap
-    s = _home(x, shard, shard_cap)
+    s, lo, hi = _probe(key, shard_cap, n_shards)
     for _ in range(shard_cap):
         k = table[s]
         if k == key:

@@ -189,12 +189,13 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     del keys, wdl, dtm
     meta.seconds["write"] = time.perf_counter() - t
     # Read the start position's value back through the probing code: a check of the file just
-    # written, which also compiles (and caches) the kernels a first probe needs.
+    # written, which also compiles (and caches) every kernel a first `dobutsu-tb probe` needs.
     phase("check")
     from .probe import open_tablebase
 
     with open_tablebase(out) as tb:
         found = (tb.probe_wdl(start), abs(tb.probe_dtm(start)))
+        tb.probe_moves(start)  # compiles move generation too, for the user's first probe
     if found != (start_wdl, start_dtm):  # pragma: no cover - a defect, not an input error
         raise RuntimeError(f"{out}: the start position reads back as {found}, "
                            f"not {(start_wdl, start_dtm)}")
