@@ -11,7 +11,6 @@ number of placement sequences that reach each position.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 

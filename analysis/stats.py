@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 
 from encoding._jit import njit, prange
-from encoding.key import HAND_SHIFT, LION, OPPONENT, _decode
+from encoding.key import HAND_SHIFT, LION, _decode
 from encoding.position import Position
 from tablebase.storage import Metadata, open_file, read_metadata
-from tablebase.values import DRAW, LOSS, WIN
+from tablebase.values import LOSS, WIN
 
 #: Most pieces other than the lions: two chicks, two elephants, two giraffes.
 MAX_PIECES = 6

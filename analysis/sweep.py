@@ -514,7 +514,6 @@ def _search_routes(kind, start, budget, nbr, dist, bin_adj, box_adj, bin_dist, b
     cur[0] = 0
     step[0] = 0
     prev[0] = -1
-    counter0 = 0
     d = 0
     fresh = True
     while d >= 0:

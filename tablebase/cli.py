@@ -99,7 +99,8 @@ def _move_json(mv):
     from .values import WDL_NAMES
 
     return {"move": mv.move, "position": mv.position.text() if mv.position else None,
-            "category": WDL_NAMES[mv.wdl], "dtm": mv.dtm, "terminal": mv.terminal}
+            "category": "unknown" if mv.wdl is None else WDL_NAMES[mv.wdl], "dtm": mv.dtm,
+            "terminal": mv.terminal}
 
 
 @main.command()
@@ -120,7 +121,7 @@ def probe(position, tb_path, as_json):
 
     pos = Position.from_text(position)
     with open_tablebase(tb_path) as tb:
-        wdl, dtm, terminal = tb._value(pos)
+        wdl, dtm, terminal = tb.value(pos)
         moves = tb.probe_moves(pos)
     from .values import signed_dtm
 
@@ -133,12 +134,16 @@ def probe(position, tb_path, as_json):
     note = {"catch": " (it can capture the enemy lion)",
             "try": " (the enemy lion has reached its home rank: the game is over)"}.get(terminal, "")
     click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {side}{note}")
+    from analysis.lines import mover_value
+
     for m in moves:
-        mover = -m.wdl
-        total = abs(m.dtm) + 1 if m.wdl != 0 else 0
+        if m.wdl is None:  # only after a catch-terminal position, which the tablebase never expands
+            click.echo(f"  {m.move:<9} {'unknown':<18} (not in this tablebase)")
+            continue
         if m.terminal == "lion captured":
-            mover, total = 1, 1
-        click.echo(f"  {m.move:<9} {describe_value(mover, total):<18} (then {WDL_NAMES[m.wdl]}, DTM {m.dtm:+d})")
+            click.echo(f"  {m.move:<9} {describe_value(*mover_value(m)):<18} (captures the lion)")
+            continue
+        click.echo(f"  {m.move:<9} {describe_value(*mover_value(m)):<18} (then {WDL_NAMES[m.wdl]}, DTM {m.dtm:+d})")
 
 
 @main.command()
@@ -170,7 +175,7 @@ def line(position, tb_path, max_plies, png_dir):
 
     pos = Position.from_text(position)
     with open_tablebase(tb_path) as tb:
-        wdl, dtm, _ = tb._value(pos)
+        wdl, dtm, _ = tb.value(pos)
         pv = tb.principal_variation(pos, max_plies=max_plies)
     side = ("Sente", "Gote")[pos.turn]
     click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {side}")

@@ -32,7 +32,7 @@ from encoding.position import Position
 from .notation import move_text
 from .rules import CATCH, NONTERMINAL, TRY, _classify, _make_move, legal_moves
 from .storage import Metadata, TablebaseFileError, open_file, read_metadata
-from .values import CATCH_DTM, DRAW, LOSS, TRY_DTM, WDL_NAMES, WIN, signed_dtm
+from .values import CATCH_DTM, DRAW, LOSS, TRY_DTM, WIN, signed_dtm
 
 #: Decompressed chunks kept per dataset (at most about 45 MiB for the full tablebase).
 CHUNK_CACHE = 512
@@ -177,8 +177,20 @@ class Tablebase:
             return None
         return int(self._chunk_of("wdl", c)[i]), int(self._chunk_of("dtm", c)[i])
 
-    def _value(self, position: Position) -> tuple[int, int, str | None]:
-        """``(wdl, unsigned dtm, terminal class or None)`` of a position."""
+    def value(self, position) -> tuple[int, int, str | None]:
+        """WDL, unsigned DTM (plies) and terminal class of a position.
+
+        Returns
+        -------
+        (int, int, str or None)
+            ``(wdl, dtm, terminal)`` with ``terminal`` ``"catch"``, ``"try"`` or None.
+
+        Raises
+        ------
+        MissingPositionError
+            If the tablebase does not cover the position.
+        """
+        position = _to_position(position)
         state = np.int64(position.state())
         cls = _classify(state)
         if cls == CATCH:
@@ -203,7 +215,7 @@ class Tablebase:
         encoding.position.PositionError
             If a text position is malformed or impossible.
         """
-        return self._value(_to_position(position))[0]
+        return self.value(_to_position(position))[0]
 
     def probe_dtm(self, position) -> int:
         """Signed DTM in plies: ``+n`` wins in n, ``-n`` loses in n, 0 draw or try-terminal loss.
@@ -213,7 +225,7 @@ class Tablebase:
         MissingPositionError
             If the tablebase does not cover the position.
         """
-        wdl, dtm, _ = self._value(_to_position(position))
+        wdl, dtm, _ = self.value(_to_position(position))
         return signed_dtm(wdl, dtm)
 
     def get_wdl(self, position, default=None):
@@ -251,7 +263,7 @@ class Tablebase:
         if cls == TRY:
             return []
         if cls == NONTERMINAL:
-            self._value(position)  # raises MissingPositionError for a position not covered
+            self.value(position)  # raises MissingPositionError for a position not covered
         out = []
         for mv in legal_moves(state):
             child_state = int(_make_move(np.int64(state), np.int64(mv)))
@@ -261,7 +273,7 @@ class Tablebase:
                 out.append(MoveValue(text, None, LOSS, 0, "lion captured"))
                 continue
             try:
-                wdl, dtm, term = self._value(child)
+                wdl, dtm, term = self.value(child)
             except MissingPositionError:
                 if cls != CATCH:
                     raise

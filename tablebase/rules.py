@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from encoding._jit import njit
-from encoding.key import (BOARD_MASK, CHICK, ELEPHANT, EMPTY, GIRAFFE, HAND_SHIFT, HEN, LION,
+from encoding.key import (CHICK, ELEPHANT, GIRAFFE, HAND_SHIFT, HEN, LION,
                           N_CELLS, OPPONENT, _flip)
 
 NONTERMINAL, CATCH, TRY = 0, 1, 2

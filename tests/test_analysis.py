@@ -2,7 +2,6 @@
 
 import h5py
 import numpy as np
-import pytest
 from click.testing import CliRunner
 
 from analysis.lines import read_games, verify_line

@@ -44,6 +44,20 @@ def test_probe_text_and_json(run, lion_chick_tb):
     assert len(data["moves"]) == 5  # four lion moves and Cb3xb2
 
 
+def test_probe_catch_terminal_with_uncovered_children(run, lion_chick_tb):
+    # Sente's chick can take the lion on b1; some other moves lead where the tablebase never went.
+    tb = str(lion_chick_tb.path)
+    text = run("probe", "S/-lR/-CL/---/---/-", "--tb", tb)
+    assert text.exit_code == 0
+    assert text.output.splitlines()[0].endswith("win in 1 ply for Sente (it can capture the enemy lion)")
+    captures = [ln.split()[0] for ln in text.output.splitlines() if ln.endswith("(captures the lion)")]
+    assert sorted(captures) == ["Cb2xb1+", "Lc2xb1", "Rc1xb1"]
+    assert "(not in this tablebase)" in text.output
+    data = json.loads(run("probe", "S/-lR/-CL/---/---/-", "--tb", tb, "--json").output)
+    assert {m["category"] for m in data["moves"]} >= {"unknown"}
+    assert all(m["dtm"] is None for m in data["moves"] if m["category"] == "unknown")
+
+
 def test_probe_env_default(run, lion_chick_tb, monkeypatch):
     monkeypatch.setenv("DOBUTSU_TB", str(lion_chick_tb.path))
     assert run("probe", LION_CHICK).exit_code == 0

@@ -3,7 +3,6 @@
 Run with ``python -m pytest -m slow``.
 """
 
-import numpy as np
 import pytest
 
 from encoding.position import Position

@@ -2,7 +2,6 @@
 
 import itertools
 import os
-from math import isqrt
 
 import pytest
 from click.testing import CliRunner
