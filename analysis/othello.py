@@ -4,8 +4,8 @@ board holds discs of one colour only, both sides cooperating (SPEC §2.5).
 A position is three int64: Black's discs, White's discs (bit ``8 * row + column``, a1 = bit 0,
 row 1 at the top) and the side to move (0 Black, 1 White). A player with no placement passes; a
 pass is not a placement. Each placement adds a disc, so the positions after d placements form
-one level, and the search goes level by level, de-duplicating each level exactly and summing the
-number of placement sequences that reach each position.
+one level: :func:`encoding.search.bfs_wide_levels` goes level by level, de-duplicating each
+level exactly and summing the number of placement sequences that reach each position.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from encoding._jit import njit, prange
+from encoding.search import bfs_wide_levels
 
 from .lastone import PuzzleInputError
 
@@ -206,39 +207,14 @@ def solve(start=None, colour: str | None = None, max_placements: int = 12) -> Ot
     if colour not in (None, "black", "white"):
         raise PuzzleInputError(f"colour must be 'black' or 'white', not {colour!r}")
     black, white, turn = start if start is not None else START
-    level = np.array([[black, white, turn]], np.int64)
-    paths = np.ones(1, np.int64)
-    history = []  # (states, parent index, square) per level
-    sizes = [1]
-    for depth in range(1, max_placements + 1):
-        counts = np.empty(level.shape[0], np.int64)
-        _count_children(level, counts)
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        total = int(offsets[-1])
-        if total == 0:
-            break
-        out = np.empty((total, 4), np.int64)
-        parent = np.empty(total, np.int64)
-        _fill_children(level, offsets[:-1].copy(), out, parent)
-        states, first, inverse = np.unique(out[:, :3], axis=0, return_index=True, return_inverse=True)
-        inverse = inverse.ravel()
-        new_paths = np.zeros(states.shape[0], np.int64)
-        np.add.at(new_paths, inverse, paths[parent])
-        history.append((states, parent[first], out[first, 3]))
-        sizes.append(states.shape[0])
+
+    def goal_mask(states):
         b, w = states[:, 0], states[:, 1]
-        done = ((b == 0) | (w == 0)) if colour is None else (w == 0) if colour == "black" else (b == 0)
-        hits = np.flatnonzero(done)
-        if hits.size:
-            j = int(hits[0])
-            moves, positions = [], []
-            for states_d, parent_d, square_d in reversed(history):
-                moves.append(square_name(int(square_d[j])))
-                positions.append(tuple(int(v) for v in states_d[j]))
-                j = int(parent_d[j])
-            return OthelloResult(depth, moves[::-1], positions[::-1], int(new_paths[hits].sum()), sizes)
-        level, paths = states, new_paths
-    return OthelloResult(None, [], [], 0, sizes)
+        return ((b == 0) | (w == 0)) if colour is None else (w == 0) if colour == "black" else (b == 0)
+
+    result = bfs_wide_levels([black, white, turn], _count_children, _fill_children, goal_mask, max_placements)
+    return OthelloResult(result.depth, [square_name(sq) for sq in result.labels],
+                         [tuple(int(v) for v in row) for row in result.path], result.count, result.level_sizes)
 
 
 def replay(moves: list[str], start=None) -> tuple[list[str], tuple]:
