@@ -6,8 +6,10 @@ numba's own cache only notices changes to the file that defines a kernel, so a c
 that calls a jitted function from another module would otherwise keep running the old callee.
 With the directory keyed on every source file, any edit anywhere starts a fresh cache.
 
-The cache lives under ``$DOBUTSU_TB_CACHE`` or ``~/.cache/dobutsu-tablebase``; set
-``NUMBA_DISABLE_JIT=1`` to run the kernels as plain Python when debugging.
+The cache lives under ``$DOBUTSU_TB_CACHE`` or ``~/.cache/dobutsu-tablebase``; the
+:data:`KEEP_CACHES` most recently used versions are kept. Set ``NUMBA_DISABLE_JIT=1`` to run the
+kernels as plain Python when debugging. ``NUMBA_BOUNDSCHECK=1`` needs a fresh cache folder
+(``DOBUTSU_TB_CACHE``): numba's cache does not notice the flag.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import shutil
 from pathlib import Path
 
 import numba
@@ -38,8 +41,23 @@ def cache_root() -> str:
         os.path.expanduser("~"), ".cache", "dobutsu-tablebase")
 
 
+#: Cache folders kept (one per version of the sources; the least recently used go first).
+KEEP_CACHES = 8
+
+
 def _cache_dir() -> str:
-    return os.path.join(cache_root(), "numba-" + _source_digest())
+    root = cache_root()
+    path = os.path.join(root, "numba-" + _source_digest())
+    try:
+        os.makedirs(path, exist_ok=True)
+        os.utime(path)
+        old = sorted((e for e in os.scandir(root) if e.name.startswith("numba-") and e.is_dir()),
+                     key=lambda e: e.stat().st_mtime, reverse=True)[KEEP_CACHES:]
+        for entry in old:
+            shutil.rmtree(entry.path, ignore_errors=True)
+    except OSError:
+        pass  # a read-only home: numba falls back to compiling without a cache
+    return path
 
 
 numba.config.CACHE_DIR = _cache_dir()
