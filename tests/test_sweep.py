@@ -48,7 +48,7 @@ def test_meetings_needed():
     # Without the meeting the walled-in centre stays dirty.
     no_meet = ["DD", "UR"]
     assert sweep.simulate(p, no_meet)[0] == ["dirty floor is left at 3,3"]
-    assert problem("meeting-7x7") and sweep.solve(problem("meeting-7x7")).with_meetings
+    assert sweep.solve(problem("meeting-7x7")).with_meetings
 
 
 def test_no_solution_is_proved():
