@@ -239,3 +239,19 @@ def test_terminal_start_is_refused(tmp_path):
     with pytest.raises(StartPositionError, match="terminal"):
         build_tablebase(tmp_path / "x.h5", "S/---/-l-/-L-/---/-", progress=False)
     assert list(tmp_path.iterdir()) == []
+
+
+def _known_cases():
+    import os
+
+    with open(os.path.join(os.path.dirname(__file__), "data", "known_lion_chick.txt")) as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                text, wdl, dtm = line.split("#")[0].split()
+                yield pytest.param(text, int(wdl), int(dtm), id=line.split("#")[1].strip())
+
+
+@pytest.mark.parametrize("text,wdl,dtm", list(_known_cases()))
+def test_known_positions(lion_chick_tb, text, wdl, dtm):
+    with open_tablebase(lion_chick_tb.path) as tb:
+        assert (tb.probe_wdl(text), tb.probe_dtm(text)) == (wdl, dtm)
