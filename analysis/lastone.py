@@ -18,7 +18,9 @@ from pathlib import Path
 import numpy as np
 
 from encoding._jit import njit, prange
-from encoding.search import dfs_solve, enumerate_levels, bfs_shortest
+from encoding.search import bfs_shortest, dfs_solve, enumerate_levels
+
+from . import PuzzleInputError
 
 ROW_STARTS = (2, 2, 0, 0, 0, 2, 2)
 ROW_LENGTHS = (3, 3, 7, 7, 7, 3, 3)
@@ -27,10 +29,6 @@ CENTRE = 16
 #: (row, column) of each hole on the 7x7 grid.
 HOLES = [(r, ROW_STARTS[r] + k) for r in range(7) for k in range(ROW_LENGTHS[r])]
 HOLE_AT = {rc: i for i, rc in enumerate(HOLES)}
-
-
-class PuzzleInputError(ValueError):
-    """Raised for a malformed puzzle file or an impossible start; the message says what is wrong."""
 
 
 def _jumps():
@@ -153,21 +151,10 @@ def _expand_moves(state, out, params):
                         out[n] = child
                         n += 1
                     if sp < 64:
-                        to = 0
-                        while not (_TO[j] >> to) & 1:
-                            to += 1
                         stack_state[sp] = child
-                        stack_peg[sp] = to
+                        stack_peg[sp] = JUMPS[j, 2]
                         sp += 1
     return n
-
-
-@njit
-def _has_move(state):
-    for j in range(_FROM_OVER.shape[0]):
-        if state & _FROM_OVER[j] == _FROM_OVER[j] and state & _TO[j] == 0:
-            return True
-    return False
 
 
 @njit(parallel=True)
@@ -216,11 +203,6 @@ def board_text(state: int) -> str:
         rows.append(" " * start + cells)
         i += length
     return "\n".join(rows)
-
-
-def one_line(state: int) -> str:
-    """The seed's one-line form: the rows separated by spaces."""
-    return " ".join(row.strip() for row in board_text(state).split("\n"))
 
 
 def pegs(state: int) -> int:

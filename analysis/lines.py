@@ -14,22 +14,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from encoding.position import Position
+from encoding.position import SIDE_NAMES, Position
 from tablebase.notation import IllegalMoveError, move_text, parse_move
 from tablebase.probe import MoveValue, Tablebase
-from tablebase.values import DRAW, WIN
-
-SIDES = ("Sente", "Gote")
-
-
-def describe(wdl: int | None, dtm: int | None) -> str:
-    """``'win in 15'``, ``'loss in 14'``, ``'draw'``, ``'unknown'`` (DTM in plies, sign ignored)."""
-    if wdl is None:
-        return "unknown"
-    if wdl == DRAW:
-        return "draw"
-    return f"{'win' if wdl == WIN else 'loss'} in {abs(dtm)}"
-
+from tablebase.values import DRAW, WIN, describe_value
 
 def mover_value(m: MoveValue) -> tuple[int | None, int | None]:
     """(WDL, unsigned DTM) of playing ``m``, for the side that plays it (plies from before it)."""
@@ -112,9 +100,9 @@ class LineReport:
 
     def verdict(self) -> str:
         """One paragraph: the true value, perfect play or not, the first mistake."""
-        side = SIDES[self.start.turn]
+        side = SIDE_NAMES[self.start.turn]
         lines = [f"The start position {self.start.text()} is a "
-                 f"{describe(self.start_value[0], self.start_value[1])} plies for {side} (the side to move)."
+                 f"{describe_value(*self.start_value)} for {side} (the side to move)."
                  if self.start_value[0] != DRAW else
                  f"The start position {self.start.text()} is a draw."]
         if self.illegal:
@@ -127,8 +115,8 @@ class LineReport:
                          + (f" and {end}." if end else ", though it stops before the game ends."))
         elif mistake is not None:
             lines.append(f"The line is not perfect play: the first mistake is ply {mistake.ply}, "
-                         f"{SIDES[mistake.side]}'s {mistake.move} ({describe(*mistake.result)} "
-                         f"instead of {describe(*mistake.before)}); best: {', '.join(mistake.best)}.")
+                         f"{SIDE_NAMES[mistake.side]}'s {mistake.move} ({describe_value(*mistake.result, unit=False)} "
+                         f"instead of {describe_value(*mistake.before, unit=False)}); best: {', '.join(mistake.best)}.")
         return " ".join(lines)
 
 
@@ -173,14 +161,14 @@ def verify_line(tb: Tablebase, start, moves: list[str]) -> LineReport:
         played = next(m for m in options if m.move == played_text)
         best_key = options[0].sort_key()
         optimal = played.sort_key() == best_key
-        best = [] if optimal else [f"{m.move} ({describe(*mover_value(m))})"
+        best = [] if optimal else [f"{m.move} ({describe_value(*mover_value(m), unit=False)})"
                                    for m in options if m.sort_key() == best_key]
         ending = None
         if played.terminal == "lion captured":
-            ending = f"{SIDES[side]} captures the lion"
+            ending = f"{SIDE_NAMES[side]} captures the lion"
             over = ending
         elif played.terminal == "try":
-            ending = f"{SIDES[side]}'s lion reaches the far rank safely"
+            ending = f"{SIDE_NAMES[side]}'s lion reaches the far rank safely"
             over = ending
         report.plies.append(PlyReport(ply, side, played_text, before, (played.wdl, played.dtm),
                                       mover_value(played), optimal, best, played.position, ending))

@@ -17,7 +17,7 @@ import numpy as np
 from encoding._jit import njit, prange
 from encoding.search import bfs_wide_levels
 
-from .lastone import PuzzleInputError
+from . import PuzzleInputError
 
 _DIRS = np.array([1, -1, 8, -8, 9, -9, 7, -7], np.int64)
 BLACK, WHITE = 0, 1

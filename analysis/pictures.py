@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from encoding.key import OPPONENT
-from encoding.position import Position
+from encoding.position import SIDE_NAMES, Position
 
 NAMES = {1: "Elephant", 2: "Giraffe", 3: "Lion", 4: "Chick", 5: "Hen"}
 LETTERS = {1: "E", 2: "G", 3: "L", 4: "C", 5: "R"}
@@ -84,7 +84,7 @@ def draw_position(position: Position, path, title: str | None = None) -> Path:
                 for _ in range(position.hands[3 * side + slot]):
                     _piece(ax, x, y, code | (OPPONENT if side else 0), size=0.55)
                     x += 0.62
-        heading = f"{('Sente', 'Gote')[position.turn]} to move"
+        heading = f"{SIDE_NAMES[position.turn]} to move"
         ax.set_title(f"{title}\n{heading}" if title else heading, fontsize=11)
         ax.text(1.5, -1.45, position.text(), ha="center", va="center", fontsize=9, family="monospace")
         path = Path(path)

@@ -22,7 +22,7 @@ import numpy as np
 
 from encoding._jit import njit
 
-from .lastone import PuzzleInputError
+from . import PuzzleInputError
 
 MAX_SIDE = 8
 

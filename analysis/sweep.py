@@ -37,7 +37,7 @@ import numpy as np
 
 from encoding._jit import njit
 
-from .lastone import PuzzleInputError
+from . import PuzzleInputError
 
 DIRTY, CLEAN, BOY, GIRL, ROBOT, PUDDLE, APPLE, BOTTLE, BIN, BOX, OBSTACLE = range(11)
 KINDS = ("boy", "girl", "robot")
@@ -301,12 +301,12 @@ def _prune(n_cl, kind, t, pos, active, rem, hold, dirty, puddle, apple, bottle, 
 
 @njit
 def _search(kind, start, budget, nbr, dist, bin_adj, box_adj, bin_dist, box_dist, block, tiles0,
-            meetings, first, stride, stop, out_moves):
-    """DFS over time steps. At each step every active cleaner picks a direction (0..3, not
-    straight back) or stops (4), from an option list ordered best first; the combinations are
-    enumerated like an odometer. Level-0
-    combinations ``first, first + stride, ...`` are this call's share. Returns the number of
-    steps of a solution written to ``out_moves[t, i]`` (-1 for no move), or -1."""
+            first, stride, stop, out_moves):
+    """DFS over time steps, meetings included. At each step every active cleaner picks a
+    direction (0..3, not straight back) or stops (4), from an option list ordered best first;
+    the combinations are enumerated like an odometer. Level-0 combinations ``first, first +
+    stride, ...`` are this call's share. Returns the number of steps of a solution written to
+    ``out_moves[t, i]`` (-1 for no move), or -1."""
     n_cl = kind.shape[0]
     n = tiles0.shape[0]
     T = 0
@@ -364,7 +364,7 @@ def _search(kind, start, budget, nbr, dist, bin_adj, box_adj, bin_dist, box_dist
                 rem[i] = budget[i] - t
                 any_active |= active[t, i]
             if not any_active or _prune(n_cl, kind, t, pos, active, rem, hold, masks[t, 0], masks[t, 1],
-                                        masks[t, 2], masks[t, 3], dist, bin_dist, box_dist, block, meetings):
+                                        masks[t, 2], masks[t, 3], dist, bin_dist, box_dist, block, True):
                 t -= 1
                 continue
             # Each cleaner's options at this step, best first: steps onto something it can
@@ -450,16 +450,15 @@ def _search(kind, start, budget, nbr, dist, bin_adj, box_adj, bin_dist, box_dist
                 hold[t + 1, j] += 1
             if hold[t + 1, j] and ((kind[j] == 1 and bin_adj[to]) or (kind[j] == 2 and box_adj[to])):
                 hold[t + 1, j] = 0
-        if meetings:
-            for j in range(n_cl):
-                if opts[t, j, choice[t, j]] == 4:
-                    continue
-                for k in range(j + 1, n_cl):
-                    if opts[t, k, choice[t, k]] < 4 and pos[t + 1, k] == pos[t + 1, j]:
-                        for q in range(block.shape[1]):
-                            y = block[pos[t + 1, j], q]
-                            if y >= 0:
-                                dirty &= ~_bit(y)
+        for j in range(n_cl):  # meetings: two movers arriving on one cell
+            if opts[t, j, choice[t, j]] == 4:
+                continue
+            for k in range(j + 1, n_cl):
+                if opts[t, k, choice[t, k]] < 4 and pos[t + 1, k] == pos[t + 1, j]:
+                    for q in range(block.shape[1]):
+                        y = block[pos[t + 1, j], q]
+                        if y >= 0:
+                            dirty &= ~_bit(y)
         masks[t + 1, 0] = dirty
         masks[t + 1, 1] = puddle
         masks[t + 1, 2] = apple
@@ -479,8 +478,9 @@ def _search_routes(kind, start, budget, nbr, dist, bin_adj, box_adj, bin_dist, b
     routes are searched one cleaner after another: depth-first over (cleaner, step), each step a
     direction (not straight back) or the end of that cleaner's route. The bounds of :func:`_prune`
     see the current cleaner's steps left and the later cleaners' whole budgets. The first
-    cleaner's first-step choices ``first, first + stride, ...`` are this call's share. Returns 1
-    with ``out_moves[k, i]`` the k-th step of cleaner i (-1 past its end), or -1."""
+    cleaner's first-step choices ``first, first + stride, ...`` are this call's share. Returns the
+    rows of ``out_moves`` filled (``out_moves[k, i]``: the k-th step of cleaner i, -1 past its
+    end), or -1."""
     n_cl = kind.shape[0]
     n = tiles0.shape[0]
     D = 1
@@ -529,11 +529,13 @@ def _search_routes(kind, start, budget, nbr, dist, bin_adj, box_adj, bin_dist, b
                     for a in range(out_moves.shape[0]):
                         for b in range(n_cl):
                             out_moves[a, b] = -1
+                    longest = 0
                     for e in range(d):
                         c = opts[e, choice[e]]
                         if c < 4:
                             out_moves[step[e], cur[e]] = c
-                    return 1
+                            longest = max(longest, step[e] + 1)
+                    return longest
                 d -= 1
                 continue
             for j in range(n_cl):
@@ -664,8 +666,8 @@ def solve(problem: Problem, threads: int = 2) -> SweepResult:
     """Routes that clean the room, or a proof that none exist (``routes`` None).
 
     First searched without meetings, cleaner by cleaner (tight bounds; any solution found is
-    valid, since meetings only clean more), then with meetings, all cleaners step by step. Each search splits the first step's combinations among
-    ``threads`` threads (the kernels release the GIL).
+    valid, since meetings only clean more), then with meetings, all cleaners step by step. Each
+    search splits the first choices among ``threads`` threads (the kernels release the GIL).
     """
     tiles, nbr, dist, bin_adj, box_adj, bin_dist, box_dist, block = _tables(problem)
     kinds = np.array([KINDS.index(k) for k, _, _, _ in problem.cleaners], np.int64)
@@ -677,13 +679,11 @@ def solve(problem: Problem, threads: int = 2) -> SweepResult:
         outs = [np.full((T + 1, len(kinds)), -1, np.int64) for _ in range(threads)]
         answers = [-1] * threads
 
+        search = _search if meetings else _search_routes
+
         def work(k):
-            if meetings:
-                answers[k] = _search(kinds, start, budget, nbr, dist, bin_adj, box_adj, bin_dist, box_dist,
-                                     block, tiles, True, k, threads, stop, outs[k])
-            elif _search_routes(kinds, start, budget, nbr, dist, bin_adj, box_adj, bin_dist, box_dist,
-                                block, tiles, k, threads, stop, outs[k]) > 0:
-                answers[k] = T
+            answers[k] = search(kinds, start, budget, nbr, dist, bin_adj, box_adj, bin_dist, box_dist,
+                                block, tiles, k, threads, stop, outs[k])
 
         pool = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
         for th in pool:

@@ -20,7 +20,7 @@ import numpy as np
 from encoding._jit import njit
 from encoding.search import bfs_shortest
 
-from .lastone import PuzzleInputError
+from . import PuzzleInputError
 
 N_ROWS, N_COLS = 5, 7
 PLAZAS = [(r, c) for c in range(N_COLS) for r in range(N_ROWS) if (r + c) % 2 == 0]

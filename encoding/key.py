@@ -38,7 +38,6 @@ OPPONENT = 8
 #: Hand slot order (also the order of the hand counts in a key): chick, elephant, giraffe.
 HAND_PIECES = (CHICK, ELEPHANT, GIRAFFE)
 N_CELLS = 12
-N_FILES = 3
 N_RANKS = 4
 BOARD_BITS = 48
 BOARD_MASK = (1 << BOARD_BITS) - 1
@@ -102,8 +101,7 @@ def _hand_tables():
 
 RANK_CODE, RANK_LEN, RANK_MIRROR, RANK_FLIP = _rank_tables()
 HAND_CODE, HAND_LEN, HAND_SWAP = _hand_tables()
-RANK_CODE_MIRRORED = RANK_CODE[RANK_MIRROR]
-RANK_LEN_MIRRORED = RANK_LEN[RANK_MIRROR]
+RANK_CODE_MIRRORED = RANK_CODE[RANK_MIRROR]  # a rank's code length is the same mirrored
 
 
 @njit

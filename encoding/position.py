@@ -27,6 +27,8 @@ from .key import (CHICK, ELEPHANT, EMPTY, GIRAFFE, HAND_SHIFT, HEN, LION, N_CELL
                   _canonical, _flip)
 
 SENTE, GOTE = 0, 1
+#: Names of the sides, indexed by SENTE / GOTE.
+SIDE_NAMES = ("Sente", "Gote")
 #: Piece letters (Sente's, upper case) by piece code.
 PIECE_LETTER = {ELEPHANT: "E", GIRAFFE: "G", LION: "L", CHICK: "C", HEN: "R"}
 LETTER_PIECE = {v: k for k, v in PIECE_LETTER.items()}
@@ -278,7 +280,7 @@ class Position:
         hand = self.text().rsplit("/", 1)[1]
         sente = "".join(ch for ch in hand if ch.isupper()) or "-"
         gote = "".join(ch for ch in hand if ch.islower()) or "-"
-        rows.append(f"  in hand: Sente {sente}, Gote {gote}; {('Sente', 'Gote')[self.turn]} to move")
+        rows.append(f"  in hand: Sente {sente}, Gote {gote}; {SIDE_NAMES[self.turn]} to move")
         return "\n".join(rows)
 
     def __repr__(self) -> str:

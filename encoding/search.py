@@ -16,7 +16,9 @@ Drivers:
   of shortest paths, and the size of each level; states seen at any earlier level are skipped;
 - :func:`enumerate_levels`: level-by-level enumeration for puzzles whose every move leads to the
   next level (a jump removes a peg): distinct states and the number of paths to each, level by
-  level, in hash tables with one thread per shard.
+  level, in hash tables with one thread per shard;
+- :func:`bfs_wide_levels`: breadth-first search by levels for states wider than one int64 (an
+  Othello position) whose levels are disjoint, each level de-duplicated exactly by sorting rows.
 """
 
 from __future__ import annotations

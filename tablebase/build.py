@@ -17,7 +17,7 @@ from encoding.position import Position
 from . import config, retrograde
 from .generate import Enumeration, enumerate_positions
 from .storage import Metadata, write_tablebase
-from .values import DRAW, LOSS, WDL_NAMES, WIN
+from .values import DRAW, LOSS, WIN, describe_value
 
 _KEY_SHIFT = 19  # keys use bits 19..62 only (SPEC §1.3: at most 44 code bits)
 
@@ -51,13 +51,6 @@ class BuildResult:
             f"start position {m.start}: {value} for the side to move",
             f"written to {self.path} ({secs})",
         ])
-
-
-def describe_value(wdl: int, dtm: int) -> str:
-    """``'win in 15 plies'``, ``'loss in 78 plies'``, ``'draw'`` (DTM unsigned, in plies)."""
-    if wdl == DRAW:
-        return "draw"
-    return f"{WDL_NAMES[wdl]} in {dtm} {'ply' if dtm == 1 else 'plies'}"
 
 
 @njit(parallel=True)

@@ -17,6 +17,11 @@ import click
 DEFAULT_TB = "dobutsu.h5"
 
 
+def _default_tb() -> Path:
+    """The tablebase file used when none is named: ``$DOBUTSU_TB`` or ``dobutsu.h5``."""
+    return Path(os.environ.get("DOBUTSU_TB", DEFAULT_TB))
+
+
 def _expected_errors():
     from encoding.hashtable import HashTableFullError
     from encoding.position import PositionError
@@ -26,7 +31,7 @@ def _expected_errors():
     from .probe import MissingPositionError
     from .storage import TablebaseFileError
 
-    from analysis.lastone import PuzzleInputError
+    from analysis import PuzzleInputError
 
     return (PositionError, IllegalMoveError, TablebaseFileError, MissingPositionError,
             HashTableFullError, StartPositionError, PuzzleInputError, OSError)
@@ -53,7 +58,7 @@ class _Group(click.Group):
 def _tb_option(f):
     return click.option(
         "--tb", "tb_path", type=click.Path(dir_okay=False, path_type=Path),
-        default=lambda: os.environ.get("DOBUTSU_TB", DEFAULT_TB), show_default=f"$DOBUTSU_TB or {DEFAULT_TB}",
+        default=_default_tb, show_default=f"$DOBUTSU_TB or {DEFAULT_TB}",
         help="Tablebase file to read.")(f)
 
 
@@ -113,29 +118,26 @@ def probe(position, tb_path, as_json):
     As in the Lichess tablebase API, each move's category and DTM are those of the position
     after it, for the side then to move: a move to a 'loss' wins.
     """
-    from encoding.position import Position
+    from encoding.position import SIDE_NAMES, Position
 
-    from .build import describe_value
+    from analysis.lines import mover_value
+
     from .probe import open_tablebase
-    from .values import WDL_NAMES
+    from .values import WDL_NAMES, describe_value, signed_dtm
 
     pos = Position.from_text(position)
     with open_tablebase(tb_path) as tb:
         wdl, dtm, terminal = tb.value(pos)
         moves = tb.probe_moves(pos)
-    from .values import signed_dtm
-
     if as_json:
         click.echo(json.dumps({"position": pos.text(), "category": WDL_NAMES[wdl],
                                "dtm": signed_dtm(wdl, dtm), "terminal": terminal,
                                "moves": [_move_json(m) for m in moves]}, indent=2))
         return
-    side = ("Sente", "Gote")[pos.turn]
+    side = SIDE_NAMES[pos.turn]
     note = {"catch": " (it can capture the enemy lion)",
             "try": " (the enemy lion has reached its home rank: the game is over)"}.get(terminal, "")
     click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {side}{note}")
-    from analysis.lines import mover_value
-
     for m in moves:
         if m.wdl is None:  # only after a catch-terminal position, which the tablebase never expands
             click.echo(f"  {m.move:<9} {'unknown':<18} (not in this tablebase)")
@@ -168,21 +170,21 @@ def show(position, png):
               help="Also draw the board after every ply into this folder.")
 def line(position, tb_path, max_plies, png_dir):
     """A perfect-play line from POSITION to the end of the game, move by move with the board."""
-    from encoding.position import Position
+    from encoding.position import SIDE_NAMES, Position
 
-    from .build import describe_value
     from .probe import open_tablebase
+    from .values import describe_value
 
     pos = Position.from_text(position)
     with open_tablebase(tb_path) as tb:
         wdl, dtm, _ = tb.value(pos)
         pv = tb.principal_variation(pos, max_plies=max_plies)
-    side = ("Sente", "Gote")[pos.turn]
-    click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {side}")
+    click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {SIDE_NAMES[pos.turn]}")
     click.echo(pos.diagram())
-    for ply, m in enumerate(pv, 1):
-        mover = ("Sente", "Gote")[(pos.turn + ply - 1) % 2]
-        click.echo(f"\n{ply}. {mover} {m.move}")
+    plies = [(ply, (pos.turn + ply - 1) % 2, m.move, m.position) for ply, m in enumerate(pv, 1)]
+    for (ply, side, move, _), m in zip(plies, pv):
+        mover = SIDE_NAMES[side]
+        click.echo(f"\n{ply}. {mover} {move}")
         if m.position is not None:
             click.echo(m.position.diagram())
         if m.terminal == "lion captured":
@@ -192,14 +194,7 @@ def line(position, tb_path, max_plies, png_dir):
     if wdl == 0:
         click.echo(f"\ndraw: the line stops after {len(pv)} plies")
     if png_dir is not None:
-        from analysis.pictures import draw_position
-
-        png_dir.mkdir(parents=True, exist_ok=True)
-        draw_position(pos, png_dir / "ply000.png", title="start")
-        for ply, m in enumerate(pv, 1):
-            if m.position is not None:
-                mover = ("Sente", "Gote")[(pos.turn + ply - 1) % 2]
-                draw_position(m.position, png_dir / f"ply{ply:03d}.png", title=f"{ply}. {mover} {m.move}")
+        _draw_plies(png_dir, pos, plies)
 
 
 def _tablebase_for(start, tb_path: Path | None):
@@ -214,7 +209,7 @@ def _tablebase_for(start, tb_path: Path | None):
         tb = open_tablebase(tb_path)
         tb.probe_wdl(start)  # MissingPositionError if it does not cover the start
         return tb
-    default = Path(os.environ.get("DOBUTSU_TB", DEFAULT_TB))
+    default = _default_tb()
     if default.exists():
         tb = open_tablebase(default)
         if tb.get_wdl(start) is not None:
@@ -251,9 +246,11 @@ def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
     position's true value, whether the line is perfect play, and the first mistake. Exits with
     1 when a move is illegal.
     """
-    from encoding.position import Position
+    from encoding.position import SIDE_NAMES, Position
 
-    from analysis.lines import describe, read_games, verify_line
+    from analysis.lines import read_games, verify_line
+
+    from .values import describe_value
 
     start_pos = Position.start() if start is None else Position.from_text(start)
     games = read_games(move_file) if move_file else []
@@ -269,16 +266,17 @@ def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
     for n, report in enumerate(results, 1):
         illegal |= report.illegal is not None
         if png_dir is not None:
-            _draw_line(report, png_dir / (f"game{n}" if len(results) > 1 else ""))
+            _draw_plies(png_dir / (f"game{n}" if len(results) > 1 else ""), report.start,
+                        [(p.ply, p.side, p.move, p.position) for p in report.plies])
         if as_json:
             continue
         if len(results) > 1:
             click.echo(f"game {n}:")
         click.echo(f"{'ply':>3}  {'side':<5} {'move':<9} {'before (mover)':<15} {'after (opponent)':<17} verdict")
         for p in report.plies:
-            after = describe(*p.after) if not (p.ending and "captures" in p.ending) else "lion lost"
-            mark = "optimal" if p.optimal else f"MISTAKE: {describe(*p.result)}; best {', '.join(p.best)}"
-            click.echo(f"{p.ply:>3}  {('Sente', 'Gote')[p.side]:<5} {p.move:<9} {describe(*p.before):<15} "
+            after = describe_value(*p.after, unit=False) if not (p.ending and "captures" in p.ending) else "lion lost"
+            mark = "optimal" if p.optimal else f"MISTAKE: {describe_value(*p.result, unit=False)}; best {', '.join(p.best)}"
+            click.echo(f"{p.ply:>3}  {SIDE_NAMES[p.side]:<5} {p.move:<9} {describe_value(*p.before, unit=False):<15} "
                        f"{after:<17} {mark}")
             if p.ending:
                 click.echo(f"     {p.ending}: the game is over")
@@ -310,15 +308,18 @@ def _line_json(report):
     }
 
 
-def _draw_line(report, folder: Path):
+def _draw_plies(folder: Path, start, plies):
+    """A picture of ``start`` and of the board after each of ``plies`` ((ply, side, move,
+    position) with position None once a lion is captured) in ``folder``."""
+    from encoding.position import SIDE_NAMES
+
     from analysis.pictures import draw_position
 
     folder.mkdir(parents=True, exist_ok=True)
-    draw_position(report.start, folder / "ply000.png", title="start")
-    for p in report.plies:
-        if p.position is not None:
-            draw_position(p.position, folder / f"ply{p.ply:03d}.png",
-                          title=f"{p.ply}. {('Sente', 'Gote')[p.side]} {p.move}")
+    draw_position(start, folder / "ply000.png", title="start")
+    for ply, side, move, position in plies:
+        if position is not None:
+            draw_position(position, folder / f"ply{ply:03d}.png", title=f"{ply}. {SIDE_NAMES[side]} {move}")
 
 
 @main.command()
@@ -334,7 +335,7 @@ def verify(path, max_problems):
 
     from analysis.verify import verify_file
 
-    path = path or Path(os.environ.get("DOBUTSU_TB", DEFAULT_TB))
+    path = path or _default_tb()
     with tqdm(desc="verify", unit=" pos", unit_scale=True, disable=None, file=sys.stderr) as bar:
         def progress(done, total):
             bar.total = total
@@ -361,7 +362,7 @@ def stats(path, longest, plot):
     material on the board and in hand, and the longest wins."""
     from analysis.stats import tablebase_stats
 
-    result = tablebase_stats(path or Path(os.environ.get("DOBUTSU_TB", DEFAULT_TB)), longest)
+    result = tablebase_stats(path or _default_tb(), longest)
     click.echo(result.text())
     if plot is not None:
         result.plot(plot)
@@ -370,7 +371,8 @@ def stats(path, longest, plot):
 
 @main.group()
 def puzzle():
-    """Exact solvers for small puzzles (Last One, Tank Change, cooperative Othello)."""
+    """Exact solvers for small puzzles (Last One, Tank Change, cooperative Othello, the Cross
+    Squared Number Puzzle, Room Sweeper)."""
 
 
 @puzzle.command("lastone")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from encoding.key import OPPONENT
-from encoding.position import GOTE, PIECE_LETTER, Position, PositionError, square_name
+from encoding.position import GOTE, PIECE_LETTER, Position, parse_square, square_name
 
 from .rules import DROP, PROMOTION, SLOT_PIECE, legal_moves
 
@@ -70,23 +70,16 @@ def _why_illegal(position: Position, m: re.Match) -> str:
     letter, src, _, drop, dst, _ = m.groups()
     side = ("Sente", "Gote")[position.turn]
     own = OPPONENT if position.turn == GOTE else 0
-    to_code = position.board[_square(dst)]
+    to_code = position.board[parse_square(dst)]
     if drop:
         slot = "CEG".find(letter.upper())
         if slot < 0 or position.hands[slot + 3 * position.turn] == 0:
             return f"{side} has no {letter.upper()} in hand to drop"
         return f"{dst} is not empty"
-    code = position.board[_square(src)]
+    code = position.board[parse_square(src)]
     if code == 0 or (code & OPPONENT) != own or PIECE_LETTER[code & 7] != letter.upper():
         return f"{side} has no {letter.upper()} on {src}"
     if to_code and (to_code & OPPONENT) == own:
         return f"{dst} holds {side}'s own piece"
     return f"a {letter.upper()} on {src} cannot move to {dst}" + (
         " (a chick reaching the far rank promotes: write '+')" if letter.upper() == "C" else "")
-
-
-def _square(name: str) -> int:
-    try:
-        return 3 * (int(name[1]) - 1) + "abc".index(name[0])
-    except (ValueError, IndexError):  # pragma: no cover - the regex admits only squares
-        raise PositionError(name) from None

@@ -30,7 +30,7 @@ from encoding.key import LION, OPPONENT, _canonical
 from encoding.position import Position
 
 from .notation import move_text
-from .rules import CATCH, NONTERMINAL, TRY, _classify, _make_move, legal_moves
+from .rules import CATCH, NONTERMINAL, TRY, _classify, _find_piece, _make_move, legal_moves
 from .storage import Metadata, TablebaseFileError, open_file, read_metadata
 from .values import CATCH_DTM, DRAW, LOSS, TRY_DTM, WIN, signed_dtm
 
@@ -316,12 +316,8 @@ class Tablebase:
 
 def _child_position(state: int, turn: int) -> Position | None:
     """The child as a Position, or None when a lion was captured."""
-    has_own = has_enemy = False
-    for i in range(12):
-        nib = (state >> (4 * i)) & 15
-        has_own |= nib == LION
-        has_enemy |= nib == (LION | OPPONENT)
-    if not (has_own and has_enemy):
+    s = np.int64(state)
+    if _find_piece(s, LION) < 0 or _find_piece(s, LION | OPPONENT) < 0:
         return None
     return Position.from_state(state, turn)
 

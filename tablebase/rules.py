@@ -23,8 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from encoding._jit import njit
-from encoding.key import (CHICK, ELEPHANT, GIRAFFE, HAND_SHIFT, HEN, LION,
-                          N_CELLS, OPPONENT, _flip)
+from encoding.key import (CHICK, ELEPHANT, GIRAFFE, HAND_PIECES, HAND_SHIFT, HEN, LION, N_CELLS,
+                          OPPONENT, _flip)
 
 NONTERMINAL, CATCH, TRY = 0, 1, 2
 #: Upper bounds on the moves and unmoves of one state (checked in the tests).
@@ -35,7 +35,7 @@ PROMOTION = 1 << 8
 #: Hand slot of each piece code (chick 0, elephant 1, giraffe 2), -1 for pieces never in hand.
 HAND_SLOT = np.array([-1, 1, 2, -1, 0, 0, -1, -1] * 2, np.int64)
 #: Piece code dropped from each hand slot.
-SLOT_PIECE = np.array([CHICK, ELEPHANT, GIRAFFE], np.int64)
+SLOT_PIECE = np.array(HAND_PIECES, np.int64)
 
 _STEPS = {
     LION: [(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)],
@@ -64,17 +64,6 @@ def _geometry():
 
 
 TARGETS, SOURCES = _geometry()
-
-
-@njit
-def _cell(state, i):
-    return (state >> (4 * i)) & 15
-
-
-@njit
-def _hand(state, slot):
-    """Count in hand of slot 0..5 (0..2 side to move's C, E, G; 3..5 the opponent's)."""
-    return (state >> (HAND_SHIFT + 2 * slot)) & 3
 
 
 @njit

@@ -15,6 +15,17 @@ CATCH_DTM = 1
 TRY_DTM = 0
 
 
+def describe_value(wdl: int | None, dtm: int | None, unit: bool = True) -> str:
+    """``'win in 15 plies'``, ``'loss in 1 ply'``, ``'draw'``, ``'unknown'`` (None); the sign of
+    ``dtm`` is ignored, and ``unit=False`` leaves the word "plies" out (``'win in 15'``)."""
+    if wdl is None:
+        return "unknown"
+    if wdl == DRAW:
+        return "draw"
+    n = abs(dtm)
+    return f"{WDL_NAMES[wdl]} in {n}" + (f" {'ply' if n == 1 else 'plies'}" if unit else "")
+
+
 def signed_dtm(wdl: int, dtm: int) -> int:
     """Signed DTM as in python-chess's Gaviota probe: ``+n`` win, ``-n`` loss, 0 draw (plies)."""
     return dtm if wdl == WIN else -dtm if wdl == LOSS else 0
