@@ -1,5 +1,1 @@
-"""Lines, statistics, verification and the puzzle solvers."""
-
-
-class PuzzleInputError(ValueError):
-    """Raised for a malformed puzzle file or an impossible start; the message says what is wrong."""
+"""Analysis of tablebases (lines, verification, statistics, pictures), the puzzle solvers and the front ends."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from encoding.key import OPPONENT
-from encoding.position import SIDE_NAMES, Position
+from dobutsu_tb.tablebase.game.key import OPPONENT
+from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
 
 NAMES = {1: "Elephant", 2: "Giraffe", 3: "Lion", 4: "Chick", 5: "Hen"}
 LETTERS = {1: "E", 2: "G", 3: "L", 4: "C", 5: "R"}

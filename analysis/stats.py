@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from encoding._jit import njit, prange
-from encoding.key import HAND_SHIFT, LION, _decode
-from encoding.position import Position
-from tablebase.storage import Metadata, open_file, read_metadata
-from tablebase.values import LOSS, WIN
+from dobutsu_tb.encoding.jit import njit, prange
+from dobutsu_tb.tablebase.game.key import HAND_SHIFT, LION, _decode
+from dobutsu_tb.tablebase.game.position import Position
+from dobutsu_tb.tablebase.storage import Metadata, open_file, read_metadata
+from dobutsu_tb.tablebase.values import LOSS, WIN
 
 #: Most pieces other than the lions: two chicks, two elephants, two giraffes.
 MAX_PIECES = 6
@@ -133,7 +133,7 @@ def tablebase_stats(path, longest: int = 10) -> Stats:
     tablebase.storage.TablebaseFileError
         If the file is missing, damaged or not a tablebase.
     """
-    from tablebase import config
+    from dobutsu_tb.encoding import config
 
     with open_file(path) as f:
         meta = read_metadata(f)

@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 import h5py
 import numpy as np
 
-from encoding._jit import njit, prange
-from encoding.key import _canonical, _decode
-from encoding.position import Position
-from tablebase.rules import CATCH, MAX_MOVES, TRY, _classify, _gen_moves, _make_move
-from tablebase.storage import TablebaseFileError, open_file, read_metadata
-from tablebase.values import DRAW, LOSS, WIN
+from dobutsu_tb.encoding.jit import njit, prange
+from dobutsu_tb.tablebase.game.key import _canonical, _decode
+from dobutsu_tb.tablebase.game.position import Position
+from dobutsu_tb.tablebase.game.rules import CATCH, MAX_MOVES, TRY, _classify, _gen_moves, _make_move
+from dobutsu_tb.tablebase.storage import TablebaseFileError, open_file, read_metadata
+from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN
 
 OK, WRONG_VALUE, MISSING_CHILD = 0, 1, 2
 #: Positions checked per kernel call.
@@ -216,7 +216,7 @@ def verify_file(path, limit: int = 20, progress=None) -> VerifyReport:
     report.seconds["metadata"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    from tablebase import config
+    from dobutsu_tb.encoding import config
 
     moves = np.empty((max(1, config.THREADS), MAX_MOVES), np.int64)
     status = np.empty(min(BATCH, max(n, 1)), np.int8)

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._jit import njit, prange
-from .hashtable import HashTable, _find, _insert, _shard_of
+from dobutsu_tb.encoding.jit import njit, prange
+from dobutsu_tb.encoding.hashtable import HashTable, _find, _insert, _shard_of
 
 
 @njit

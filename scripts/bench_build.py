@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tablebase.build import build_tablebase  # noqa: E402
+from dobutsu_tb.tablebase.build import build_tablebase
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

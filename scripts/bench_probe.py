@@ -22,9 +22,9 @@ sys.path.insert(0, str(ROOT))
 import h5py  # noqa: E402
 import numpy as np  # noqa: E402
 
-from encoding.key import decode  # noqa: E402
-from encoding.position import Position  # noqa: E402
-from tablebase.probe import open_tablebase  # noqa: E402
+from dobutsu_tb.tablebase.game.key import decode
+from dobutsu_tb.tablebase.game.position import Position
+from dobutsu_tb.tablebase.probe import open_tablebase
 
 
 def main() -> None:

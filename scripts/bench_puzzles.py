@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from analysis import lastone, othello, squares, sweep, tankchange  # noqa: E402
+from dobutsu_tb.analysis.puzzles import lastone, othello, squares, sweep, tankchange
 
 DATA = ROOT / "data" / "lastone"
 

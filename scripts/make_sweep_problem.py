@@ -18,8 +18,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analysis.sweep import (APPLE, BIN, BOTTLE, BOX, BOY, CLEAN, DIRTY, GIRL, OBSTACLE, PUDDLE, ROBOT,  # noqa: E402
-                            STEPS, Problem, routes_text, simulate)
+from dobutsu_tb.analysis.puzzles.sweep import (
+    APPLE,
+    BIN,
+    BOTTLE,
+    BOX,
+    BOY,
+    CLEAN,
+    DIRTY,
+    GIRL,
+    OBSTACLE,
+    PUDDLE,
+    ROBOT,
+    STEPS,
+    Problem,
+    routes_text,
+    simulate,
+)
 
 
 def budgets(text):

@@ -11,13 +11,14 @@ from typing import Callable
 import numpy as np
 from tqdm import tqdm
 
-from encoding._jit import njit, prange
-from encoding.position import Position
+from dobutsu_tb.encoding.jit import njit, prange
+from dobutsu_tb.tablebase.game.position import Position
 
-from . import config, retrograde
-from .generate import Enumeration, enumerate_positions
-from .storage import Metadata, write_tablebase
-from .values import DRAW, LOSS, WIN, describe_value
+from dobutsu_tb.encoding import config
+from dobutsu_tb.tablebase import retrograde
+from dobutsu_tb.tablebase.enumeration import Enumeration, enumerate_positions
+from dobutsu_tb.tablebase.storage import Metadata, write_tablebase
+from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN, describe_value
 
 _KEY_SHIFT = 19  # keys use bits 19..62 only (SPEC §1.3: at most 44 code bits)
 
@@ -184,7 +185,7 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     # Read the start position's value back through the probing code: a check of the file just
     # written, which also compiles (and caches) every kernel a first `dobutsu-tb probe` needs.
     phase("check")
-    from .probe import open_tablebase
+    from dobutsu_tb.tablebase.probe import open_tablebase
 
     with open_tablebase(out) as tb:
         found = (tb.probe_wdl(start), abs(tb.probe_dtm(start)))

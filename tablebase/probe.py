@@ -26,13 +26,21 @@ from pathlib import Path
 
 import numpy as np
 
-from encoding.key import LION, OPPONENT, _canonical
-from encoding.position import Position
+from dobutsu_tb.tablebase.game.key import LION, OPPONENT, _canonical
+from dobutsu_tb.tablebase.game.position import Position
 
-from .notation import move_text
-from .rules import CATCH, NONTERMINAL, TRY, _classify, _find_piece, _make_move, legal_moves
-from .storage import Metadata, TablebaseFileError, open_file, read_metadata
-from .values import CATCH_DTM, DRAW, LOSS, TRY_DTM, WIN, signed_dtm
+from dobutsu_tb.tablebase.game.notation import move_text
+from dobutsu_tb.tablebase.game.rules import (
+    CATCH,
+    NONTERMINAL,
+    TRY,
+    _classify,
+    _find_piece,
+    _make_move,
+    legal_moves,
+)
+from dobutsu_tb.tablebase.storage import Metadata, TablebaseFileError, open_file, read_metadata
+from dobutsu_tb.tablebase.values import CATCH_DTM, DRAW, LOSS, TRY_DTM, WIN, signed_dtm
 
 #: Decompressed chunks kept per dataset (at most about 45 MiB for the full tablebase).
 CHUNK_CACHE = 512

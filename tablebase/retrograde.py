@@ -22,14 +22,14 @@ from typing import Callable
 
 import numpy as np
 
-from encoding._jit import njit, prange
-from encoding.hashtable import _find
-from encoding.key import _canonical, _decode
+from dobutsu_tb.encoding.jit import njit, prange
+from dobutsu_tb.encoding.hashtable import _find
+from dobutsu_tb.tablebase.game.key import _canonical, _decode
 
-from . import config
-from .generate import Enumeration, _sort_small
-from .rules import MAX_UNMOVES, _gen_unmoves
-from .values import DRAW, LOSS, UNKNOWN, WIN
+from dobutsu_tb.encoding import config
+from dobutsu_tb.tablebase.enumeration import Enumeration, _sort_small
+from dobutsu_tb.tablebase.game.rules import MAX_UNMOVES, _gen_unmoves
+from dobutsu_tb.tablebase.values import DRAW, LOSS, UNKNOWN, WIN
 
 
 @njit(parallel=True)

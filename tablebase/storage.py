@@ -28,7 +28,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from . import config
+from dobutsu_tb.encoding import config
 
 FORMAT = "dobutsu-tablebase"
 FORMAT_VERSION = 1

@@ -7,7 +7,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 
 import naive  # noqa: E402
-from encoding.position import Position  # noqa: E402
+from dobutsu_tb.tablebase.game.position import Position
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 LION_CHICK = "S/-l-/-c-/-C-/-L-/-"
@@ -26,7 +26,7 @@ def random_positions(n, seed=0, material=("C", "C", "E", "E", "G", "G")):
 @pytest.fixture(scope="session")
 def lion_chick_tb(tmp_path_factory):
     """The lion-and-chick tablebase (SPEC §1.7), built once per test session."""
-    from tablebase.build import build_tablebase
+    from dobutsu_tb.tablebase.build import build_tablebase
 
     path = tmp_path_factory.mktemp("tb") / "lion-chick.h5"
     return build_tablebase(path, LION_CHICK, progress=False)

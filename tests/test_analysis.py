@@ -4,14 +4,14 @@ import h5py
 import numpy as np
 from click.testing import CliRunner
 
-from analysis.lines import read_games, verify_line
-from analysis.stats import tablebase_stats
-from analysis.verify import verify_file
+from dobutsu_tb.analysis.lines import read_games, verify_line
+from dobutsu_tb.analysis.stats import tablebase_stats
+from dobutsu_tb.analysis.verify import verify_file
 from conftest import LION_CHICK
-from encoding.key import decode
-from encoding.position import Position
-from tablebase.cli import main
-from tablebase.probe import open_tablebase
+from dobutsu_tb.tablebase.game.key import decode
+from dobutsu_tb.tablebase.game.position import Position
+from dobutsu_tb.analysis.cli import main
+from dobutsu_tb.tablebase.probe import open_tablebase
 
 # The seed's lion-and-chick line (SPEC §1.7).
 SEED_LINE = "Lb4-c3 Cb2xb3 Lc3xb3 C*b2 Lb3-c3 Lb1-c1 C*a2 Lc1-b1 Ca2-a1+ Lb1xa1 Lc3-c2".split()

@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import LION_CHICK
-from tablebase.cli import main
+from dobutsu_tb.analysis.cli import main
 
 
 @pytest.fixture
@@ -99,9 +99,9 @@ def test_terminal_start_exit_1(run, tmp_path):
 
 
 def test_full_hash_table_exit_1(run, tmp_path, monkeypatch):
-    import encoding.hashtable
+    from dobutsu_tb.encoding import hashtable
 
-    monkeypatch.setattr(encoding.hashtable, "MAX_CAPACITY", 5000)
+    monkeypatch.setattr(hashtable, "MAX_CAPACITY", 5000)
     result = run("build", "--start", LION_CHICK, "--out", str(tmp_path / "x.h5"), "-q")
     assert result.exit_code == 1
     assert result.output.startswith("error: hash table is full") and result.output.count("\n") == 1

@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import naive
-from encoding import key as K
-from encoding.hashtable import HashTable, HashTableFullError
-from encoding.position import GOTE, SENTE, Position, PositionError
+from dobutsu_tb.tablebase.game import key as K
+from dobutsu_tb.encoding.hashtable import HashTable, HashTableFullError
+from dobutsu_tb.tablebase.game.position import GOTE, SENTE, Position, PositionError
 
 # --- keys ----------------------------------------------------------------------------------
 

@@ -5,10 +5,10 @@ Run with ``python -m pytest -m slow``.
 
 import pytest
 
-from encoding.position import Position
-from tablebase.build import build_tablebase
-from tablebase.probe import open_tablebase
-from tablebase.values import LOSS, WIN
+from dobutsu_tb.tablebase.game.position import Position
+from dobutsu_tb.tablebase.build import build_tablebase
+from dobutsu_tb.tablebase.probe import open_tablebase
+from dobutsu_tb.tablebase.values import LOSS, WIN
 
 pytestmark = pytest.mark.slow
 

@@ -7,10 +7,10 @@ import pytest
 
 import naive
 from conftest import DATA, random_positions
-from encoding.key import _canonical
-from encoding.position import Position
-from tablebase import rules
-from tablebase.notation import move_text
+from dobutsu_tb.tablebase.game.key import _canonical
+from dobutsu_tb.tablebase.game.position import Position
+from dobutsu_tb.tablebase.game import rules
+from dobutsu_tb.tablebase.game.notation import move_text
 
 N_RANDOM = 3000
 

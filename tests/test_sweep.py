@@ -7,8 +7,8 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from analysis import sweep
-from tablebase.cli import main
+from dobutsu_tb.analysis.puzzles import sweep
+from dobutsu_tb.analysis.cli import main
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "sweep")
 

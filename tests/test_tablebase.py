@@ -14,12 +14,12 @@ import pytest
 
 import naive
 from conftest import LION_CHICK
-from encoding.key import decode
-from encoding.position import GOTE, Position
-from tablebase.build import build_tablebase
-from tablebase.probe import MissingPositionError, open_tablebase
-from tablebase.storage import TablebaseFileError
-from tablebase.values import DRAW, LOSS, WIN
+from dobutsu_tb.tablebase.game.key import decode
+from dobutsu_tb.tablebase.game.position import GOTE, Position
+from dobutsu_tb.tablebase.build import build_tablebase
+from dobutsu_tb.tablebase.probe import MissingPositionError, open_tablebase
+from dobutsu_tb.tablebase.storage import TablebaseFileError
+from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN
 
 
 def naive_enumeration(start_text):
@@ -184,7 +184,7 @@ def test_pv_of_a_draw_stops(lion_chick_tb):
 
 
 def test_interrupted_write_leaves_nothing(tmp_path, monkeypatch):
-    import tablebase.storage as storage
+    from dobutsu_tb.tablebase import storage
 
     def boom(*a, **k):
         raise KeyboardInterrupt
@@ -234,7 +234,7 @@ def test_corrupt_chunk_is_reported(lion_chick_tb, tmp_path):
 
 
 def test_terminal_start_is_refused(tmp_path):
-    from tablebase.generate import StartPositionError
+    from dobutsu_tb.tablebase.enumeration import StartPositionError
 
     with pytest.raises(StartPositionError, match="terminal"):
         build_tablebase(tmp_path / "x.h5", "S/---/-l-/-L-/---/-", progress=False)

@@ -23,8 +23,19 @@ from typing import ClassVar
 
 import numpy as np
 
-from .key import (CHICK, ELEPHANT, EMPTY, GIRAFFE, HAND_SHIFT, HEN, LION, N_CELLS, OPPONENT,
-                  _canonical, _flip)
+from dobutsu_tb.tablebase.game.key import (
+    CHICK,
+    ELEPHANT,
+    EMPTY,
+    GIRAFFE,
+    HAND_SHIFT,
+    HEN,
+    LION,
+    N_CELLS,
+    OPPONENT,
+    _canonical,
+    _flip,
+)
 
 SENTE, GOTE = 0, 1
 #: Names of the sides, indexed by SENTE / GOTE.

@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import re
 
-from encoding.key import OPPONENT
-from encoding.position import GOTE, PIECE_LETTER, Position, parse_square, square_name
+from dobutsu_tb.tablebase.game.key import OPPONENT
+from dobutsu_tb.tablebase.game.position import (
+    GOTE,
+    PIECE_LETTER,
+    Position,
+    parse_square,
+    square_name,
+)
 
-from .rules import DROP, PROMOTION, SLOT_PIECE, legal_moves
+from dobutsu_tb.tablebase.game.rules import DROP, PROMOTION, SLOT_PIECE, legal_moves
 
 _MOVE_RE = re.compile(r"^([LGECRlgecr])(?:([a-c][1-4])([-x])|(\*))([a-c][1-4])(\+?)$")
 

@@ -22,9 +22,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from encoding._jit import njit
-from encoding.key import (CHICK, ELEPHANT, GIRAFFE, HAND_PIECES, HAND_SHIFT, HEN, LION, N_CELLS,
-                          OPPONENT, _flip)
+from dobutsu_tb.encoding.jit import njit
+from dobutsu_tb.tablebase.game.key import (
+    CHICK,
+    ELEPHANT,
+    GIRAFFE,
+    HAND_PIECES,
+    HAND_SHIFT,
+    HEN,
+    LION,
+    N_CELLS,
+    OPPONENT,
+    _flip,
+)
 
 NONTERMINAL, CATCH, TRY = 0, 1, 2
 #: Upper bounds on the moves and unmoves of one state (checked in the tests).

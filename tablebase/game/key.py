@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import njit, prange
+from dobutsu_tb.encoding.jit import njit, prange
 
 #: Piece codes of the side to move; the opponent's are these plus :data:`OPPONENT`.
 EMPTY, ELEPHANT, GIRAFFE, LION, CHICK, HEN = 0, 1, 2, 3, 4, 5

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from encoding._jit import njit, prange
-from encoding.search import bfs_shortest, dfs_solve, enumerate_levels
+from dobutsu_tb.encoding.jit import njit, prange
+from dobutsu_tb.encoding.search import bfs_shortest, dfs_solve, enumerate_levels
 
-from . import PuzzleInputError
+from dobutsu_tb.analysis.puzzles import PuzzleInputError
 
 ROW_STARTS = (2, 2, 0, 0, 0, 2, 2)
 ROW_LENGTHS = (3, 3, 7, 7, 7, 3, 3)
@@ -281,7 +281,7 @@ def count(start: int, goal: int = CENTRE, threads: int | None = None, on_level=N
     peg, so the boards with k pegs form one level, and the number of jump sequences reaching a
     board is summed over its parents.
     """
-    from tablebase import config
+    from dobutsu_tb.encoding import config
 
     _check(start, goal)
     params = _params(goal)

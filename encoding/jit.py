@@ -23,14 +23,15 @@ from pathlib import Path
 import numba
 
 _ROOT = Path(__file__).resolve().parent.parent
-_PACKAGES = ("encoding", "tablebase", "analysis")
+#: The project's source folders (each installed as ``dobutsu_tb.<name>``).
+SOURCE_FOLDERS = ("encoding", "tablebase", "analysis")
 
 
 def _source_digest() -> str:
     h = hashlib.sha256(numba.__version__.encode())
-    for package in _PACKAGES:
-        for path in sorted((_ROOT / package).glob("*.py")):
-            h.update(path.name.encode())
+    for folder in SOURCE_FOLDERS:
+        for path in sorted((_ROOT / folder).rglob("*.py")):
+            h.update(str(path.relative_to(_ROOT)).encode())
             h.update(path.read_bytes())
     return h.hexdigest()[:16]
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from encoding._jit import njit, prange
-from encoding.search import bfs_wide_levels
+from dobutsu_tb.encoding.jit import njit, prange
+from dobutsu_tb.encoding.search import bfs_wide_levels
 
-from . import PuzzleInputError
+from dobutsu_tb.analysis.puzzles import PuzzleInputError
 
 _DIRS = np.array([1, -1, 8, -8, 9, -9, 7, -7], np.int64)
 BLACK, WHITE = 0, 1

@@ -23,15 +23,15 @@ def _default_tb() -> Path:
 
 
 def _expected_errors():
-    from encoding.hashtable import HashTableFullError
-    from encoding.position import PositionError
+    from dobutsu_tb.encoding.hashtable import HashTableFullError
+    from dobutsu_tb.tablebase.game.position import PositionError
 
-    from .generate import StartPositionError
-    from .notation import IllegalMoveError
-    from .probe import MissingPositionError
-    from .storage import TablebaseFileError
+    from dobutsu_tb.tablebase.enumeration import StartPositionError
+    from dobutsu_tb.tablebase.game.notation import IllegalMoveError
+    from dobutsu_tb.tablebase.probe import MissingPositionError
+    from dobutsu_tb.tablebase.storage import TablebaseFileError
 
-    from analysis import PuzzleInputError
+    from dobutsu_tb.analysis.puzzles import PuzzleInputError
 
     return (PositionError, IllegalMoveError, TablebaseFileError, MissingPositionError,
             HashTableFullError, StartPositionError, PuzzleInputError, OSError)
@@ -86,9 +86,9 @@ def build(start, out, quiet):
     """
     import signal
 
-    from encoding.position import Position
+    from dobutsu_tb.tablebase.game.position import Position
 
-    from .build import build_tablebase
+    from dobutsu_tb.tablebase.build import build_tablebase
 
     # Stop on SIGTERM as on Ctrl-C: the partial output file is removed on the way out.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
@@ -101,7 +101,7 @@ def build(start, out, quiet):
 
 
 def _move_json(mv):
-    from .values import WDL_NAMES
+    from dobutsu_tb.tablebase.values import WDL_NAMES
 
     return {"move": mv.move, "position": mv.position.text() if mv.position else None,
             "category": "unknown" if mv.wdl is None else WDL_NAMES[mv.wdl], "dtm": mv.dtm,
@@ -118,12 +118,12 @@ def probe(position, tb_path, as_json):
     As in the Lichess tablebase API, each move's category and DTM are those of the position
     after it, for the side then to move: a move to a 'loss' wins.
     """
-    from encoding.position import SIDE_NAMES, Position
+    from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
 
-    from analysis.lines import mover_value
+    from dobutsu_tb.analysis.lines import mover_value
 
-    from .probe import open_tablebase
-    from .values import WDL_NAMES, describe_value, signed_dtm
+    from dobutsu_tb.tablebase.probe import open_tablebase
+    from dobutsu_tb.tablebase.values import WDL_NAMES, describe_value, signed_dtm
 
     pos = Position.from_text(position)
     with open_tablebase(tb_path) as tb:
@@ -154,9 +154,9 @@ def probe(position, tb_path, as_json):
               help="The PNG file to write.")
 def show(position, png):
     """Draw POSITION (pieces, hands, side to move, coordinates) into a PNG file."""
-    from encoding.position import Position
+    from dobutsu_tb.tablebase.game.position import Position
 
-    from analysis.pictures import draw_position
+    from dobutsu_tb.analysis.pictures import draw_position
 
     draw_position(Position.from_text(position), png)
     click.echo(f"wrote {png}")
@@ -170,10 +170,10 @@ def show(position, png):
               help="Also draw the board after every ply into this folder.")
 def line(position, tb_path, max_plies, png_dir):
     """A perfect-play line from POSITION to the end of the game, move by move with the board."""
-    from encoding.position import SIDE_NAMES, Position
+    from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
 
-    from .probe import open_tablebase
-    from .values import describe_value
+    from dobutsu_tb.tablebase.probe import open_tablebase
+    from dobutsu_tb.tablebase.values import describe_value
 
     pos = Position.from_text(position)
     with open_tablebase(tb_path) as tb:
@@ -200,10 +200,10 @@ def line(position, tb_path, max_plies, png_dir):
 def _tablebase_for(start, tb_path: Path | None):
     """A tablebase covering ``start``: the given file, else ``$DOBUTSU_TB``/``dobutsu.h5`` if it
     covers it, else one built for that start in the cache folder (reused next time)."""
-    from encoding._jit import cache_root
+    from dobutsu_tb.encoding.jit import cache_root
 
-    from .build import build_tablebase
-    from .probe import open_tablebase
+    from dobutsu_tb.tablebase.build import build_tablebase
+    from dobutsu_tb.tablebase.probe import open_tablebase
 
     if tb_path is not None:
         tb = open_tablebase(tb_path)
@@ -246,11 +246,11 @@ def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
     position's true value, whether the line is perfect play, and the first mistake. Exits with
     1 when a move is illegal.
     """
-    from encoding.position import SIDE_NAMES, Position
+    from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
 
-    from analysis.lines import read_games, verify_line
+    from dobutsu_tb.analysis.lines import read_games, verify_line
 
-    from .values import describe_value
+    from dobutsu_tb.tablebase.values import describe_value
 
     start_pos = Position.start() if start is None else Position.from_text(start)
     games = read_games(move_file) if move_file else []
@@ -291,7 +291,7 @@ def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
 
 
 def _line_json(report):
-    from .values import WDL_NAMES
+    from dobutsu_tb.tablebase.values import WDL_NAMES
 
     def value(v):
         return None if v[0] is None else {"category": WDL_NAMES[v[0]], "dtm": v[1]}
@@ -311,9 +311,9 @@ def _line_json(report):
 def _draw_plies(folder: Path, start, plies):
     """A picture of ``start`` and of the board after each of ``plies`` ((ply, side, move,
     position) with position None once a lion is captured) in ``folder``."""
-    from encoding.position import SIDE_NAMES
+    from dobutsu_tb.tablebase.game.position import SIDE_NAMES
 
-    from analysis.pictures import draw_position
+    from dobutsu_tb.analysis.pictures import draw_position
 
     folder.mkdir(parents=True, exist_ok=True)
     draw_position(start, folder / "ply000.png", title="start")
@@ -333,7 +333,7 @@ def verify(path, max_problems):
     """
     from tqdm import tqdm
 
-    from analysis.verify import verify_file
+    from dobutsu_tb.analysis.verify import verify_file
 
     path = path or _default_tb()
     with tqdm(desc="verify", unit=" pos", unit_scale=True, disable=None, file=sys.stderr) as bar:
@@ -360,7 +360,7 @@ def verify(path, max_problems):
 def stats(path, longest, plot):
     """Counts of a tablebase (default: $DOBUTSU_TB or dobutsu.h5): per value, per DTM, per
     material on the board and in hand, and the longest wins."""
-    from analysis.stats import tablebase_stats
+    from dobutsu_tb.analysis.stats import tablebase_stats
 
     result = tablebase_stats(path or _default_tb(), longest)
     click.echo(result.text())
@@ -387,7 +387,7 @@ def lastone_cmd(file, goal, do_count, fewest_moves):
 
     Prints the solution board by board, or 'No solution.'.
     """
-    from analysis import lastone
+    from dobutsu_tb.analysis.puzzles import lastone
 
     start = lastone.read_board(file)
     if do_count:
@@ -427,7 +427,7 @@ def _plazas(text):
 @click.option("--count", "do_count", is_flag=True, help="Also count the shortest sequences.")
 def tankchange_cmd(blue, red, goal_blue, goal_red, red_first, do_count):
     """Tank Change: the fewest moves for the armies to exchange sides, and one shortest sequence."""
-    from analysis import tankchange
+    from dobutsu_tb.analysis.puzzles import tankchange
 
     start = tankchange.make_state(_plazas(blue), _plazas(red), red_first)
     result = tankchange.solve(start, _plazas(goal_blue), _plazas(goal_red), count=do_count)
@@ -459,7 +459,7 @@ def tankchange_cmd(blue, red, goal_blue, goal_red, red_first, do_count):
               help="Validate a sequence like 'c4 c3 c2' instead: legal, one colour left, shortest?")
 def othello_cmd(start_file, to_move, colour, do_count, check):
     """Cooperative shortest Othello: the fewest placements that leave discs of one colour only."""
-    from analysis import othello
+    from dobutsu_tb.analysis.puzzles import othello
 
     start = othello.parse_board(start_file.read_text(), to_move) if start_file else None
     result = othello.solve(start, colour)
@@ -495,7 +495,7 @@ def othello_cmd(start_file, to_move, colour, do_count, check):
 def squares_cmd(file, first, count_only):
     """Cross Squared Number Puzzle on the grid in FILE ('.' white, '#' black, up to 8 x 8):
     every run of two or more white cells must read as a perfect square."""
-    from analysis import squares
+    from dobutsu_tb.analysis.puzzles import squares
 
     grid = squares.read_grid(file)
     result = squares.solve(grid, limit=0 if count_only else first)
@@ -515,7 +515,7 @@ def sweep_cmd(file, routes_file, threads):
     Routes are printed one line per cleaner (kind, start row,column, steps U D L R), the form
     --check reads, then the final board.
     """
-    from analysis import sweep
+    from dobutsu_tb.analysis.puzzles import sweep
 
     problem = sweep.read_problem(file)
     if routes_file is not None:

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from encoding._jit import njit
+from dobutsu_tb.encoding.jit import njit
 
-from . import PuzzleInputError
+from dobutsu_tb.analysis.puzzles import PuzzleInputError
 
 MAX_SIDE = 8
 

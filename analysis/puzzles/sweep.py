@@ -35,9 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
-from encoding._jit import njit
+from dobutsu_tb.encoding.jit import njit
 
-from . import PuzzleInputError
+from dobutsu_tb.analysis.puzzles import PuzzleInputError
 
 DIRTY, CLEAN, BOY, GIRL, ROBOT, PUDDLE, APPLE, BOTTLE, BIN, BOX, OBSTACLE = range(11)
 KINDS = ("boy", "girl", "robot")

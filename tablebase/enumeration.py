@@ -19,13 +19,21 @@ from typing import Callable
 
 import numpy as np
 
-from encoding._jit import njit, prange
-from encoding.hashtable import HashTable, _insert, _shard_of
-from encoding.key import _canonical, _decode
+from dobutsu_tb.encoding.jit import njit, prange
+from dobutsu_tb.encoding.hashtable import HashTable, _insert, _shard_of
+from dobutsu_tb.tablebase.game.key import _canonical, _decode
 
-from . import config
-from .rules import CATCH, MAX_MOVES, NONTERMINAL, TRY, _classify, _gen_moves, _make_move
-from .values import LOSS, UNKNOWN, WIN
+from dobutsu_tb.encoding import config
+from dobutsu_tb.tablebase.game.rules import (
+    CATCH,
+    MAX_MOVES,
+    NONTERMINAL,
+    TRY,
+    _classify,
+    _gen_moves,
+    _make_move,
+)
+from dobutsu_tb.tablebase.values import LOSS, UNKNOWN, WIN
 
 
 class StartPositionError(ValueError):

@@ -1,0 +1,3 @@
+from dobutsu_tb.analysis.cli import main
+
+main()

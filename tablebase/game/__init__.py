@@ -1,0 +1,1 @@
+"""The dobutsu shogi game: packed states and keys, positions and their text forms, rules, unmoves, notation."""
