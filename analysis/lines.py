@@ -14,10 +14,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
 from dobutsu_tb.tablebase.game.notation import IllegalMoveError, move_text, parse_move
+from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
 from dobutsu_tb.tablebase.probe import MoveValue, Tablebase
 from dobutsu_tb.tablebase.values import DRAW, WIN, describe_value
+
 
 def mover_value(m: MoveValue) -> tuple[int | None, int | None]:
     """(WDL, unsigned DTM) of playing ``m``, for the side that plays it (plies from before it)."""

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
+from dobutsu_tb.encoding import config
 from dobutsu_tb.encoding.jit import njit, prange
-from dobutsu_tb.tablebase.game.key import HAND_SHIFT, LION, _decode
+from dobutsu_tb.tablebase.game.kernels import decode_key
+from dobutsu_tb.tablebase.game.key import CELL_BITS, CELL_MASK, COUNT_BITS, COUNT_MASK, HAND_SHIFT, LION
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.storage import Metadata, open_file, read_metadata
 from dobutsu_tb.tablebase.values import LOSS, WIN
@@ -25,15 +27,15 @@ def _material_table(keys, wdl, out):
     per = (keys.shape[0] + n_tasks - 1) // n_tasks
     for t in prange(n_tasks):
         for i in range(t * per, min(keys.shape[0], (t + 1) * per)):
-            s = _decode(keys[i])
+            s = decode_key(keys[i])
             board = 0
             for c in range(12):
-                nib = (s >> (4 * c)) & 15
+                nib = (s >> (CELL_BITS * c)) & CELL_MASK
                 if nib != 0 and (nib & 7) != LION:
                     board += 1
             hand = 0
             for k in range(6):
-                hand += (s >> (HAND_SHIFT + 2 * k)) & 3
+                hand += (s >> (HAND_SHIFT + COUNT_BITS * k)) & COUNT_MASK
             out[t, board, hand, wdl[i] + 1] += 1
 
 
@@ -133,8 +135,6 @@ def tablebase_stats(path, longest: int = 10) -> Stats:
     tablebase.storage.TablebaseFileError
         If the file is missing, damaged or not a tablebase.
     """
-    from dobutsu_tb.encoding import config
-
     with open_file(path) as f:
         meta = read_metadata(f)
         keys, wdl, dtm = f["keys"][()], f["wdl"][()], f["dtm"][()]
@@ -145,5 +145,5 @@ def tablebase_stats(path, longest: int = 10) -> Stats:
     win_idx = np.flatnonzero(wdl == WIN)
     k = min(longest, win_idx.size)
     top = win_idx[np.argsort(dtm[win_idx], kind="stable")[::-1][:k]] if k else []
-    best = [(Position.from_state(int(_decode(keys[i]))), int(dtm[i])) for i in top]
+    best = [(Position.from_state(int(decode_key(keys[i]))), int(dtm[i])) for i in top]
     return Stats(meta, wins, losses, table.sum(axis=0), best)

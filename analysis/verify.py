@@ -22,36 +22,35 @@ from dataclasses import dataclass, field
 import h5py
 import numpy as np
 
+from dobutsu_tb.encoding import config
 from dobutsu_tb.encoding.jit import njit, prange
-from dobutsu_tb.tablebase.game.key import _canonical, _decode
+from dobutsu_tb.tablebase.game.kernels import canonical_key, classify, decode_key, gen_moves, make_move
 from dobutsu_tb.tablebase.game.position import Position
-from dobutsu_tb.tablebase.game.rules import CATCH, MAX_MOVES, TRY, _classify, _gen_moves, _make_move
+from dobutsu_tb.tablebase.game.rules import CATCH, MAX_MOVES, TRY
 from dobutsu_tb.tablebase.storage import TablebaseFileError, open_file, read_metadata
 from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN
 
 OK, WRONG_VALUE, MISSING_CHILD = 0, 1, 2
-#: Positions checked per kernel call.
-BATCH = 1 << 20
 
 
 @njit
 def _expected(keys, wdl, dtm, state, moves):
     """(status, wdl, dtm) a position's children say it has."""
-    n = _gen_moves(state, moves)
+    n = gen_moves(state, moves)
     if n == 0:
         return OK, LOSS, 0
     best_loss = -1
     worst_win = -1
     all_win = True
     for k in range(n):
-        child = _make_move(state, moves[k])
-        cls = _classify(child)
+        child = make_move(state, moves[k])
+        cls = classify(child)
         if cls == CATCH:
             cw, cd = WIN, 1
         elif cls == TRY:
             cw, cd = LOSS, 0
         else:
-            key = _canonical(child)
+            key = canonical_key(child)
             j = np.searchsorted(keys, key)
             if j >= keys.shape[0] or keys[j] != key:
                 return MISSING_CHILD, 0, 0
@@ -81,7 +80,7 @@ def _check_values(keys, wdl, dtm, lo, hi, status, exp_wdl, exp_dtm, moves):
     for t in prange(n_threads):
         buf = moves[t]
         for i in range(lo + t * per, min(hi, lo + (t + 1) * per)):
-            st, w, d = _expected(keys, wdl, dtm, _decode(keys[i]), buf)
+            st, w, d = _expected(keys, wdl, dtm, decode_key(keys[i]), buf)
             if st == OK and (w != wdl[i] or d != dtm[i]):
                 st = WRONG_VALUE
             status[i - lo] = st
@@ -216,17 +215,15 @@ def verify_file(path, limit: int = 20, progress=None) -> VerifyReport:
     report.seconds["metadata"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    from dobutsu_tb.encoding import config
-
     moves = np.empty((max(1, config.THREADS), MAX_MOVES), np.int64)
-    status = np.empty(min(BATCH, max(n, 1)), np.int8)
+    status = np.empty(min(config.VERIFY_BATCH, max(n, 1)), np.int8)
     exp_wdl = np.empty_like(status)
     exp_dtm = np.empty(status.shape[0], np.int64)
-    for lo in range(0, n, BATCH):
-        hi = min(n, lo + BATCH)
+    for lo in range(0, n, config.VERIFY_BATCH):
+        hi = min(n, lo + config.VERIFY_BATCH)
         _check_values(keys, wdl, dtm, lo, hi, status, exp_wdl, exp_dtm, moves)
         for i in np.flatnonzero(status[: hi - lo]):
-            pos = Position.from_state(int(_decode(keys[lo + i])))
+            pos = Position.from_state(int(decode_key(keys[lo + i])))
             stored = (int(wdl[lo + i]), int(dtm[lo + i]))
             if status[i] == MISSING_CHILD:
                 report.add(pos.text(), "a child position is not stored")

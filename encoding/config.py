@@ -1,7 +1,20 @@
-"""Tunables of the build, in one place."""
+"""Tunables, in one place: thread count, hash table load, batch and chunk sizes, caches.
 
-import numba
+Changing one changes speed and memory, never a result. Layout constants (bit positions, codes)
+are not here: each is named once next to the picture of its layout.
+"""
 
+import os
+
+
+def _threads() -> int:
+    """``$NUMBA_NUM_THREADS`` if set (numba reads the same variable), else the CPU count."""
+    value = os.environ.get("NUMBA_NUM_THREADS", "")
+    return int(value) if value.strip().isdigit() and int(value) > 0 else (os.cpu_count() or 1)
+
+
+#: Threads used by the kernels (also the number of hash table shards).
+THREADS = _threads()
 #: Fraction of hash table slots in use at most.
 LOAD_FACTOR = 0.75
 #: Positions expanded per batch during enumeration (buffers are BATCH x MAX_MOVES int64).
@@ -12,11 +25,15 @@ RETRO_BATCH = 1 << 15
 RETRO_BLOCK = 1 << 22
 #: Keys expected when nothing better is known; tables grow beyond it as needed.
 DEFAULT_EXPECTED = 1 << 16
-#: Threads used by the kernels (also the number of hash table shards).
-THREADS = numba.config.NUMBA_NUM_THREADS
 #: HDF5 chunk length in entries: 64 KiB of keys, so a probe decompresses little.
 CHUNK = 1 << 13
-#: Figures of the build from the standard start (SPEC §1.4): used to size the hash tables.
-STANDARD_NONTERMINAL = 99_485_568
-STANDARD_TERMINAL = 246_803_167 - 99_485_568
+#: zlib level of the HDF5 chunks.
 GZIP_LEVEL = 4
+#: Decompressed chunks a lazily opened tablebase keeps per dataset.
+CHUNK_CACHE = 512
+#: Positions whose values ``dobutsu-tb verify`` re-derives per kernel call.
+VERIFY_BATCH = 1 << 20
+#: Dead states a depth-first search remembers by default.
+DEAD_STATES = 1 << 24
+#: numba cache folders kept (one per version of the sources; the least recently used go first).
+KEEP_CACHES = 8

@@ -7,13 +7,14 @@ positions and their values need no other index.
 The slots are split into ``n_shards`` equal shards; a key's shard and its home slot inside the
 shard come from two halves of a 64-bit mix of the key, and probing is linear, wrapping inside the
 shard. Shards let several threads insert at once without atomics: thread ``t`` inserts just the
-keys of shard ``t`` (see :func:`_insert_sharded`).
+keys of shard ``t`` (:func:`insert_key`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from dobutsu_tb.encoding.config import LOAD_FACTOR
 from dobutsu_tb.encoding.jit import njit, prange
 
 _MIX1 = 0xBF58476D1CE4E5B9 - (1 << 64)
@@ -39,7 +40,8 @@ def _mix(key):
 
 
 @njit
-def _shard_of(key, n_shards):
+def shard_of(key, n_shards):
+    """The shard (0 .. n_shards - 1) that holds ``key``."""
     return ((_mix(key) & 0xFFFFFFFF) * n_shards) >> 32
 
 
@@ -58,8 +60,9 @@ def _probe(key, shard_cap, n_shards):
 
 
 @njit
-def _find(table, shard_cap, n_shards, key):
-    """Slot of ``key``, or -1 when absent."""
+def find_slot(table, shard_cap, n_shards, key):
+    """Slot of ``key`` in ``table`` (the slots of a :class:`HashTable` with ``shard_cap`` slots in
+    each of ``n_shards`` shards), or -1 when absent."""
     s, lo, hi = _probe(key, shard_cap, n_shards)
     for _ in range(shard_cap):
         k = table[s]
@@ -74,10 +77,12 @@ def _find(table, shard_cap, n_shards, key):
 
 
 @njit
-def _insert(table, shard_cap, n_shards, key):
-    """Insert ``key``; return its slot, or ``-slot - 2`` when it was already there, -1 when full.
+def insert_key(table, shard_cap, n_shards, key):
+    """Insert a positive ``key`` into ``table`` (laid out as in :func:`find_slot`); return its
+    slot, or ``-slot - 2`` when it was already there, -1 when the shard is full.
 
     The caller keeps the shard's load under its limit, so -1 is a defect, not a normal outcome.
+    Only the thread that owns the key's shard may insert it (:func:`shard_of`).
     """
     s, lo, hi = _probe(key, shard_cap, n_shards)
     for _ in range(shard_cap):
@@ -95,7 +100,7 @@ def _insert(table, shard_cap, n_shards, key):
 
 @njit(parallel=True)
 def _insert_sharded(table, shard_cap, n_shards, counts, keys, slots):
-    """Insert ``keys`` with one task per shard; ``slots[i]`` gets ``_insert``'s answer.
+    """Insert ``keys`` with one task per shard; ``slots[i]`` gets ``insert_key``'s answer.
 
     ``counts[shard]`` grows by the number of new keys of that shard.
     """
@@ -103,9 +108,9 @@ def _insert_sharded(table, shard_cap, n_shards, counts, keys, slots):
         added = 0
         for i in range(keys.shape[0]):
             key = keys[i]
-            if key == 0 or _shard_of(key, n_shards) != shard:
+            if key == 0 or shard_of(key, n_shards) != shard:
                 continue
-            s = _insert(table, shard_cap, n_shards, key)
+            s = insert_key(table, shard_cap, n_shards, key)
             slots[i] = s
             if s >= 0:
                 added += 1
@@ -115,7 +120,7 @@ def _insert_sharded(table, shard_cap, n_shards, counts, keys, slots):
 @njit(parallel=True)
 def _find_many(table, shard_cap, n_shards, keys, out):
     for i in prange(keys.shape[0]):
-        out[i] = _find(table, shard_cap, n_shards, keys[i])
+        out[i] = find_slot(table, shard_cap, n_shards, keys[i])
 
 
 @njit
@@ -123,9 +128,9 @@ def _rehash(old, new, shard_cap, n_shards, counts, remap):
     for s in range(old.shape[0]):
         key = old[s]
         if key != 0:
-            t = _insert(new, shard_cap, n_shards, key)
+            t = insert_key(new, shard_cap, n_shards, key)
             remap[s] = t
-            counts[_shard_of(key, n_shards)] += 1
+            counts[shard_of(key, n_shards)] += 1
         else:
             remap[s] = -1
 
@@ -138,7 +143,8 @@ class HashTable:
     expected : int
         Number of keys the table should hold without growing.
     load_factor : float, optional
-        Largest fraction of each shard's slots in use (default 0.75). Capacity is
+        Largest fraction of each shard's slots in use (default
+        :data:`~dobutsu_tb.encoding.config.LOAD_FACTOR`). Capacity is
         ``ceil(expected / load_factor)`` slots, 8 bytes each.
     n_shards : int, optional
         Number of shards, also the number of threads that can insert at once (default 1).
@@ -158,7 +164,7 @@ class HashTable:
         Keys held in each shard.
     """
 
-    def __init__(self, expected: int, load_factor: float = 0.75, n_shards: int = 1):
+    def __init__(self, expected: int, load_factor: float = LOAD_FACTOR, n_shards: int = 1):
         if expected < 0:
             raise ValueError(f"expected count must be >= 0, got {expected}")
         if not 0.0 < load_factor < 1.0:
@@ -195,7 +201,7 @@ class HashTable:
         return int(self.counts.sum())
 
     def __contains__(self, key) -> bool:
-        return _find(self.table, self.shard_capacity, self.n_shards, np.int64(key)) >= 0
+        return find_slot(self.table, self.shard_capacity, self.n_shards, np.int64(key)) >= 0
 
     def __repr__(self) -> str:
         return (f"<HashTable {len(self):,} keys in {self.capacity:,} slots, "

@@ -6,8 +6,13 @@ numba's own cache only notices changes to the file that defines a kernel, so a c
 that calls a jitted function from another module would otherwise keep running the old callee.
 With the directory keyed on every source file, any edit anywhere starts a fresh cache.
 
+Kernels that other code also wants to run *without* numba (the probing path, which must start
+fast) are written as plain functions in a numba-free module that lists them in ``__kernels__``;
+:func:`jit_kernels` compiles them, wiring each jitted kernel to the jitted versions of the
+kernels it calls.
+
 The cache lives under ``$DOBUTSU_TB_CACHE`` or ``~/.cache/dobutsu-tablebase``; the
-:data:`KEEP_CACHES` most recently used versions are kept. Set ``NUMBA_DISABLE_JIT=1`` to run the
+:data:`~dobutsu_tb.encoding.config.KEEP_CACHES` most recently used versions are kept. Set ``NUMBA_DISABLE_JIT=1`` to run the
 kernels as plain Python when debugging. ``NUMBA_BOUNDSCHECK=1`` needs a fresh cache folder
 (``DOBUTSU_TB_CACHE``): numba's cache does not notice the flag.
 """
@@ -18,9 +23,12 @@ import functools
 import hashlib
 import os
 import shutil
+import types
 from pathlib import Path
 
 import numba
+
+from dobutsu_tb.encoding.config import KEEP_CACHES
 
 _ROOT = Path(__file__).resolve().parent.parent
 #: The project's source folders (each installed as ``dobutsu_tb.<name>``).
@@ -40,10 +48,6 @@ def cache_root() -> str:
     """The project's cache folder: ``$DOBUTSU_TB_CACHE`` or ``~/.cache/dobutsu-tablebase``."""
     return os.environ.get("DOBUTSU_TB_CACHE") or os.path.join(
         os.path.expanduser("~"), ".cache", "dobutsu-tablebase")
-
-
-#: Cache folders kept (one per version of the sources; the least recently used go first).
-KEEP_CACHES = 8
 
 
 def _cache_dir() -> str:
@@ -66,3 +70,49 @@ numba.config.CACHE_DIR = _cache_dir()
 #: ``numba.njit`` with the project's cache settings; use as ``@njit`` or ``@njit(parallel=True)``.
 njit = functools.partial(numba.njit, cache=True, nogil=True)
 prange = numba.prange
+
+
+def jit_kernels(*modules) -> dict:
+    """Compile the plain kernels that ``modules`` list in their ``__kernels__`` tuples.
+
+    Each kernel is copied with a globals dictionary in which every listed kernel (of any of
+    ``modules``) is replaced by its jitted version, so a jitted kernel calls jitted kernels, and
+    the plain originals stay plain Python (usable without numba).
+
+    Parameters
+    ----------
+    *modules : module
+        Modules with a ``__kernels__`` tuple of function names, in any order.
+
+    Returns
+    -------
+    dict of str to numba dispatcher
+        The jitted kernels by name (names must be unique across ``modules``).
+
+    Raises
+    ------
+    ValueError
+        If two modules list the same name.
+    """
+    plain = {}
+    for module in modules:
+        for name in module.__kernels__:
+            if name in plain:
+                raise ValueError(f"kernel name {name!r} is listed twice")
+            plain[name] = getattr(module, name)
+    jitted = {}
+    by_identity = {}
+    namespaces = []
+    for name, func in plain.items():
+        namespace = dict(func.__globals__)
+        copy = types.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__,
+                                  func.__closure__)
+        copy.__qualname__, copy.__module__, copy.__doc__ = func.__qualname__, func.__module__, func.__doc__
+        jitted[name] = njit(copy)
+        by_identity[id(func)] = jitted[name]
+        namespaces.append(namespace)
+    for namespace in namespaces:  # globals are looked up when a kernel is first compiled
+        for key, value in list(namespace.items()):
+            if isinstance(value, types.FunctionType) and id(value) in by_identity:
+                namespace[key] = by_identity[id(value)]
+    return jitted

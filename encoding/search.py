@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dobutsu_tb.encoding.config import DEAD_STATES, LOAD_FACTOR
+from dobutsu_tb.encoding.hashtable import HashTable, find_slot, insert_key, shard_of
 from dobutsu_tb.encoding.jit import njit, prange
-from dobutsu_tb.encoding.hashtable import HashTable, _find, _insert, _shard_of
 
 
 @njit
@@ -50,7 +51,7 @@ def _dfs(start, expand, is_goal, canonical, params, dead, shard_cap, n_shards, d
         if index[depth] < count[depth] and depth < max_depth:
             child = kids[depth, index[depth]]
             index[depth] += 1
-            if _find(dead, shard_cap, n_shards, canonical(child, params)) >= 0:
+            if find_slot(dead, shard_cap, n_shards, canonical(child, params)) >= 0:
                 continue
             depth += 1
             path[depth] = child
@@ -58,14 +59,14 @@ def _dfs(start, expand, is_goal, canonical, params, dead, shard_cap, n_shards, d
             index[depth] = 0
         else:
             if stored < dead_limit:
-                if _insert(dead, shard_cap, n_shards, canonical(state, params)) >= 0:
+                if insert_key(dead, shard_cap, n_shards, canonical(state, params)) >= 0:
                     stored += 1
             depth -= 1
     return -1
 
 
 def dfs_solve(start: int, expand, is_goal, canonical, params: np.ndarray, max_depth: int,
-              max_moves: int, dead_capacity: int = 1 << 24) -> list[int] | None:
+              max_moves: int, dead_capacity: int = DEAD_STATES) -> list[int] | None:
     """One path from ``start`` to a goal, by depth-first search with a table of dead states.
 
     Parameters
@@ -81,7 +82,7 @@ def dfs_solve(start: int, expand, is_goal, canonical, params: np.ndarray, max_de
     max_moves : int
         Most successors of one state.
     dead_capacity : int, optional
-        Dead states remembered at most (8 bytes each, at a load factor of 0.75); beyond it the
+        Dead states remembered at most (8 bytes each, over the load factor); beyond it the
         search goes on without remembering more.
 
     Returns
@@ -89,7 +90,7 @@ def dfs_solve(start: int, expand, is_goal, canonical, params: np.ndarray, max_de
     list of int or None
         The states from ``start`` to the goal, or None when no goal is reachable.
     """
-    table = HashTable(dead_capacity, 0.75, 1)
+    table = HashTable(dead_capacity, LOAD_FACTOR, 1)
     path = np.empty(max_depth + 1, np.int64)
     n = _dfs(np.int64(start), expand, is_goal, canonical, params, table.table, table.shard_capacity,
              1, table.limit, max_depth, max_moves, path)
@@ -134,7 +135,7 @@ def _bfs_level(frontier, first, expand, params, table, shard_cap, room, max_move
         if n < 0:
             return -1, m
         for k in range(n):
-            if _insert(table, shard_cap, 1, buf[k]) >= 0:
+            if insert_key(table, shard_cap, 1, buf[k]) >= 0:
                 nxt[m] = buf[k]
                 parent[m] = i
                 m += 1
@@ -189,7 +190,7 @@ def bfs_shortest(start: int, expand, is_goal, params: np.ndarray, max_moves: int
     -------
     ShortestResult
     """
-    table = HashTable(expected, 0.75, 1)
+    table = HashTable(expected, LOAD_FACTOR, 1)
     table.insert([start])
     frontier = np.array([start], np.int64)
     counts = np.ones(1, np.int64)
@@ -263,9 +264,9 @@ def _expand_level(states, paths, expand, params, table, shard_cap, n_shards, cou
             n = expand(states[i], buf, params)
             for k in range(n):
                 child = buf[k]
-                if _shard_of(child, n_shards) != shard:
+                if shard_of(child, n_shards) != shard:
                     continue
-                s = _insert(table, shard_cap, n_shards, child)
+                s = insert_key(table, shard_cap, n_shards, child)
                 if s >= 0:
                     added += 1
                 else:
@@ -311,7 +312,7 @@ def enumerate_levels(start: int, expand, params: np.ndarray, max_moves: int, thr
     while True:
         guess = max(guess, 2 * level.states.shape[0] + 16)
         while True:
-            table = HashTable(guess, 0.75, threads)
+            table = HashTable(guess, LOAD_FACTOR, threads)
             acc = np.zeros(table.capacity, np.int64)
             # Stop a shard max_moves keys short of its limit: one state adds at most that many.
             if _expand_level(level.states, level.paths, expand, params, table.table, table.shard_capacity,

@@ -12,15 +12,22 @@ import numpy as np
 from tqdm import tqdm
 
 from dobutsu_tb.encoding.jit import njit, prange
-from dobutsu_tb.tablebase.game.position import Position
-
-from dobutsu_tb.encoding import config
 from dobutsu_tb.tablebase import retrograde
 from dobutsu_tb.tablebase.enumeration import Enumeration, enumerate_positions
+from dobutsu_tb.tablebase.game.key import KEY_SHIFT
+from dobutsu_tb.tablebase.game.position import Position
+from dobutsu_tb.tablebase.game.rules import STANDARD_NONTERMINAL, STANDARD_REACHABLE
 from dobutsu_tb.tablebase.storage import Metadata, write_tablebase
 from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN, describe_value
 
-_KEY_SHIFT = 19  # keys use bits 19..62 only (SPEC §1.3: at most 44 code bits)
+# A sort record (one uint64 per position), sorted as an integer to order keys::
+#
+#     bits 63 .. 20   the key's code bits (key >> KEY_SHIFT: at most 44 bits)
+#     bits 19 .. 18   WDL + 1
+#     bits 17 .. 0    DTM
+_VALUE_BITS = 20
+_WDL_SHIFT = 18
+_DTM_MASK = (1 << _WDL_SHIFT) - 1
 
 
 @dataclass
@@ -58,16 +65,16 @@ class BuildResult:
 def _pack(table, wdl, dtm, slots, out):
     for i in prange(slots.shape[0]):
         s = slots[i]
-        out[i] = ((table[s] >> _KEY_SHIFT) << 20) | (np.int64(wdl[s] + 1) << 18) | np.int64(dtm[s])
+        out[i] = ((table[s] >> KEY_SHIFT) << _VALUE_BITS) | (np.int64(wdl[s] + 1) << _WDL_SHIFT) | np.int64(dtm[s])
 
 
 @njit(parallel=True)
 def _unpack(packed, keys, wdl, dtm):
     for i in prange(packed.shape[0]):
         p = packed[i]
-        keys[i] = np.int64(p >> np.uint64(20)) << _KEY_SHIFT
-        wdl[i] = np.int8(np.int64((p >> np.uint64(18)) & np.uint64(3)) - 1)
-        dtm[i] = np.uint16(p & np.uint64(0x3FFFF))
+        keys[i] = np.int64(p >> np.uint64(_VALUE_BITS)) << KEY_SHIFT
+        wdl[i] = np.int8(np.int64((p >> np.uint64(_WDL_SHIFT)) & np.uint64(3)) - 1)
+        dtm[i] = np.uint16(p & np.uint64(_DTM_MASK))
 
 
 def sorted_values(enum: Enumeration) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -136,7 +143,7 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     phase = on_phase or (lambda name: None)
     expected = None
     if start.key() == Position.start().key():
-        expected = (config.STANDARD_NONTERMINAL, config.STANDARD_TERMINAL)
+        expected = (STANDARD_NONTERMINAL, STANDARD_REACHABLE - STANDARD_NONTERMINAL)
 
     phase("enumeration")
     with tqdm(total=expected[0] if expected else None, desc="enumerate", unit=" pos",

@@ -19,20 +19,12 @@ from typing import Callable
 
 import numpy as np
 
-from dobutsu_tb.encoding.jit import njit, prange
-from dobutsu_tb.encoding.hashtable import HashTable, _insert, _shard_of
-from dobutsu_tb.tablebase.game.key import _canonical, _decode
-
 from dobutsu_tb.encoding import config
-from dobutsu_tb.tablebase.game.rules import (
-    CATCH,
-    MAX_MOVES,
-    NONTERMINAL,
-    TRY,
-    _classify,
-    _gen_moves,
-    _make_move,
-)
+from dobutsu_tb.encoding.bits import sort_prefix
+from dobutsu_tb.encoding.hashtable import HashTable, insert_key, shard_of
+from dobutsu_tb.encoding.jit import njit, prange
+from dobutsu_tb.tablebase.game.kernels import canonical_key, classify, decode_key, gen_moves, make_move
+from dobutsu_tb.tablebase.game.rules import CATCH, MAX_MOVES, NONTERMINAL, TRY
 from dobutsu_tb.tablebase.values import LOSS, UNKNOWN, WIN
 
 
@@ -80,17 +72,6 @@ class Enumeration:
         return self.nonterminal + self.catch_terminal + self.try_terminal
 
 
-@njit
-def _sort_small(row, n):
-    for i in range(1, n):
-        v = row[i]
-        j = i - 1
-        while j >= 0 and row[j] > v:
-            row[j + 1] = row[j]
-            j -= 1
-        row[j + 1] = v
-
-
 @njit(parallel=True)
 def _expand(table, slots, children, n_children, counter, wdl, dtm):
     """Children of the positions at ``slots``: ``children[b, :n_children[b]]`` gets the distinct
@@ -98,21 +79,21 @@ def _expand(table, slots, children, n_children, counter, wdl, dtm):
     ones the negated key with its class in bit 0; duplicates become 0)."""
     for b in prange(slots.shape[0]):
         slot = slots[b]
-        state = _decode(table[slot])
+        state = decode_key(table[slot])
         row = children[b]
-        n = _gen_moves(state, row)
+        n = gen_moves(state, row)
         win1 = False
         for k in range(n):
-            child = _make_move(state, row[k])
-            cls = _classify(child)
-            key = _canonical(child)
+            child = make_move(state, row[k])
+            cls = classify(child)
+            key = canonical_key(child)
             if cls == NONTERMINAL:
                 row[k] = key
             else:
                 row[k] = -(key | cls)
                 if cls == TRY:
                     win1 = True
-        _sort_small(row, n)
+        sort_prefix(row, n)
         distinct = 0
         for k in range(n):
             if k > 0 and row[k] == row[k - 1]:
@@ -144,9 +125,9 @@ def _insert_children(nt, nt_cap, t, t_cap, n_shards, nt_counts, t_counts, childr
             for k in range(n_children[b]):
                 key = children[b, k]
                 if key > 0:
-                    if _shard_of(key, n_shards) != shard:
+                    if shard_of(key, n_shards) != shard:
                         continue
-                    s = _insert(nt, nt_cap, n_shards, key)
+                    s = insert_key(nt, nt_cap, n_shards, key)
                     if s == -1:
                         failed += 1
                     if s >= 0:
@@ -156,9 +137,9 @@ def _insert_children(nt, nt_cap, t, t_cap, n_shards, nt_counts, t_counts, childr
                         new_slot[b, k] = -1
                 elif key < 0:
                     tk = -key
-                    if _shard_of(tk, n_shards) != shard:
+                    if shard_of(tk, n_shards) != shard:
                         continue
-                    s = _insert(t, t_cap, n_shards, tk)
+                    s = insert_key(t, t_cap, n_shards, tk)
                     if s == -1:
                         failed += 1
                     if s >= 0:
@@ -224,7 +205,7 @@ def enumerate_positions(start_state: int, expected: tuple[int, int] | None = Non
 
     t0 = time.perf_counter()
     start_state = np.int64(start_state)
-    cls = _classify(start_state)
+    cls = classify(start_state)
     if cls != NONTERMINAL:
         raise StartPositionError("the start position is terminal: the side to move "
                                  + ("can capture the enemy lion" if cls == CATCH
@@ -240,7 +221,7 @@ def enumerate_positions(start_state: int, expected: tuple[int, int] | None = Non
     wdl = np.full(nt.capacity, UNKNOWN, np.int8)
     dtm = np.zeros(nt.capacity, np.uint16)
     queue = np.empty(max(16, n_nt), np.int64)
-    slots, _ = nt.insert([_canonical(start_state)])
+    slots, _ = nt.insert([canonical_key(start_state)])
     queue[0] = slots[0]
     head, tail = 0, 1
     no_moves = 0

@@ -26,24 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
-from dobutsu_tb.tablebase.game.key import LION, OPPONENT, _canonical
-from dobutsu_tb.tablebase.game.position import Position
-
+from dobutsu_tb.encoding.config import CHUNK_CACHE
+from dobutsu_tb.tablebase.game.key import LION, OPPONENT, canonical_key
 from dobutsu_tb.tablebase.game.notation import move_text
-from dobutsu_tb.tablebase.game.rules import (
-    CATCH,
-    NONTERMINAL,
-    TRY,
-    _classify,
-    _find_piece,
-    _make_move,
-    legal_moves,
-)
+from dobutsu_tb.tablebase.game.position import Position
+from dobutsu_tb.tablebase.game.rules import CATCH, NONTERMINAL, TRY, classify, find_piece, legal_moves, make_move
 from dobutsu_tb.tablebase.storage import Metadata, TablebaseFileError, open_file, read_metadata
 from dobutsu_tb.tablebase.values import CATCH_DTM, DRAW, LOSS, TRY_DTM, WIN, signed_dtm
-
-#: Decompressed chunks kept per dataset (at most about 45 MiB for the full tablebase).
-CHUNK_CACHE = 512
 
 
 class MissingPositionError(KeyError):
@@ -200,12 +189,12 @@ class Tablebase:
         """
         position = _to_position(position)
         state = np.int64(position.state())
-        cls = _classify(state)
+        cls = classify(state)
         if cls == CATCH:
             return WIN, CATCH_DTM, "catch"
         if cls == TRY:
             return LOSS, TRY_DTM, "try"
-        found = self.lookup_key(int(_canonical(state)))
+        found = self.lookup_key(int(canonical_key(state)))
         if found is None:
             raise MissingPositionError(f"{position.text()} is not in this tablebase "
                                        f"(not reachable from {self.metadata.start})")
@@ -267,14 +256,14 @@ class Tablebase:
         """
         position = _to_position(position)
         state = position.state()
-        cls = _classify(np.int64(state))
+        cls = classify(np.int64(state))
         if cls == TRY:
             return []
         if cls == NONTERMINAL:
             self.value(position)  # raises MissingPositionError for a position not covered
         out = []
         for mv in legal_moves(state):
-            child_state = int(_make_move(np.int64(state), np.int64(mv)))
+            child_state = int(make_move(np.int64(state), np.int64(mv)))
             child = _child_position(child_state, 1 - position.turn)
             text = move_text(position, int(mv))
             if child is None:  # the move captures the lion
@@ -325,7 +314,7 @@ class Tablebase:
 def _child_position(state: int, turn: int) -> Position | None:
     """The child as a Position, or None when a lion was captured."""
     s = np.int64(state)
-    if _find_piece(s, LION) < 0 or _find_piece(s, LION | OPPONENT) < 0:
+    if find_piece(s, LION) < 0 or find_piece(s, LION | OPPONENT) < 0:
         return None
     return Position.from_state(state, turn)
 

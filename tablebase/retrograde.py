@@ -22,13 +22,13 @@ from typing import Callable
 
 import numpy as np
 
-from dobutsu_tb.encoding.jit import njit, prange
-from dobutsu_tb.encoding.hashtable import _find
-from dobutsu_tb.tablebase.game.key import _canonical, _decode
-
 from dobutsu_tb.encoding import config
-from dobutsu_tb.tablebase.enumeration import Enumeration, _sort_small
-from dobutsu_tb.tablebase.game.rules import MAX_UNMOVES, _gen_unmoves
+from dobutsu_tb.encoding.bits import sort_prefix
+from dobutsu_tb.encoding.hashtable import find_slot
+from dobutsu_tb.encoding.jit import njit, prange
+from dobutsu_tb.tablebase.enumeration import Enumeration
+from dobutsu_tb.tablebase.game.kernels import canonical_key, decode_key, gen_unmoves
+from dobutsu_tb.tablebase.game.unmoves import MAX_UNMOVES
 from dobutsu_tb.tablebase.values import DRAW, LOSS, UNKNOWN, WIN
 
 
@@ -59,13 +59,13 @@ def _predecessor_slots(table, shard_cap, n_shards, frontier, preds, n_preds):
     position at ``frontier[b]`` that are in the table; ``n_preds[b] = -1`` on overflow."""
     for b in prange(frontier.shape[0]):
         row = preds[b]
-        n = _gen_unmoves(_decode(table[frontier[b]]), row)
+        n = gen_unmoves(decode_key(table[frontier[b]]), row)
         if n < 0:
             n_preds[b] = -1
             continue
         for k in range(n):
-            row[k] = _canonical(row[k])
-        _sort_small(row, n)
+            row[k] = canonical_key(row[k])
+        sort_prefix(row, n)
         m = 0
         prev = np.int64(0)
         for k in range(n):
@@ -73,7 +73,7 @@ def _predecessor_slots(table, shard_cap, n_shards, frontier, preds, n_preds):
             if key == prev:
                 continue
             prev = key
-            s = _find(table, shard_cap, n_shards, key)
+            s = find_slot(table, shard_cap, n_shards, key)
             if s >= 0:
                 row[m] = s
                 m += 1

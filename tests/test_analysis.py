@@ -4,13 +4,13 @@ import h5py
 import numpy as np
 from click.testing import CliRunner
 
+from conftest import LION_CHICK
+from dobutsu_tb.analysis.cli import main
 from dobutsu_tb.analysis.lines import read_games, verify_line
 from dobutsu_tb.analysis.stats import tablebase_stats
 from dobutsu_tb.analysis.verify import verify_file
-from conftest import LION_CHICK
 from dobutsu_tb.tablebase.game.key import decode
 from dobutsu_tb.tablebase.game.position import Position
-from dobutsu_tb.analysis.cli import main
 from dobutsu_tb.tablebase.probe import open_tablebase
 
 # The seed's lion-and-chick line (SPEC §1.7).

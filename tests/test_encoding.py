@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import naive
-from dobutsu_tb.tablebase.game import key as K
 from dobutsu_tb.encoding.hashtable import HashTable, HashTableFullError
+from dobutsu_tb.tablebase.game import kernels
+from dobutsu_tb.tablebase.game import key as K
 from dobutsu_tb.tablebase.game.position import GOTE, SENTE, Position, PositionError
 
 # --- keys ----------------------------------------------------------------------------------
@@ -58,8 +59,9 @@ def test_canonical_key_ignores_mirror_and_orientation(pos):
 @settings(max_examples=200, deadline=None)
 def test_flip_and_mirror_are_involutions(pos):
     s = np.int64(pos.state())
-    assert K._flip(K._flip(s)) == s
-    assert K._mirror(K._mirror(s)) == s
+    assert kernels.flip_state(kernels.flip_state(s)) == s
+    assert kernels.mirror_state(kernels.mirror_state(s)) == s
+    assert K.flip_state(K.flip_state(s)) == s and K.mirror_state(K.mirror_state(s)) == s
 
 
 def test_decode_rejects_invalid_key():

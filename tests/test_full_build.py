@@ -5,8 +5,8 @@ Run with ``python -m pytest -m slow``.
 
 import pytest
 
-from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.build import build_tablebase
+from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.probe import open_tablebase
 from dobutsu_tb.tablebase.values import LOSS, WIN
 

@@ -8,8 +8,8 @@ from functools import lru_cache
 import pytest
 from click.testing import CliRunner
 
-from dobutsu_tb.analysis.puzzles import lastone, othello, tankchange
 from dobutsu_tb.analysis.cli import main
+from dobutsu_tb.analysis.puzzles import lastone, othello, tankchange
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "lastone")
 T_SHAPE = "... ... ....... ..ooo.. ...o... .o. ..."

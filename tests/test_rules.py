@@ -7,10 +7,9 @@ import pytest
 
 import naive
 from conftest import DATA, random_positions
-from dobutsu_tb.tablebase.game.key import _canonical
-from dobutsu_tb.tablebase.game.position import Position
-from dobutsu_tb.tablebase.game import rules
+from dobutsu_tb.tablebase.game import kernels, rules, unmoves
 from dobutsu_tb.tablebase.game.notation import move_text
+from dobutsu_tb.tablebase.game.position import Position
 
 N_RANDOM = 3000
 
@@ -34,10 +33,12 @@ def test_naive_perft_agrees_on_start():
 
 
 def _kernel_children(pos):
-    """{move text: canonical child key} from the kernels."""
-    state = pos.state()
-    return sorted((move_text(pos, int(m)), int(_canonical(np.int64(rules.make_move(state, int(m))))))
-                  for m in rules.legal_moves(state))
+    """{move text: canonical child key} from the jitted kernels."""
+    state = np.int64(pos.state())
+    buf = np.empty(rules.MAX_MOVES, np.int64)
+    n = kernels.gen_moves(state, buf)
+    return sorted((move_text(pos, int(m)), int(kernels.canonical_key(kernels.make_move(state, m))))
+                  for m in buf[:n])
 
 
 def _naive_children(npos):
@@ -53,7 +54,7 @@ def _naive_children(npos):
 def test_moves_match_naive_reference():
     checked = 0
     for pos, npos in random_positions(N_RANDOM, seed=1):
-        assert rules.game_over(pos.state()) == naive.game_over(npos), pos
+        assert kernels.game_over(pos.state()) == naive.game_over(npos), pos
         if naive.game_over(npos):
             assert len(rules.legal_moves(pos.state())) == 0
             continue
@@ -76,7 +77,7 @@ def test_keys_match_naive_reference():
 def test_classify_matches_naive_reference():
     seen = set()
     for pos, npos in random_positions(N_RANDOM, seed=3):
-        got = {rules.NONTERMINAL: None, rules.CATCH: "catch", rules.TRY: "try"}[rules.classify(pos.state())]
+        got = {rules.NONTERMINAL: None, rules.CATCH: "catch", rules.TRY: "try"}[kernels.classify(pos.state())]
         assert got == naive.classify(npos), pos
         seen.add(got)
     assert seen == {None, "catch", "try"}
@@ -86,28 +87,28 @@ def test_move_count_bounds():
     worst_moves = worst_unmoves = 0
     for pos, _ in random_positions(N_RANDOM, seed=4):
         worst_moves = max(worst_moves, len(rules.legal_moves(pos.state())))
-        worst_unmoves = max(worst_unmoves, len(rules.predecessors(pos.state())))
+        worst_unmoves = max(worst_unmoves, len(unmoves.predecessors(pos.state())))
     assert 0 < worst_moves <= rules.MAX_MOVES
-    assert 0 < worst_unmoves <= rules.MAX_UNMOVES
+    assert 0 < worst_unmoves <= unmoves.MAX_UNMOVES
 
 
 def test_unmoves_invert_moves():
     """Every child's predecessors include the parent, and every predecessor has the child."""
     for pos, npos in random_positions(1000, seed=5):
         state = pos.state()
-        if rules.game_over(state):
+        if kernels.game_over(state):
             continue
-        parent = int(_canonical(np.int64(state)))
+        parent = int(kernels.canonical_key(state))
         for m in rules.legal_moves(state):
-            child = rules.make_move(state, int(m))
-            if rules.game_over(child) and not _both_lions(child):
+            child = rules.play(state, int(m))
+            if kernels.game_over(child) and not _both_lions(child):
                 continue
-            preds = {int(_canonical(np.int64(p))) for p in rules.predecessors(child)}
+            preds = {int(kernels.canonical_key(p)) for p in unmoves.predecessors(child)}
             assert parent in preds, (pos, move_text(pos, int(m)))
         # The other way round: each predecessor of this position has it as a child.
         me = pos.key()
-        for pred in rules.predecessors(state):
-            if rules.game_over(int(pred)):
+        for pred in unmoves.predecessors(state):
+            if kernels.game_over(int(pred)):
                 continue
             ppos = Position.from_state(int(pred), 1 - pos.turn)
             kids = {naive.canonical_key(c) for _, c in naive.moves(naive.NaivePosition.from_text(ppos.text()))
@@ -156,6 +157,31 @@ def test_moves_match_fairy_stockfish():
     assert compared > 300
 
 
+def test_plain_kernels_match_jitted():
+    """The game's kernels run as plain Python (probing) and jitted (building): the same answers."""
+    from dobutsu_tb.tablebase.game import key
+
+    plain_buf, jit_buf = np.empty(unmoves.MAX_UNMOVES, np.int64), np.empty(unmoves.MAX_UNMOVES, np.int64)
+    for pos, _ in random_positions(300, seed=7):
+        s = pos.state()
+        for name in ("encode_state", "canonical_key", "mirror_state", "flip_state"):
+            assert int(getattr(key, name)(s)) == int(getattr(kernels, name)(np.int64(s))), (pos, name)
+        k = int(key.encode_state(s))
+        assert int(key.decode_key(k)) == int(kernels.decode_key(np.int64(k))) == s
+        assert bool(rules.game_over(s)) == bool(kernels.game_over(np.int64(s)))
+        if rules.game_over(s):
+            continue
+        assert rules.classify(s) == kernels.classify(np.int64(s))
+        n = rules.gen_moves(s, plain_buf)
+        assert n == kernels.gen_moves(np.int64(s), jit_buf)
+        assert list(plain_buf[:n]) == list(jit_buf[:n])
+        for m in plain_buf[:n]:
+            assert int(rules.make_move(s, m)) == int(kernels.make_move(np.int64(s), m))
+        n = unmoves.gen_unmoves(s, plain_buf)
+        assert n == kernels.gen_unmoves(np.int64(s), jit_buf)
+        assert list(plain_buf[:n]) == list(jit_buf[:n])
+
+
 def test_make_move_rejects_illegal_move():
     with pytest.raises(ValueError):
-        rules.make_move(Position.start().state(), 0)
+        rules.play(Position.start().state(), 0)

@@ -6,8 +6,8 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from dobutsu_tb.analysis.puzzles import squares
 from dobutsu_tb.analysis.cli import main
+from dobutsu_tb.analysis.puzzles import squares
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "squares")
 SEED_SOLUTION = "1225#6\n49#324\n49729#\n#25921\n196#49\n6#9216"

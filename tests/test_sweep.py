@@ -7,8 +7,8 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from dobutsu_tb.analysis.puzzles import sweep
 from dobutsu_tb.analysis.cli import main
+from dobutsu_tb.analysis.puzzles import sweep
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "sweep")
 

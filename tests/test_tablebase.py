@@ -14,9 +14,9 @@ import pytest
 
 import naive
 from conftest import LION_CHICK
+from dobutsu_tb.tablebase.build import build_tablebase
 from dobutsu_tb.tablebase.game.key import decode
 from dobutsu_tb.tablebase.game.position import GOTE, Position
-from dobutsu_tb.tablebase.build import build_tablebase
 from dobutsu_tb.tablebase.probe import MissingPositionError, open_tablebase
 from dobutsu_tb.tablebase.storage import TablebaseFileError
 from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN

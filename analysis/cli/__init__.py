@@ -23,15 +23,13 @@ def _default_tb() -> Path:
 
 
 def _expected_errors():
+    from dobutsu_tb.analysis.puzzles import PuzzleInputError
     from dobutsu_tb.encoding.hashtable import HashTableFullError
-    from dobutsu_tb.tablebase.game.position import PositionError
-
     from dobutsu_tb.tablebase.enumeration import StartPositionError
     from dobutsu_tb.tablebase.game.notation import IllegalMoveError
+    from dobutsu_tb.tablebase.game.position import PositionError
     from dobutsu_tb.tablebase.probe import MissingPositionError
     from dobutsu_tb.tablebase.storage import TablebaseFileError
-
-    from dobutsu_tb.analysis.puzzles import PuzzleInputError
 
     return (PositionError, IllegalMoveError, TablebaseFileError, MissingPositionError,
             HashTableFullError, StartPositionError, PuzzleInputError, OSError)
@@ -86,9 +84,8 @@ def build(start, out, quiet):
     """
     import signal
 
-    from dobutsu_tb.tablebase.game.position import Position
-
     from dobutsu_tb.tablebase.build import build_tablebase
+    from dobutsu_tb.tablebase.game.position import Position
 
     # Stop on SIGTERM as on Ctrl-C: the partial output file is removed on the way out.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
@@ -118,10 +115,8 @@ def probe(position, tb_path, as_json):
     As in the Lichess tablebase API, each move's category and DTM are those of the position
     after it, for the side then to move: a move to a 'loss' wins.
     """
-    from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
-
     from dobutsu_tb.analysis.lines import mover_value
-
+    from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
     from dobutsu_tb.tablebase.probe import open_tablebase
     from dobutsu_tb.tablebase.values import WDL_NAMES, describe_value, signed_dtm
 
@@ -154,9 +149,8 @@ def probe(position, tb_path, as_json):
               help="The PNG file to write.")
 def show(position, png):
     """Draw POSITION (pieces, hands, side to move, coordinates) into a PNG file."""
-    from dobutsu_tb.tablebase.game.position import Position
-
     from dobutsu_tb.analysis.pictures import draw_position
+    from dobutsu_tb.tablebase.game.position import Position
 
     draw_position(Position.from_text(position), png)
     click.echo(f"wrote {png}")
@@ -171,7 +165,6 @@ def show(position, png):
 def line(position, tb_path, max_plies, png_dir):
     """A perfect-play line from POSITION to the end of the game, move by move with the board."""
     from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
-
     from dobutsu_tb.tablebase.probe import open_tablebase
     from dobutsu_tb.tablebase.values import describe_value
 
@@ -201,7 +194,6 @@ def _tablebase_for(start, tb_path: Path | None):
     """A tablebase covering ``start``: the given file, else ``$DOBUTSU_TB``/``dobutsu.h5`` if it
     covers it, else one built for that start in the cache folder (reused next time)."""
     from dobutsu_tb.encoding.jit import cache_root
-
     from dobutsu_tb.tablebase.build import build_tablebase
     from dobutsu_tb.tablebase.probe import open_tablebase
 
@@ -246,10 +238,8 @@ def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
     position's true value, whether the line is perfect play, and the first mistake. Exits with
     1 when a move is illegal.
     """
-    from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
-
     from dobutsu_tb.analysis.lines import read_games, verify_line
-
+    from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
     from dobutsu_tb.tablebase.values import describe_value
 
     start_pos = Position.start() if start is None else Position.from_text(start)
@@ -311,9 +301,8 @@ def _line_json(report):
 def _draw_plies(folder: Path, start, plies):
     """A picture of ``start`` and of the board after each of ``plies`` ((ply, side, move,
     position) with position None once a lion is captured) in ``folder``."""
-    from dobutsu_tb.tablebase.game.position import SIDE_NAMES
-
     from dobutsu_tb.analysis.pictures import draw_position
+    from dobutsu_tb.tablebase.game.position import SIDE_NAMES
 
     folder.mkdir(parents=True, exist_ok=True)
     draw_position(start, folder / "ply000.png", title="start")

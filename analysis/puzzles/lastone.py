@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from dobutsu_tb.analysis.puzzles import PuzzleInputError
+from dobutsu_tb.encoding.bits import popcount
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.encoding.search import bfs_shortest, dfs_solve, enumerate_levels
-
-from dobutsu_tb.analysis.puzzles import PuzzleInputError
 
 ROW_STARTS = (2, 2, 0, 0, 0, 2, 2)
 ROW_LENGTHS = (3, 3, 7, 7, 7, 3, 3)
@@ -206,7 +206,8 @@ def board_text(state: int) -> str:
 
 
 def pegs(state: int) -> int:
-    return bin(state).count("1")
+    """Number of pegs on a board."""
+    return int(popcount(state))
 
 
 # --- solving ---------------------------------------------------------------------------------

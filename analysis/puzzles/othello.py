@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dobutsu_tb.analysis.puzzles import PuzzleInputError
+from dobutsu_tb.encoding.bits import popcount
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.encoding.search import bfs_wide_levels
-
-from dobutsu_tb.analysis.puzzles import PuzzleInputError
 
 _DIRS = np.array([1, -1, 8, -8, 9, -9, 7, -7], np.int64)
 BLACK, WHITE = 0, 1
@@ -104,11 +104,7 @@ def _count_children(level, counts):
         m = _moves(own, opp)
         if m == 0:
             m = _moves(opp, own)
-        c = 0
-        while m:
-            m &= m - 1
-            c += 1
-        counts[i] = c
+        counts[i] = popcount(m)
 
 
 @njit(parallel=True)

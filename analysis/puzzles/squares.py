@@ -20,9 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dobutsu_tb.encoding.jit import njit
-
 from dobutsu_tb.analysis.puzzles import PuzzleInputError
+from dobutsu_tb.encoding.jit import njit
 
 MAX_SIDE = 8
 

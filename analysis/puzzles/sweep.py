@@ -35,9 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
-from dobutsu_tb.encoding.jit import njit
-
 from dobutsu_tb.analysis.puzzles import PuzzleInputError
+from dobutsu_tb.encoding.bits import popcount
+from dobutsu_tb.encoding.jit import njit
 
 DIRTY, CLEAN, BOY, GIRL, ROBOT, PUDDLE, APPLE, BOTTLE, BIN, BOX, OBSTACLE = range(11)
 KINDS = ("boy", "girl", "robot")
@@ -235,15 +235,6 @@ def _cleans(masks, level, kind, cell):
 
 
 @njit
-def _popcount(x):
-    n = 0
-    while x:
-        x &= x - 1
-        n += 1
-    return n
-
-
-@njit
 def _prune(n_cl, kind, t, pos, active, rem, hold, dirty, puddle, apple, bottle, dist, bin_dist, box_dist,
            block, meetings):
     """True when some item can no longer be cleaned in time (lower bounds for every cleaner):
@@ -254,9 +245,9 @@ def _prune(n_cl, kind, t, pos, active, rem, hold, dirty, puddle, apple, bottle, 
     for i in range(n_cl):
         if active[t, i]:
             steps[kind[i]] += rem[i]
-    if _popcount(puddle) > steps[0] or _popcount(apple) > steps[1] or _popcount(bottle) > steps[2]:
+    if popcount(puddle) > steps[0] or popcount(apple) > steps[1] or popcount(bottle) > steps[2]:
         return True
-    if not meetings and _popcount(dirty) + _popcount(puddle) + _popcount(apple) + _popcount(bottle) \
+    if not meetings and popcount(dirty) + popcount(puddle) + popcount(apple) + popcount(bottle) \
             > steps[0] + steps[1] + steps[2]:
         return True
     for i in range(n_cl):

@@ -17,10 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dobutsu_tb.analysis.puzzles import PuzzleInputError
 from dobutsu_tb.encoding.jit import njit
 from dobutsu_tb.encoding.search import bfs_shortest
-
-from dobutsu_tb.analysis.puzzles import PuzzleInputError
 
 N_ROWS, N_COLS = 5, 7
 PLAZAS = [(r, c) for c in range(N_COLS) for r in range(N_ROWS) if (r + c) % 2 == 0]

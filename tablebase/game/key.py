@@ -18,19 +18,24 @@ Key
 ---
 The Huffman-style bit string of SPEC §1.3 (empty ``0``; elephant ``100s``, giraffe ``101s``,
 lion ``110s``, chick ``1110s``, hen ``1111s`` with ``s`` = 1 for the opponent; hand counts
-``0``/``10``/``11``), left-aligned so that its first bit is bit 62. Keys are positive ``int64``
-(at most 44 bits are used, so bits 0..18 and 63 are always zero). The *canonical* key of a
-position is the smaller of the keys of the normalised state and of its mirror image.
+``0``/``10``/``11``), left-aligned so that its first bit is bit 62::
+
+    bit 63              always 0 (keys are positive int64)
+    bits 62 .. 19       the code, at most MAX_KEY_BITS = 44 bits, left-aligned
+    bits 18 .. 0        always 0 (KEY_SHIFT = 19)
+
+The *canonical* key of a position is the smaller of the keys of the normalised state and of
+its mirror image.
 
 The kernels are table driven: a rank (three cells, 12 bits) or the hand field (12 bits) indexes
-a 4096-entry table of codes and code lengths, so a key costs five look-ups.
+a 4096-entry table of codes and code lengths, so a key costs five look-ups. They are plain
+functions that numba compiles (:mod:`dobutsu_tb.tablebase.game.kernels` holds the jitted
+versions); called directly they run as Python, which is how probing uses them without numba.
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-from dobutsu_tb.encoding.jit import njit, prange
 
 #: Piece codes of the side to move; the opponent's are these plus :data:`OPPONENT`.
 EMPTY, ELEPHANT, GIRAFFE, LION, CHICK, HEN = 0, 1, 2, 3, 4, 5
@@ -39,11 +44,28 @@ OPPONENT = 8
 HAND_PIECES = (CHICK, ELEPHANT, GIRAFFE)
 N_CELLS = 12
 N_RANKS = 4
-BOARD_BITS = 48
+#: Bits of one cell nibble; the piece code without its side bit.
+CELL_BITS = 4
+CELL_MASK = (1 << CELL_BITS) - 1
+PIECE_MASK = OPPONENT - 1
+#: Bits of one hand count, and the most pieces of one kind in one hand.
+COUNT_BITS = 2
+COUNT_MASK = (1 << COUNT_BITS) - 1
+MAX_IN_HAND = 2
+#: Bits of one rank (three cell nibbles) and of the board.
+RANK_BITS = 12
+RANK_MASK = (1 << RANK_BITS) - 1
+BOARD_BITS = N_RANKS * RANK_BITS
 BOARD_MASK = (1 << BOARD_BITS) - 1
 HAND_SHIFT = BOARD_BITS
+HAND_MASK = (1 << 12) - 1
 #: Largest number of code bits any position needs (SPEC §1.3).
 MAX_KEY_BITS = 44
+#: The code's first bit is bit 62; bits below KEY_SHIFT are always zero.
+KEY_TOP_BIT = 62
+KEY_SHIFT = KEY_TOP_BIT + 1 - MAX_KEY_BITS
+
+__kernels__ = ("encode_state", "canonical_key", "decode_key", "mirror_state", "flip_state", "_code")
 
 _PIECE_CODE = {ELEPHANT: (0b100, 3), GIRAFFE: (0b101, 3), LION: (0b110, 3),
                CHICK: (0b1110, 4), HEN: (0b1111, 4)}
@@ -66,7 +88,7 @@ def _rank_tables():
     mirror = np.zeros(4096, np.int64)
     flip = np.zeros(4096, np.int64)
     for t in range(4096):
-        cells = [(t >> (4 * f)) & 15 for f in range(3)]
+        cells = [(t >> (CELL_BITS * f)) & CELL_MASK for f in range(3)]
         c, n = 0, 0
         for nib in cells:
             cc, cn = _cell_code(nib)
@@ -99,62 +121,50 @@ def _hand_tables():
     return code, length, swap
 
 
+#: Per 12-bit rank: its code and code length (0 for an invalid rank), its mirror image, and
+#: the rank seen from the other side (cells reversed, colours swapped).
 RANK_CODE, RANK_LEN, RANK_MIRROR, RANK_FLIP = _rank_tables()
+#: Per 12-bit hand field: its code and code length (0 for a count of 3), and the hands swapped.
 HAND_CODE, HAND_LEN, HAND_SWAP = _hand_tables()
-RANK_CODE_MIRRORED = RANK_CODE[RANK_MIRROR]  # a rank's code length is the same mirrored
+#: The code of a rank's mirror image (a rank's code length is the same mirrored).
+RANK_CODE_MIRRORED = RANK_CODE[RANK_MIRROR]
 
 
-@njit
-def _encode(state):
-    """Key of a packed state (no mirror folding); 0 if the state has an invalid nibble/count."""
+def _code(state, rank_code):
+    """The key of ``state`` with ranks coded by ``rank_code``; 0 for an invalid state."""
     acc = np.int64(0)
     n = np.int64(0)
     for r in range(N_RANKS):
-        t = (state >> (12 * r)) & 0xFFF
+        t = (state >> (RANK_BITS * r)) & RANK_MASK
         ln = RANK_LEN[t]
         if ln == 0:
             return np.int64(0)
-        acc = (acc << ln) | RANK_CODE[t]
+        acc = (acc << ln) | rank_code[t]
         n += ln
-    h = (state >> HAND_SHIFT) & 0xFFF
+    h = (state >> HAND_SHIFT) & HAND_MASK
     ln = HAND_LEN[h]
     if ln == 0:
         return np.int64(0)
     acc = (acc << ln) | HAND_CODE[h]
     n += ln
-    return acc << (63 - n)
+    return acc << (KEY_TOP_BIT + 1 - n)
 
 
-@njit
-def _canonical(state):
-    """Canonical key of a packed state: min of the keys of it and of its mirror image."""
-    a = np.int64(0)
-    b = np.int64(0)
-    n = np.int64(0)
-    for r in range(N_RANKS):
-        t = (state >> (12 * r)) & 0xFFF
-        ln = RANK_LEN[t]
-        if ln == 0:
-            return np.int64(0)
-        a = (a << ln) | RANK_CODE[t]
-        b = (b << ln) | RANK_CODE_MIRRORED[t]
-        n += ln
-    h = (state >> HAND_SHIFT) & 0xFFF
-    ln = HAND_LEN[h]
-    if ln == 0:
-        return np.int64(0)
-    a = (a << ln) | HAND_CODE[h]
-    b = (b << ln) | HAND_CODE[h]
-    n += ln
-    if b < a:
-        a = b
-    return a << (63 - n)
+def encode_state(state):
+    """Key of a packed state (no mirror folding); 0 if the state has an invalid nibble/count."""
+    return _code(state, RANK_CODE)
 
 
-@njit
-def _decode(key):
-    """Packed state of a key (the inverse of :func:`_encode` on valid keys)."""
-    pos = np.int64(62)
+def canonical_key(state):
+    """Canonical key of a packed state: the smaller key of it and of its mirror image (0 if invalid)."""
+    a = _code(state, RANK_CODE)
+    b = _code(state, RANK_CODE_MIRRORED)
+    return b if b < a else a
+
+
+def decode_key(key):
+    """Packed state of a key (the inverse of :func:`encode_state` on valid keys)."""
+    pos = np.int64(KEY_TOP_BIT)
     state = np.int64(0)
     for i in range(N_CELLS):
         if (key >> pos) & 1 == 0:
@@ -173,50 +183,46 @@ def _decode(key):
             pos -= 4
         side = (key >> pos) & 1
         pos -= 1
-        state |= (piece | (side << 3)) << (4 * i)
+        state |= (piece | (side * OPPONENT)) << (CELL_BITS * i)
     for k in range(6):
         if (key >> pos) & 1 == 0:
             pos -= 1
         else:
             count = 1 + ((key >> (pos - 1)) & 1)
             pos -= 2
-            state |= count << (HAND_SHIFT + 2 * k)
+            state |= count << (HAND_SHIFT + COUNT_BITS * k)
     return state
 
 
-@njit
-def _mirror(state):
+def mirror_state(state):
     """Left-right mirror image (files a and c swapped) of a packed state."""
     out = state & ~np.int64(BOARD_MASK)
     for r in range(N_RANKS):
-        t = (state >> (12 * r)) & 0xFFF
-        out |= RANK_MIRROR[t] << (12 * r)
+        t = (state >> (RANK_BITS * r)) & RANK_MASK
+        out |= RANK_MIRROR[t] << (RANK_BITS * r)
     return out
 
 
-@njit
-def _flip(state):
+def flip_state(state):
     """The same position seen from the other side: board rotated by 180°, colours and hands swapped."""
-    out = HAND_SWAP[(state >> HAND_SHIFT) & 0xFFF] << HAND_SHIFT
+    out = HAND_SWAP[(state >> HAND_SHIFT) & HAND_MASK] << HAND_SHIFT
     for r in range(N_RANKS):
-        t = (state >> (12 * r)) & 0xFFF
-        out |= RANK_FLIP[t] << (12 * (N_RANKS - 1 - r))
+        t = (state >> (RANK_BITS * r)) & RANK_MASK
+        out |= RANK_FLIP[t] << (RANK_BITS * (N_RANKS - 1 - r))
     return out
 
 
-@njit(parallel=True)
-def _encode_many(states, out, canonical):
-    for i in prange(states.shape[0]):
-        out[i] = _canonical(states[i]) if canonical else _encode(states[i])
+# --- array API (the jitted kernels, in parallel) ---------------------------------------------
 
 
-@njit(parallel=True)
-def _decode_many(keys, out):
-    for i in prange(keys.shape[0]):
-        out[i] = _decode(keys[i])
+def as_int64_array(values, name: str) -> np.ndarray:
+    """``values`` as a contiguous one-dimensional int64 array.
 
-
-def _as_int64_array(values, name: str) -> np.ndarray:
+    Raises
+    ------
+    ValueError
+        If ``values`` is not one-dimensional or holds anything but non-negative 64-bit integers.
+    """
     arr = np.ascontiguousarray(values)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
@@ -270,9 +276,11 @@ def canonical(states) -> np.ndarray:
 
 
 def _keys_of(states, fold_mirror: bool) -> np.ndarray:
-    states = _as_int64_array(states, "states")
+    from dobutsu_tb.tablebase.game import kernels
+
+    states = as_int64_array(states, "states")
     out = np.empty(states.shape[0], np.int64)
-    _encode_many(states, out, fold_mirror)
+    kernels.encode_many(states, out, fold_mirror)
     if out.size and out.min() == 0:
         raise ValueError(f"invalid packed state {int(states[np.argmin(out)]):#x}")
     return out
@@ -294,11 +302,13 @@ def decode(keys) -> np.ndarray:
     ValueError
         If a key is not the key of any state (checked by encoding the result again).
     """
-    keys = _as_int64_array(keys, "keys")
+    from dobutsu_tb.tablebase.game import kernels
+
+    keys = as_int64_array(keys, "keys")
     out = np.empty(keys.shape[0], np.int64)
-    _decode_many(keys, out)
+    kernels.decode_many(keys, out)
     back = np.empty_like(out)
-    _encode_many(out, back, False)
+    kernels.encode_many(out, back, False)
     bad = np.flatnonzero(back != keys)
     if bad.size:
         raise ValueError(f"{int(keys[bad[0]]):#x} is not a valid position key")
@@ -307,11 +317,11 @@ def decode(keys) -> np.ndarray:
 
 def mirror(states) -> np.ndarray:
     """Mirror images (files a and c swapped) of packed states; shape and dtype as the input."""
-    states = _as_int64_array(states, "states")
-    return np.array([_mirror(s) for s in states], np.int64)
+    states = as_int64_array(states, "states")
+    return np.array([mirror_state(s) for s in states], np.int64)
 
 
 def flip(states) -> np.ndarray:
     """Packed states seen from the other side (rotated 180°, colours and hands swapped)."""
-    states = _as_int64_array(states, "states")
-    return np.array([_flip(s) for s in states], np.int64)
+    states = as_int64_array(states, "states")
+    return np.array([flip_state(s) for s in states], np.int64)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from dobutsu_tb.tablebase.game.key import OPPONENT
+from dobutsu_tb.tablebase.game.key import CELL_BITS, CELL_MASK, OPPONENT, PIECE_MASK
 from dobutsu_tb.tablebase.game.position import (
     GOTE,
     PIECE_LETTER,
@@ -17,8 +17,7 @@ from dobutsu_tb.tablebase.game.position import (
     parse_square,
     square_name,
 )
-
-from dobutsu_tb.tablebase.game.rules import DROP, PROMOTION, SLOT_PIECE, legal_moves
+from dobutsu_tb.tablebase.game.rules import DROP, FROM_MASK, PROMOTION, SLOT_PIECE, TO_SHIFT, legal_moves
 
 _MOVE_RE = re.compile(r"^([LGECRlgecr])(?:([a-c][1-4])([-x])|(\*))([a-c][1-4])(\+?)$")
 
@@ -34,12 +33,12 @@ def _absolute(cell: int, turn: int) -> int:
 def move_text(position: Position, move: int) -> str:
     """Text of a kernel move played in ``position`` (in the frame of ``position.state()``)."""
     state = position.state()
-    src, dst = move & 15, (move >> 4) & 15
+    src, dst = move & FROM_MASK, (move >> TO_SHIFT) & FROM_MASK
     to = square_name(_absolute(dst, position.turn))
     if src >= DROP:
         return f"{PIECE_LETTER[int(SLOT_PIECE[src - DROP])]}*{to}"
-    piece = (state >> (4 * src)) & 7
-    capture = "x" if (state >> (4 * dst)) & 15 else "-"
+    piece = (state >> (CELL_BITS * src)) & PIECE_MASK
+    capture = "x" if (state >> (CELL_BITS * dst)) & CELL_MASK else "-"
     promote = "+" if move & PROMOTION else ""
     return f"{PIECE_LETTER[piece]}{square_name(_absolute(src, position.turn))}{capture}{to}{promote}"
 

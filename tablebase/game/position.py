@@ -24,7 +24,11 @@ from typing import ClassVar
 import numpy as np
 
 from dobutsu_tb.tablebase.game.key import (
+    CELL_BITS,
+    CELL_MASK,
     CHICK,
+    COUNT_BITS,
+    COUNT_MASK,
     ELEPHANT,
     EMPTY,
     GIRAFFE,
@@ -33,8 +37,8 @@ from dobutsu_tb.tablebase.game.key import (
     LION,
     N_CELLS,
     OPPONENT,
-    _canonical,
-    _flip,
+    canonical_key,
+    flip_state,
 )
 
 SENTE, GOTE = 0, 1
@@ -130,22 +134,22 @@ class Position:
         """The normalised packed state (side to move as Sente; :mod:`encoding.key`)."""
         s = 0
         for cell, code in enumerate(self.board):
-            s |= code << (4 * cell)
+            s |= code << (CELL_BITS * cell)
         for slot, count in enumerate(self.hands):
-            s |= count << (HAND_SHIFT + 2 * slot)
-        return int(_flip(np.int64(s))) if self.turn == GOTE else s
+            s |= count << (HAND_SHIFT + COUNT_BITS * slot)
+        return int(flip_state(np.int64(s))) if self.turn == GOTE else s
 
     @classmethod
     def from_state(cls, state: int, turn: int = SENTE) -> "Position":
         """The position of a normalised packed state whose side to move is ``turn``."""
-        s = int(_flip(np.int64(state))) if turn == GOTE else int(state)
-        board = tuple((s >> (4 * i)) & 15 for i in range(N_CELLS))
-        hands = tuple((s >> (HAND_SHIFT + 2 * k)) & 3 for k in range(6))
+        s = int(flip_state(np.int64(state))) if turn == GOTE else int(state)
+        board = tuple((s >> (CELL_BITS * i)) & CELL_MASK for i in range(N_CELLS))
+        hands = tuple((s >> (HAND_SHIFT + COUNT_BITS * k)) & COUNT_MASK for k in range(6))
         return cls(board, hands, turn)
 
     def key(self) -> int:
         """The canonical key (SPEC §1.3): normalised, mirror folded."""
-        return int(_canonical(np.int64(self.state())))
+        return int(canonical_key(np.int64(self.state())))
 
     def mirror(self) -> "Position":
         """The left-right mirror image (files a and c swapped)."""

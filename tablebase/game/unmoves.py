@@ -1,0 +1,122 @@
+"""Unmoves: the predecessors of a packed state (SPEC §1.4), for the retrograde analysis.
+
+A predecessor is a normalised state from which one move leads to the given state. The kernel is
+a plain function that numba compiles (:mod:`dobutsu_tb.tablebase.game.kernels`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dobutsu_tb.tablebase.game.key import (
+    CELL_BITS,
+    CELL_MASK,
+    CHICK,
+    COUNT_BITS,
+    COUNT_MASK,
+    ELEPHANT,
+    GIRAFFE,
+    HAND_SHIFT,
+    HEN,
+    MAX_IN_HAND,
+    N_CELLS,
+    OPPONENT,
+    flip_state,
+)
+from dobutsu_tb.tablebase.game.rules import HAND_SLOT, SLOT_PIECE, SOURCES, check_state
+
+#: Upper bound on the unmoves of one state (checked in the tests).
+MAX_UNMOVES = 320
+
+__kernels__ = ("gen_unmoves",)
+
+
+def gen_unmoves(child, out):
+    """Write every predecessor state of ``child`` into ``out``; return how many (or -1 if ``out``
+    is too small).
+
+    A predecessor is a normalised state from which some move leads to ``child``: the child is
+    flipped back into the mover's frame and one move of the mover is undone, with or without
+    giving back a captured piece from the mover's hand, or a drop is undone. Duplicates and
+    positions that cannot occur are not filtered: the caller looks the results up.
+    """
+    state = flip_state(child)
+    n = 0
+    cap = out.shape[0]
+    for t in range(N_CELLS):
+        p = (state >> (CELL_BITS * t)) & CELL_MASK
+        if p == 0 or p >= OPPONENT:
+            continue
+        cleared = state & ~(np.int64(CELL_MASK) << (CELL_BITS * t))
+        # Undo a drop: the piece goes back to the mover's hand.
+        if p == CHICK or p == ELEPHANT or p == GIRAFFE:
+            slot = HAND_SLOT[p]
+            if (state >> (HAND_SHIFT + COUNT_BITS * slot)) & COUNT_MASK < MAX_IN_HAND:
+                if n >= cap:
+                    return -1
+                out[n] = cleared + (np.int64(1) << (HAND_SHIFT + COUNT_BITS * slot))
+                n += 1
+        # Undo a board move: the piece goes back to an empty source cell.
+        for kind in range(2):
+            if kind == 0:
+                if p == CHICK and t < 3:
+                    continue  # a chick moving onto the far rank would have promoted
+                srcs = SOURCES[p, t]
+                before = p
+            else:
+                if p != HEN or t >= 3:
+                    continue  # promotion: a chick stepped up onto the far rank
+                srcs = np.int64(1) << (t + 3)
+                before = CHICK
+            while srcs:
+                f = 0
+                while not (srcs >> f) & 1:
+                    f += 1
+                srcs &= srcs - 1
+                if (state >> (CELL_BITS * f)) & CELL_MASK != 0:
+                    continue
+                moved = cleared | (before << (CELL_BITS * f))
+                if n >= cap:
+                    return -1
+                out[n] = moved
+                n += 1
+                # ... or undo a capture: an enemy piece from the mover's hand stands on t again.
+                for slot in range(3):
+                    if (state >> (HAND_SHIFT + COUNT_BITS * slot)) & COUNT_MASK == 0:
+                        continue
+                    base = moved - (np.int64(1) << (HAND_SHIFT + COUNT_BITS * slot))
+                    restored = SLOT_PIECE[slot]
+                    for variant in range(2):
+                        if variant == 1:
+                            if slot != 0:
+                                break
+                            restored = HEN  # a captured hen comes back as a chick in hand
+                        if n >= cap:
+                            return -1
+                        out[n] = base | ((restored | OPPONENT) << (CELL_BITS * t))
+                        n += 1
+    return n
+
+
+def predecessors(state) -> np.ndarray:
+    """Every state from which one move leads to ``state`` (unmoves), duplicates removed.
+
+    Parameters
+    ----------
+    state : int
+        Packed normalised state.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (n,)
+        Sorted packed predecessor states, normalised for the side that moved. Unreachable or
+        terminal predecessors are included: the rules do not know the start position.
+    """
+    from dobutsu_tb.tablebase.game import kernels
+
+    state = check_state(state)
+    buf = np.empty(MAX_UNMOVES, np.int64)
+    n = kernels.gen_unmoves(state, buf)
+    if n < 0:
+        raise RuntimeError("MAX_UNMOVES is too small")
+    return np.unique(buf[:n])
