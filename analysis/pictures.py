@@ -92,3 +92,28 @@ def draw_position(position: Position, path, title: str | None = None) -> Path:
     finally:
         plt.close(fig)
     return path
+
+
+def draw_plies(folder, start: Position, plies) -> None:
+    """A picture of ``start`` (``ply000.png``) and of the board after each ply (``plyNNN.png``).
+
+    Parameters
+    ----------
+    folder : str or Path
+        Created if missing.
+    start : Position
+    plies : iterable of (int, int, str, Position or None)
+        (ply, side that moved, move, position after it); no picture where the position is None
+        (a lion was captured).
+
+    Raises
+    ------
+    OSError
+        If the folder or a file cannot be written.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    draw_position(start, folder / "ply000.png", title="start")
+    for ply, side, move, position in plies:
+        if position is not None:
+            draw_position(position, folder / f"ply{ply:03d}.png", title=f"{ply}. {SIDE_NAMES[side]} {move}")

@@ -24,6 +24,23 @@ def random_positions(n, seed=0, material=("C", "C", "E", "E", "G", "G")):
 
 
 @pytest.fixture(scope="session")
+def cli():
+    """Run ``dobutsu-tb`` in-process: ``cli("probe", POSITION, "--tb", path)`` returns click's
+    result (exit_code, output with stderr mixed in); exceptions other than the CLI's own exits
+    propagate, so a traceback fails the test."""
+    from click.testing import CliRunner
+
+    from dobutsu_tb.analysis.cli import main
+
+    runner = CliRunner()
+
+    def invoke(*args):
+        return runner.invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+    return invoke
+
+
+@pytest.fixture(scope="session")
 def lion_chick_tb(tmp_path_factory):
     """The lion-and-chick tablebase (SPEC §1.7), built once per test session."""
     from dobutsu_tb.tablebase.build import build_tablebase

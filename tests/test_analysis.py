@@ -2,10 +2,8 @@
 
 import h5py
 import numpy as np
-from click.testing import CliRunner
 
 from conftest import LION_CHICK
-from dobutsu_tb.analysis.cli import main
 from dobutsu_tb.analysis.lines import read_games, verify_line
 from dobutsu_tb.analysis.stats import tablebase_stats
 from dobutsu_tb.analysis.verify import verify_file
@@ -15,10 +13,6 @@ from dobutsu_tb.tablebase.probe import open_tablebase
 
 # The seed's lion-and-chick line (SPEC §1.7).
 SEED_LINE = "Lb4-c3 Cb2xb3 Lc3xb3 C*b2 Lb3-c3 Lb1-c1 C*a2 Lc1-b1 Ca2-a1+ Lb1xa1 Lc3-c2".split()
-
-
-def run(*args):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 # --- verify-line -------------------------------------------------------------------------
@@ -65,31 +59,31 @@ def test_illegal_move_reported(lion_chick_tb):
         assert over.illegal[0] == 2 and "the game is over" in over.illegal[2]
 
 
-def test_verify_line_cli(lion_chick_tb, tmp_path):
+def test_verify_line_cli(cli, lion_chick_tb, tmp_path):
     tb = str(lion_chick_tb.path)
-    result = run("verify-line", "--start", LION_CHICK, "--tb", tb, *SEED_LINE)
+    result = cli("verify-line", "--start", LION_CHICK, "--tb", tb, *SEED_LINE)
     assert result.exit_code == 0
     assert " 10  Gote  Lb1xa1" in result.output and "MISTAKE" in result.output
     assert "first mistake is ply 10" in result.output
-    bad = run("verify-line", "--start", LION_CHICK, "--tb", tb, "Lb4-c3", "Xx9")
+    bad = cli("verify-line", "--start", LION_CHICK, "--tb", tb, "Lb4-c3", "Xx9")
     assert bad.exit_code == 1 and "ILLEGAL" in bad.output
     games = tmp_path / "games.txt"
     games.write_text("# two games\n1. Lb4-c3 Cb2xb3\nLb4-a3\n")
-    result = run("verify-line", "--start", LION_CHICK, "--tb", tb, "--file", str(games), "--json")
+    result = cli("verify-line", "--start", LION_CHICK, "--tb", tb, "--file", str(games), "--json")
     assert result.exit_code == 0
     import json
 
     data = json.loads(result.output)
     assert [len(g["plies"]) for g in data] == [2, 1]
     pngs = tmp_path / "png"
-    assert run("verify-line", "--start", LION_CHICK, "--tb", tb, "--png-dir", str(pngs), *SEED_LINE).exit_code == 0
+    assert cli("verify-line", "--start", LION_CHICK, "--tb", tb, "--png-dir", str(pngs), *SEED_LINE).exit_code == 0
     assert len(list(pngs.glob("ply*.png"))) == 12
 
 
-def test_verify_line_builds_a_tablebase_for_its_start(tmp_path, monkeypatch):
+def test_verify_line_builds_a_tablebase_for_its_start(cli, tmp_path, monkeypatch):
     monkeypatch.setenv("DOBUTSU_TB_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("DOBUTSU_TB", str(tmp_path / "absent.h5"))
-    result = run("verify-line", "--start", "S/gl-/---/---/-LG/-", "Gc4-c3")
+    result = cli("verify-line", "--start", "S/gl-/---/---/-LG/-", "Gc4-c3")
     assert result.exit_code == 0
     assert list((tmp_path / "cache" / "tablebases").glob("*.h5"))
 
@@ -103,14 +97,14 @@ def test_read_games(tmp_path):
 # --- verify --------------------------------------------------------------------------------
 
 
-def test_verify_passes_on_fresh_build(lion_chick_tb):
+def test_verify_passes_on_fresh_build(cli, lion_chick_tb):
     report = verify_file(lion_chick_tb.path)
     assert report.ok and report.checked == lion_chick_tb.metadata.nonterminal
-    result = run("verify", str(lion_chick_tb.path))
+    result = cli("verify", str(lion_chick_tb.path))
     assert result.exit_code == 0 and "OK" in result.output
 
 
-def test_verify_names_an_altered_value(lion_chick_tb, tmp_path):
+def test_verify_names_an_altered_value(cli, lion_chick_tb, tmp_path):
     bad = tmp_path / "bad.h5"
     bad.write_bytes(lion_chick_tb.path.read_bytes())
     with h5py.File(bad, "a") as f:
@@ -122,7 +116,7 @@ def test_verify_names_an_altered_value(lion_chick_tb, tmp_path):
     report = verify_file(bad)
     assert not report.ok
     assert victim in [p.where for p in report.problems]
-    result = run("verify", str(bad))
+    result = cli("verify", str(bad))
     assert result.exit_code == 1 and victim in result.output and "FAILED" in result.output
 
 
@@ -139,28 +133,28 @@ def test_verify_catches_metadata_lies(lion_chick_tb, tmp_path):
 # --- stats and pictures --------------------------------------------------------------------
 
 
-def test_stats(lion_chick_tb, tmp_path):
+def test_stats(cli, lion_chick_tb, tmp_path):
     s = tablebase_stats(lion_chick_tb.path, longest=3)
     m = lion_chick_tb.metadata
     assert s.dtm_wins.sum() == m.wins and s.dtm_losses.sum() == m.losses
     assert s.material.sum() == m.nonterminal
     assert s.material[..., 2].sum() == m.wins
     assert [d for _, d in s.longest] == [21, 21, 21]
-    result = run("stats", str(lion_chick_tb.path), "--plot", str(tmp_path / "plot.png"))
+    result = cli("stats", str(lion_chick_tb.path), "--plot", str(tmp_path / "plot.png"))
     assert result.exit_code == 0 and "longest wins" in result.output
     assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_show(tmp_path):
+def test_show(cli, tmp_path):
     out = tmp_path / "start.png"
-    result = run("show", Position.START_TEXT, "--png", str(out))
+    result = cli("show", Position.START_TEXT, "--png", str(out))
     assert result.exit_code == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 5000
-    assert run("show", "S/gle/-c-/-C-/ELG/L", "--png", str(out)).exit_code == 1
+    assert cli("show", "S/gle/-c-/-C-/ELG/L", "--png", str(out)).exit_code == 1
 
 
-def test_line_pictures(lion_chick_tb, tmp_path):
-    result = run("line", LION_CHICK, "--tb", str(lion_chick_tb.path), "--png-dir", str(tmp_path))
+def test_line_pictures(cli, lion_chick_tb, tmp_path):
+    result = cli("line", LION_CHICK, "--tb", str(lion_chick_tb.path), "--png-dir", str(tmp_path))
     assert result.exit_code == 0
     # The start and every ply but the last, the lion's capture or try that ends the game.
     assert len(list(tmp_path.glob("ply*.png"))) == 15

@@ -3,68 +3,56 @@
 import json
 
 import pytest
-from click.testing import CliRunner
 
 from conftest import LION_CHICK
-from dobutsu_tb.analysis.cli import main
 
 
-@pytest.fixture
-def run():
-    runner = CliRunner()
-
-    def invoke(*args):
-        return runner.invoke(main, list(args), catch_exceptions=False)
-
-    return invoke
-
-
-def test_build_small(run, tmp_path):
+def test_build_small(cli, tmp_path):
     out = tmp_path / "lc.h5"
-    result = run("build", "--start", LION_CHICK, "--out", str(out), "--quiet")
+    result = cli("build", "--start", LION_CHICK, "--out", str(out), "--quiet")
     assert result.exit_code == 0, result.output
     assert any(ln.split() == ["non-terminal:", "11,711"] for ln in result.output.splitlines())
     assert f"start position {LION_CHICK}: win in 15 plies" in result.output
     assert out.exists()
 
 
-def test_probe_text_and_json(run, lion_chick_tb):
+def test_probe_text_and_json(cli, lion_chick_tb):
     tb = str(lion_chick_tb.path)
-    result = run("probe", LION_CHICK, "--tb", tb)
+    result = cli("probe", LION_CHICK, "--tb", tb)
     assert result.exit_code == 0
     lines = result.output.splitlines()
     assert lines[0] == f"{LION_CHICK}: win in 15 plies for Sente"
     # Lb4-a3 and Lb4-c3 mirror each other; both win in 15.
     assert sorted(ln.split()[0] for ln in lines[1:3]) == ["Lb4-a3", "Lb4-c3"]
     assert all(ln.split()[1:4] == ["win", "in", "15"] for ln in lines[1:3])
-    data = json.loads(run("probe", LION_CHICK, "--tb", tb, "--json").output)
+    data = json.loads(cli("probe", LION_CHICK, "--tb", tb, "--json").output)
     assert (data["category"], data["dtm"]) == ("win", 15)
     best = data["moves"][0]
     assert (best["move"][:4], best["category"], best["dtm"]) == ("Lb4-", "loss", -14)
     assert len(data["moves"]) == 5  # four lion moves and Cb3xb2
 
 
-def test_probe_catch_terminal_with_uncovered_children(run, lion_chick_tb):
+def test_probe_catch_terminal_with_uncovered_children(cli, lion_chick_tb):
     # Sente's chick can take the lion on b1; some other moves lead where the tablebase never went.
     tb = str(lion_chick_tb.path)
-    text = run("probe", "S/-lR/-CL/---/---/-", "--tb", tb)
+    text = cli("probe", "S/-lR/-CL/---/---/-", "--tb", tb)
     assert text.exit_code == 0
     assert text.output.splitlines()[0].endswith("win in 1 ply for Sente (it can capture the enemy lion)")
     captures = [ln.split()[0] for ln in text.output.splitlines() if ln.endswith("(captures the lion)")]
     assert sorted(captures) == ["Cb2xb1+", "Lc2xb1", "Rc1xb1"]
     assert "(not in this tablebase)" in text.output
-    data = json.loads(run("probe", "S/-lR/-CL/---/---/-", "--tb", tb, "--json").output)
+    data = json.loads(cli("probe", "S/-lR/-CL/---/---/-", "--tb", tb, "--json").output)
     assert {m["category"] for m in data["moves"]} >= {"unknown"}
     assert all(m["dtm"] is None for m in data["moves"] if m["category"] == "unknown")
 
 
-def test_probe_env_default(run, lion_chick_tb, monkeypatch):
+def test_probe_env_default(cli, lion_chick_tb, monkeypatch):
     monkeypatch.setenv("DOBUTSU_TB", str(lion_chick_tb.path))
-    assert run("probe", LION_CHICK).exit_code == 0
+    assert cli("probe", LION_CHICK).exit_code == 0
 
 
-def test_line(run, lion_chick_tb):
-    result = run("line", LION_CHICK, "--tb", str(lion_chick_tb.path))
+def test_line(cli, lion_chick_tb):
+    result = cli("line", LION_CHICK, "--tb", str(lion_chick_tb.path))
     assert result.exit_code == 0
     plies = [ln for ln in result.output.splitlines() if ln[:1].isdigit()]
     assert len(plies) == 15
@@ -77,37 +65,37 @@ def test_line(run, lion_chick_tb):
     (["probe", "S/gle/-c-/-C-/ELG/-"], "not in this tablebase"),
     (["line", "S/-l-/-c-/-C-/-L-/L"], "cannot be in hand"),
 ])
-def test_bad_positions_exit_1(run, lion_chick_tb, args, message):
-    result = run(*args, "--tb", str(lion_chick_tb.path))
+def test_bad_positions_exit_1(cli, lion_chick_tb, args, message):
+    result = cli(*args, "--tb", str(lion_chick_tb.path))
     assert result.exit_code == 1
     assert result.output.strip().count("\n") == 0
     assert result.output.startswith("error: ") and message in result.output
 
 
-def test_missing_and_corrupt_file_exit_1(run, tmp_path):
-    result = run("probe", LION_CHICK, "--tb", str(tmp_path / "none.h5"))
+def test_missing_and_corrupt_file_exit_1(cli, tmp_path):
+    result = cli("probe", LION_CHICK, "--tb", str(tmp_path / "none.h5"))
     assert result.exit_code == 1 and "no such file" in result.output
     junk = tmp_path / "junk.h5"
     junk.write_text("junk")
-    result = run("probe", LION_CHICK, "--tb", str(junk))
+    result = cli("probe", LION_CHICK, "--tb", str(junk))
     assert result.exit_code == 1 and "not a readable HDF5 file" in result.output
 
 
-def test_terminal_start_exit_1(run, tmp_path):
-    result = run("build", "--start", "S/---/-l-/-L-/---/-", "--out", str(tmp_path / "x.h5"), "-q")
+def test_terminal_start_exit_1(cli, tmp_path):
+    result = cli("build", "--start", "S/---/-l-/-L-/---/-", "--out", str(tmp_path / "x.h5"), "-q")
     assert result.exit_code == 1 and "start position is terminal" in result.output
 
 
-def test_full_hash_table_exit_1(run, tmp_path, monkeypatch):
+def test_full_hash_table_exit_1(cli, tmp_path, monkeypatch):
     from dobutsu_tb.encoding import hashtable
 
     monkeypatch.setattr(hashtable, "MAX_CAPACITY", 5000)
-    result = run("build", "--start", LION_CHICK, "--out", str(tmp_path / "x.h5"), "-q")
+    result = cli("build", "--start", LION_CHICK, "--out", str(tmp_path / "x.h5"), "-q")
     assert result.exit_code == 1
     assert result.output.startswith("error: hash table is full") and result.output.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
 
 
-def test_usage_error_exit_2(run):
-    assert run("probe").exit_code == 2
-    assert run("nonsense").exit_code == 2
+def test_usage_error_exit_2(cli):
+    assert cli("probe").exit_code == 2
+    assert cli("nonsense").exit_code == 2

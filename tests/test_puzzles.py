@@ -6,18 +6,12 @@ from collections import deque
 from functools import lru_cache
 
 import pytest
-from click.testing import CliRunner
 
-from dobutsu_tb.analysis.cli import main
 from dobutsu_tb.analysis.puzzles import lastone, othello, tankchange
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "lastone")
 T_SHAPE = "... ... ....... ..ooo.. ...o... .o. ..."
 CENTRAL = ((1 << 33) - 1) ^ (1 << 16)
-
-
-def run(*args):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 # --- Last One ------------------------------------------------------------------------------
@@ -37,12 +31,12 @@ def naive_solutions(board, goal_board):
     return sum(naive_solutions(child, goal_board) for child in naive_successors(board))
 
 
-def test_t_shape_solves_in_4_jumps_like_the_seed():
+def test_t_shape_solves_in_4_jumps_like_the_seed(cli):
     start = lastone.parse_board(T_SHAPE)
     boards = lastone.solve(start)
     assert len(boards) == 5 and lastone.replay(boards) == []
     assert boards[-1] == 1 << lastone.CENTRE
-    result = run("puzzle", "lastone", os.path.join(DATA, "t-shape-seed.dat"))
+    result = cli("puzzle", "lastone", os.path.join(DATA, "t-shape-seed.dat"))
     assert result.exit_code == 0
     blocks = result.output.split("\n\n")
     assert blocks[0].splitlines()[0] == "4 jumps"
@@ -64,11 +58,11 @@ def test_shipped_shapes_solve(name):
     assert len(boards) == lastone.pegs(start)
 
 
-def test_no_solution(tmp_path):
+def test_no_solution(cli, tmp_path):
     assert lastone.solve((1 << 0) | (1 << 32)) is None  # two far-apart pegs
     path = tmp_path / "two-pegs.txt"
     path.write_text("o.. ... ....... ....... ....... ... ..o")
-    result = run("puzzle", "lastone", str(path))
+    result = cli("puzzle", "lastone", str(path))
     assert result.exit_code == 0 and result.output.strip() == "No solution."
 
 
@@ -101,8 +95,8 @@ def test_counts_match_naive_enumeration(name):
     assert result.solutions == naive_solutions(start, 1 << 16)
 
 
-def test_count_cli():
-    result = run("puzzle", "lastone", os.path.join(DATA, "t-shape.txt"), "--count")
+def test_count_cli(cli):
+    result = cli("puzzle", "lastone", os.path.join(DATA, "t-shape.txt"), "--count")
     assert result.exit_code == 0
     assert result.output.splitlines()[-1] == "jump sequences that solve it: 2"
 
@@ -139,10 +133,10 @@ def test_fewest_moves(name, moves):
     ("o" * 33 + "x", "unexpected character 'x'"),
     ("." * 33, "no peg"),
 ])
-def test_lastone_bad_input(tmp_path, text, message):
+def test_lastone_bad_input(cli, tmp_path, text, message):
     path = tmp_path / "bad.txt"
     path.write_text(text)
-    result = run("puzzle", "lastone", str(path))
+    result = cli("puzzle", "lastone", str(path))
     assert result.exit_code == 1 and message in result.output and result.output.count("\n") == 1
 
 
@@ -185,8 +179,8 @@ def test_tank_change():
     assert result.count == 66
 
 
-def test_tank_change_cli_and_variants():
-    result = run("puzzle", "tankchange", "--count")
+def test_tank_change_cli_and_variants(cli):
+    result = cli("puzzle", "tankchange", "--count")
     assert result.exit_code == 0
     assert result.output.splitlines()[:2] == ["fewest moves: 18", "shortest sequences: 66"]
     variant = tankchange.solve(tankchange.make_state((1, 2), (17, 18)), (17, 18), (1, 2))
@@ -201,8 +195,8 @@ def test_tank_change_cli_and_variants():
     (["--blue", "1,1,2"], "plaza 1 is given twice"),
     (["--goal-red", "1,2"], "as many tanks"),
 ])
-def test_tank_change_bad_input(args, message):
-    result = run("puzzle", "tankchange", *args)
+def test_tank_change_bad_input(cli, args, message):
+    result = cli("puzzle", "tankchange", *args)
     assert result.exit_code == 1 and message in result.output
 
 
@@ -224,24 +218,24 @@ def test_othello_minimum_is_9_and_seed_line_is_valid():
     assert othello.solve(colour="black").placements == 9
 
 
-def test_othello_cli():
-    result = run("puzzle", "othello", "--count")
+def test_othello_cli(cli):
+    result = cli("puzzle", "othello", "--count")
     assert result.exit_code == 0
     lines = result.output.splitlines()
     assert lines[0] == "fewest placements: 9" and lines[1].startswith("shortest sequences: ")
-    check = run("puzzle", "othello", "--check", " ".join(SEED_OTHELLO))
+    check = cli("puzzle", "othello", "--check", " ".join(SEED_OTHELLO))
     assert check.exit_code == 0 and "only one colour is left; the fewest possible is 9" in check.output
-    bad = run("puzzle", "othello", "--check", "c4 c4")
+    bad = cli("puzzle", "othello", "--check", "c4 c4")
     assert bad.exit_code == 1 and "placement 2: c4 is not legal" in bad.output
 
 
-def test_othello_start_file(tmp_path):
+def test_othello_start_file(cli, tmp_path):
     # Black to move can capture White's last disc at once.
     board = tmp_path / "start.txt"
     board.write_text("\n".join(["........"] * 3 + ["...XO..."] + ["........"] * 4))
     result = othello.solve(othello.parse_board(board.read_text()))
     assert (result.placements, result.moves) == (1, ["f4"])
-    assert run("puzzle", "othello", "--start", str(board)).output.startswith("fewest placements: 1")
+    assert cli("puzzle", "othello", "--start", str(board)).output.startswith("fewest placements: 1")
     board.write_text("........\n" * 7)
-    bad = run("puzzle", "othello", "--start", str(board))
+    bad = cli("puzzle", "othello", "--start", str(board))
     assert bad.exit_code == 1 and "8 rows, got 7" in bad.output

@@ -4,17 +4,11 @@ import itertools
 import os
 
 import pytest
-from click.testing import CliRunner
 
-from dobutsu_tb.analysis.cli import main
 from dobutsu_tb.analysis.puzzles import squares
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "squares")
 SEED_SOLUTION = "1225#6\n49#324\n49729#\n#25921\n196#49\n6#9216"
-
-
-def run(*args):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def brute_force(grid):
@@ -30,12 +24,12 @@ def brute_force(grid):
     return count
 
 
-def test_seed_board():
+def test_seed_board(cli):
     grid = squares.read_grid(os.path.join(DATA, "seed.txt"))
     result = squares.solve(grid)
     assert result.count == 3 and SEED_SOLUTION in result.solutions
     assert all(squares.check(grid, s) == [] for s in result.solutions)
-    out = run("puzzle", "squares", os.path.join(DATA, "seed.txt"))
+    out = cli("puzzle", "squares", os.path.join(DATA, "seed.txt"))
     assert out.exit_code == 0 and SEED_SOLUTION in out.output and out.output.endswith("3 solutions\n")
 
 
@@ -61,11 +55,11 @@ def test_shipped_boards(name, count):
     assert len(result.solutions) == min(count, 20)
 
 
-def test_first_and_count_options():
+def test_first_and_count_options(cli):
     path = os.path.join(DATA, "stairs-6x6.txt")
-    first = run("puzzle", "squares", path, "--first", "2")
+    first = cli("puzzle", "squares", path, "--first", "2")
     assert first.output.count("solution ") == 2 and first.output.endswith("1,650 solutions\n")
-    assert run("puzzle", "squares", path, "--count").output == "1,650 solutions\n"
+    assert cli("puzzle", "squares", path, "--count").output == "1,650 solutions\n"
 
 
 def test_checker_rejects_wrong_solutions():
@@ -80,8 +74,8 @@ def test_checker_rejects_wrong_solutions():
     ("##\n##", "no white cell"),
     ("\n".join(["." * 9] * 2), "at most 8 x 8"),
 ])
-def test_bad_grids(tmp_path, text, message):
+def test_bad_grids(cli, tmp_path, text, message):
     path = tmp_path / "grid.txt"
     path.write_text(text)
-    result = run("puzzle", "squares", str(path))
+    result = cli("puzzle", "squares", str(path))
     assert result.exit_code == 1 and message in result.output and result.output.count("\n") == 1

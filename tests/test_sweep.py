@@ -5,16 +5,10 @@ import itertools
 import os
 
 import pytest
-from click.testing import CliRunner
 
-from dobutsu_tb.analysis.cli import main
 from dobutsu_tb.analysis.puzzles import sweep
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "data", "sweep")
-
-
-def run(*args):
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def problem(name):
@@ -51,12 +45,12 @@ def test_meetings_needed():
     assert sweep.solve(problem("meeting-7x7")).with_meetings
 
 
-def test_no_solution_is_proved():
+def test_no_solution_is_proved(cli):
     p = problem("short-budget")
     assert sweep.solve(p).routes is None
     assert not brute_force_solvable(p)
     assert brute_force_solvable(problem("tiny"))
-    assert run("puzzle", "sweep", os.path.join(DATA, "short-budget.txt")).output.startswith("No solution")
+    assert cli("puzzle", "sweep", os.path.join(DATA, "short-budget.txt")).output.startswith("No solution")
 
 
 def test_simulator_rejects_broken_routes():
@@ -92,15 +86,15 @@ def test_meeting_cleans_the_block_only_of_dirty_floor():
     assert tiles[0][1] == sweep.CLEAN and problems == ["a puddle is left at 2,2"]
 
 
-def test_check_cli(tmp_path):
+def test_check_cli(cli, tmp_path):
     routes = tmp_path / "routes.txt"
-    out = run("puzzle", "sweep", os.path.join(DATA, "meeting-5x5.txt"))
+    out = cli("puzzle", "sweep", os.path.join(DATA, "meeting-5x5.txt"))
     assert out.exit_code == 0 and "found with meetings" in out.output
     routes.write_text(out.output)
-    ok = run("puzzle", "sweep", os.path.join(DATA, "meeting-5x5.txt"), "--check", str(routes))
+    ok = cli("puzzle", "sweep", os.path.join(DATA, "meeting-5x5.txt"), "--check", str(routes))
     assert ok.exit_code == 0 and ok.output.startswith("valid")
     routes.write_text("boy 1,1 DD\nboy 3,1 UR\n")
-    bad = run("puzzle", "sweep", os.path.join(DATA, "meeting-5x5.txt"), "--check", str(routes))
+    bad = cli("puzzle", "sweep", os.path.join(DATA, "meeting-5x5.txt"), "--check", str(routes))
     assert bad.exit_code == 1 and "dirty floor is left at 3,3" in bad.output
 
 
@@ -111,8 +105,8 @@ def test_check_cli(tmp_path):
     ("2 2\n2 0\n0", "needs 4 tile codes"),
     ("2 2\n2 0\n0 x\n1 3\n0\n0", "not an integer"),
 ])
-def test_bad_problem_files(tmp_path, text, message):
+def test_bad_problem_files(cli, tmp_path, text, message):
     path = tmp_path / "p.txt"
     path.write_text(text)
-    result = run("puzzle", "sweep", str(path))
+    result = cli("puzzle", "sweep", str(path))
     assert result.exit_code == 1 and message in result.output and result.output.count("\n") == 1

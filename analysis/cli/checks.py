@@ -1,0 +1,167 @@
+"""Commands that check lines and files: ``verify-line``, ``verify``, ``stats``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from dobutsu_tb.analysis.cli.common import default_tb
+from dobutsu_tb.analysis.pictures import draw_plies
+
+
+def _tablebase_for(start, tb_path: Path | None):
+    """A tablebase covering ``start``: the given file, else ``$DOBUTSU_TB``/``dobutsu.h5`` if it
+    covers it, else one built for that start in the cache folder (reused next time)."""
+    from dobutsu_tb.encoding.jit import cache_root
+    from dobutsu_tb.tablebase.build import build_tablebase
+    from dobutsu_tb.tablebase.probe import open_tablebase
+
+    if tb_path is not None:
+        tb = open_tablebase(tb_path)
+        tb.probe_wdl(start)  # MissingPositionError if it does not cover the start
+        return tb
+    default = default_tb()
+    if default.exists():
+        tb = open_tablebase(default)
+        if tb.get_wdl(start) is not None:
+            return tb
+        tb.close()
+    folder = Path(cache_root()) / "tablebases"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{start.key():016x}.h5"
+    if not path.exists():
+        click.echo(f"building the tablebase for {start.text()} into {path} ...", err=True)
+        build_tablebase(path, start, progress=None)
+    tb = open_tablebase(path)
+    tb.probe_wdl(start)
+    return tb
+
+
+@click.command("verify-line")
+@click.option("--start", default=None, metavar="POSITION",
+              help="Start position of the line (default: the standard start).")
+@click.argument("moves", nargs=-1)
+@click.option("--file", "move_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="Read the moves from a file: one move per line, or one game per line.")
+@click.option("--tb", "tb_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Tablebase to use (default: $DOBUTSU_TB or dobutsu.h5 if it covers the start, "
+                   "else one built for the start and cached).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--png-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also draw the board after every ply into this folder.")
+def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
+    """Replay a line of MOVES and judge every ply against the tablebase.
+
+    Prints, for each ply, the move, the value before and after it and whether it is optimal
+    (keeps the value, wins as fast or loses as slowly as possible); then the verdict: the start
+    position's true value, whether the line is perfect play, and the first mistake. Exits with
+    1 when a move is illegal.
+    """
+    from dobutsu_tb.analysis.lines import read_games, verify_line
+    from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
+    from dobutsu_tb.tablebase.values import describe_value
+
+    start_pos = Position.start() if start is None else Position.from_text(start)
+    games = read_games(move_file) if move_file else []
+    if moves:
+        games.insert(0, list(moves))
+    if not games:
+        raise click.UsageError("give the moves as arguments or with --file")
+    illegal = False
+    results = []
+    with _tablebase_for(start_pos, tb_path) as tb:
+        for game in games:
+            results.append(verify_line(tb, start_pos, game))
+    for n, report in enumerate(results, 1):
+        illegal |= report.illegal is not None
+        if png_dir is not None:
+            draw_plies(png_dir / (f"game{n}" if len(results) > 1 else ""), report.start,
+                        [(p.ply, p.side, p.move, p.position) for p in report.plies])
+        if as_json:
+            continue
+        if len(results) > 1:
+            click.echo(f"game {n}:")
+        click.echo(f"{'ply':>3}  {'side':<5} {'move':<9} {'before (mover)':<15} {'after (opponent)':<17} verdict")
+        for p in report.plies:
+            after = describe_value(*p.after, unit=False) if not (p.ending and "captures" in p.ending) else "lion lost"
+            mark = "optimal" if p.optimal else f"MISTAKE: {describe_value(*p.result, unit=False)}; best {', '.join(p.best)}"
+            click.echo(f"{p.ply:>3}  {SIDE_NAMES[p.side]:<5} {p.move:<9} {describe_value(*p.before, unit=False):<15} "
+                       f"{after:<17} {mark}")
+            if p.ending:
+                click.echo(f"     {p.ending}: the game is over")
+        if report.illegal:
+            ply, move, reason = report.illegal
+            click.echo(f"{ply:>3}  {move}: ILLEGAL: {reason}")
+        click.echo(report.verdict())
+    if as_json:
+        click.echo(json.dumps([_line_json(r) for r in results], indent=2))
+    if illegal:
+        sys.exit(1)
+
+
+def _line_json(report):
+    from dobutsu_tb.tablebase.values import WDL_NAMES
+
+    def value(v):
+        return None if v[0] is None else {"category": WDL_NAMES[v[0]], "dtm": v[1]}
+
+    mistake = report.first_mistake
+    return {
+        "start": report.start.text(), "start_value": value(report.start_value),
+        "plies": [{"ply": p.ply, "side": ("sente", "gote")[p.side], "move": p.move,
+                   "before": value(p.before), "after": value(p.after), "result": value(p.result),
+                   "optimal": p.optimal, "best": p.best, "ending": p.ending} for p in report.plies],
+        "illegal": None if report.illegal is None else dict(zip(("ply", "move", "reason"), report.illegal)),
+        "perfect": report.perfect, "first_mistake": mistake.ply if mistake else None,
+        "verdict": report.verdict(),
+    }
+
+
+@click.command()
+@click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--max-problems", default=20, show_default=True, help="How many inconsistencies to list.")
+def verify(path, max_problems):
+    """Check a tablebase file independently (default: $DOBUTSU_TB or dobutsu.h5).
+
+    Verifies the HDF5 checksums, the metadata against the data, and every stored value against
+    its children's stored values. Exits with 1 if anything is inconsistent.
+    """
+    from tqdm import tqdm
+
+    from dobutsu_tb.analysis.verify import verify_file
+
+    path = path or default_tb()
+    with tqdm(desc="verify", unit=" pos", unit_scale=True, disable=None, file=sys.stderr) as bar:
+        def progress(done, total):
+            bar.total = total
+            bar.update(done - bar.n)
+        report = verify_file(path, limit=max_problems, progress=progress)
+    secs = ", ".join(f"{k} {v:.1f} s" for k, v in report.seconds.items())
+    click.echo(f"{path}: checked {report.checked:,} positions ({secs})")
+    if report.ok:
+        click.echo("OK: checksums, metadata and every value agree with their children")
+        return
+    click.echo(f"FAILED: {report.total_problems:,} inconsistencies; the first {len(report.problems)}:")
+    for problem in report.problems:
+        click.echo(f"  {problem}")
+    sys.exit(1)
+
+
+@click.command()
+@click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--longest", default=10, show_default=True, help="How many of the longest wins to list.")
+@click.option("--plot", "plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Draw positions per DTM (wins and losses) into this PNG file.")
+def stats(path, longest, plot):
+    """Counts of a tablebase (default: $DOBUTSU_TB or dobutsu.h5): per value, per DTM, per
+    material on the board and in hand, and the longest wins."""
+    from dobutsu_tb.analysis.stats import tablebase_stats
+
+    result = tablebase_stats(path or default_tb(), longest)
+    click.echo(result.text())
+    if plot is not None:
+        result.plot(plot)
+        click.echo(f"plot written to {plot}")

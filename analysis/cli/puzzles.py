@@ -1,0 +1,175 @@
+"""The ``puzzle`` command group: Last One, Tank Change, cooperative Othello, squares, Room Sweeper."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.group()
+def puzzle():
+    """Exact solvers for small puzzles (Last One, Tank Change, cooperative Othello, the Cross
+    Squared Number Puzzle, Room Sweeper)."""
+
+
+@puzzle.command("lastone")
+@click.argument("file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--goal", default=16, show_default=True, help="Hole (0..32, row by row) of the last peg.")
+@click.option("--count", "do_count", is_flag=True,
+              help="Count the boards reachable per peg count (distinct and up to symmetry) and the solutions.")
+@click.option("--fewest-moves", is_flag=True,
+              help="Find a solution with the fewest moves (a move: consecutive jumps of one peg).")
+def lastone_cmd(file, goal, do_count, fewest_moves):
+    """Last One (peg solitaire) from FILE: 33 cells 'o' (peg) or '.' (hole) in row order.
+
+    Prints the solution board by board, or 'No solution.'.
+    """
+    from dobutsu_tb.analysis.puzzles import lastone
+
+    start = lastone.read_board(file)
+    if do_count:
+        result = lastone.count(start, goal)
+        click.echo(f"{'pegs':>5}{'boards':>14}{'up to symmetry':>16}")
+        for pegs, distinct, up_to in result.levels:
+            click.echo(f"{pegs:>5}{distinct:>14,}{up_to:>16,}")
+        click.echo(f"{'all':>5}{result.reachable:>14,}{result.reachable_up_to_symmetry:>16,}")
+        click.echo(f"jump sequences that solve it: {result.solutions:,}")
+        return
+    boards = lastone.fewest_moves(start, goal) if fewest_moves else lastone.solve(start, goal)
+    if boards is None:
+        click.echo("No solution.")
+        return
+    if fewest_moves:
+        click.echo(f"{len(boards) - 1} moves")
+    else:
+        click.echo(f"{len(boards) - 1} jumps")
+    for board in boards:
+        click.echo(lastone.board_text(board))
+        click.echo()
+
+
+def _plazas(text):
+    try:
+        return tuple(int(p) for p in text.split(","))
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: give plaza numbers like 1,2,3") from None
+
+
+@puzzle.command("tankchange")
+@click.option("--blue", default="1,2,3", show_default=True, help="Plazas of the blue tanks at the start.")
+@click.option("--red", default="16,17,18", show_default=True, help="Plazas of the red tanks at the start.")
+@click.option("--goal-blue", default="16,17,18", show_default=True, help="Plazas of the blue tanks at the goal.")
+@click.option("--goal-red", default="1,2,3", show_default=True, help="Plazas of the red tanks at the goal.")
+@click.option("--red-first", is_flag=True, help="Red moves first.")
+@click.option("--count", "do_count", is_flag=True, help="Also count the shortest sequences.")
+def tankchange_cmd(blue, red, goal_blue, goal_red, red_first, do_count):
+    """Tank Change: the fewest moves for the armies to exchange sides, and one shortest sequence."""
+    from dobutsu_tb.analysis.puzzles import tankchange
+
+    start = tankchange.make_state(_plazas(blue), _plazas(red), red_first)
+    result = tankchange.solve(start, _plazas(goal_blue), _plazas(goal_red), count=do_count)
+    if result.states is None:
+        click.echo("No solution.")
+        return
+    click.echo(f"fewest moves: {result.moves}")
+    if do_count:
+        click.echo(f"shortest sequences: {result.count:,}")
+    click.echo("moves (plaza numbers): " + " ".join(
+        tankchange.move_text(a, b) for a, b in zip(result.states, result.states[1:])))
+    click.echo()
+    click.echo("start")
+    click.echo(tankchange.board_text(result.states[0]))
+    for k, (a, b) in enumerate(zip(result.states, result.states[1:]), 1):
+        click.echo(f"\n{k}. {tankchange.move_text(a, b)}")
+        click.echo(tankchange.board_text(b))
+
+
+@puzzle.command("othello")
+@click.option("--start", "start_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="Start position: 8 rows of X (black), O (white), . (empty).")
+@click.option("--to-move", type=click.Choice(["black", "white"]), default="black", show_default=True,
+              help="Side to move in --start.")
+@click.option("--colour", type=click.Choice(["black", "white"]), default=None,
+              help="The colour that must remain (default: either).")
+@click.option("--count", "do_count", is_flag=True, help="Also print the number of shortest sequences.")
+@click.option("--check", default=None, metavar="MOVES",
+              help="Validate a sequence like 'c4 c3 c2' instead: legal, one colour left, shortest?")
+def othello_cmd(start_file, to_move, colour, do_count, check):
+    """Cooperative shortest Othello: the fewest placements that leave discs of one colour only."""
+    from dobutsu_tb.analysis.puzzles import othello
+
+    start = othello.parse_board(start_file.read_text(), to_move) if start_file else None
+    result = othello.solve(start, colour)
+    if check is not None:
+        moves = check.split()
+        problems, (black, white) = othello.replay(moves, start)
+        if problems:
+            click.echo(f"not valid: {problems[0]}")
+            sys.exit(1)
+        one = (black == 0) != (white == 0)
+        click.echo(f"{len(moves)} placements, legal; " + (
+            "only one colour is left" if one else "both colours are still on the board") +
+            f"; the fewest possible is {result.placements}")
+        if not one:
+            sys.exit(1)
+        return
+    if result.placements is None:
+        click.echo("No solution within the search limit.")
+        return
+    click.echo(f"fewest placements: {result.placements}")
+    if do_count:
+        click.echo(f"shortest sequences: {result.count:,}")
+    click.echo("sequence: " + " ".join(result.moves))
+    for k, (mv, pos) in enumerate(zip(result.moves, result.positions), 1):
+        click.echo(f"\n{k}. {mv}")
+        click.echo(othello.board_text(pos[0], pos[1]))
+
+
+@puzzle.command("squares")
+@click.argument("file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--first", type=click.IntRange(min=1), default=None, help="Print only the first N solutions.")
+@click.option("--count", "count_only", is_flag=True, help="Print only the number of solutions.")
+def squares_cmd(file, first, count_only):
+    """Cross Squared Number Puzzle on the grid in FILE ('.' white, '#' black, up to 8 x 8):
+    every run of two or more white cells must read as a perfect square."""
+    from dobutsu_tb.analysis.puzzles import squares
+
+    grid = squares.read_grid(file)
+    result = squares.solve(grid, limit=0 if count_only else first)
+    for k, text in enumerate(result.solutions, 1):
+        click.echo(f"solution {k}:\n{text}\n")
+    click.echo(f"{result.count:,} solution{'s' if result.count != 1 else ''}")
+
+
+@puzzle.command("sweep")
+@click.argument("file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.option("--check", "routes_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              default=None, help="Validate the routes in this file with the rules' simulator instead.")
+@click.option("--threads", default=2, show_default=True, help="Threads for the search.")
+def sweep_cmd(file, routes_file, threads):
+    """Room Sweeper: routes for every cleaner that leave the room clean, or proof that none exist.
+
+    Routes are printed one line per cleaner (kind, start row,column, steps U D L R), the form
+    --check reads, then the final board.
+    """
+    from dobutsu_tb.analysis.puzzles import sweep
+
+    problem = sweep.read_problem(file)
+    if routes_file is not None:
+        routes = sweep.parse_routes(problem, routes_file.read_text())
+        problems, tiles = sweep.simulate(problem, routes)
+        if problems:
+            click.echo("not a solution: " + "; ".join(problems))
+            sys.exit(1)
+        click.echo("valid: the routes leave the room clean")
+        return
+    result = sweep.solve(problem, threads=threads)
+    if result.routes is None:
+        click.echo("No solution: no routes within the budgets clean the room.")
+        return
+    click.echo(sweep.routes_text(problem, result.routes))
+    _, tiles = sweep.simulate(problem, result.routes)
+    click.echo(("found with meetings" if result.with_meetings else "found without meetings") + "; final board:")
+    click.echo(problem.board_text(tiles))

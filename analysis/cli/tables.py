@@ -1,0 +1,132 @@
+"""Commands that build and read a tablebase: ``build``, ``probe``, ``show``, ``line``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from dobutsu_tb.analysis.cli.common import DEFAULT_TB, tb_option
+from dobutsu_tb.analysis.pictures import draw_plies
+
+
+@click.command()
+@click.option("--start", default=None, metavar="POSITION",
+              help="Start position (default: the standard start S/gle/-c-/-C-/ELG/-).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help=f"File to write (default: {DEFAULT_TB} for the standard start, else a name from the start).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bars or per-ply lines on stderr.")
+def build(start, out, quiet):
+    """Enumerate every position reachable from a start, solve them all, write an HDF5 file.
+
+    Prints the counts and the start position's value. The full build from the standard start
+    takes a few minutes and about 4 GiB of memory.
+    """
+    import signal
+
+    from dobutsu_tb.tablebase.build import build_tablebase
+    from dobutsu_tb.tablebase.game.position import Position
+
+    # Stop on SIGTERM as on Ctrl-C: the partial output file is removed on the way out.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    position = Position.start() if start is None else Position.from_text(start)
+    if out is None:
+        out = Path(DEFAULT_TB if start is None or position.key() == Position.start().key()
+                   else "dobutsu-" + position.text().replace("/", "_") + ".h5")
+    result = build_tablebase(out, position, progress=False if quiet else None)
+    click.echo(result.summary())
+
+
+def _move_json(mv):
+    from dobutsu_tb.tablebase.values import WDL_NAMES
+
+    return {"move": mv.move, "position": mv.position.text() if mv.position else None,
+            "category": "unknown" if mv.wdl is None else WDL_NAMES[mv.wdl], "dtm": mv.dtm,
+            "terminal": mv.terminal}
+
+
+@click.command()
+@click.argument("position")
+@tb_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def probe(position, tb_path, as_json):
+    """Value of POSITION, its DTM and every move with its value, best first.
+
+    As in the Lichess tablebase API, each move's category and DTM are those of the position
+    after it, for the side then to move: a move to a 'loss' wins.
+    """
+    from dobutsu_tb.analysis.lines import mover_value
+    from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
+    from dobutsu_tb.tablebase.probe import open_tablebase
+    from dobutsu_tb.tablebase.values import WDL_NAMES, describe_value, signed_dtm
+
+    pos = Position.from_text(position)
+    with open_tablebase(tb_path) as tb:
+        wdl, dtm, terminal = tb.value(pos)
+        moves = tb.probe_moves(pos)
+    if as_json:
+        click.echo(json.dumps({"position": pos.text(), "category": WDL_NAMES[wdl],
+                               "dtm": signed_dtm(wdl, dtm), "terminal": terminal,
+                               "moves": [_move_json(m) for m in moves]}, indent=2))
+        return
+    side = SIDE_NAMES[pos.turn]
+    note = {"catch": " (it can capture the enemy lion)",
+            "try": " (the enemy lion has reached its home rank: the game is over)"}.get(terminal, "")
+    click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {side}{note}")
+    for m in moves:
+        if m.wdl is None:  # only after a catch-terminal position, which the tablebase never expands
+            click.echo(f"  {m.move:<9} {'unknown':<18} (not in this tablebase)")
+            continue
+        if m.terminal == "lion captured":
+            click.echo(f"  {m.move:<9} {describe_value(*mover_value(m)):<18} (captures the lion)")
+            continue
+        click.echo(f"  {m.move:<9} {describe_value(*mover_value(m)):<18} (then {WDL_NAMES[m.wdl]}, DTM {m.dtm:+d})")
+
+
+@click.command()
+@click.argument("position")
+@click.option("--png", "png", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="The PNG file to write.")
+def show(position, png):
+    """Draw POSITION (pieces, hands, side to move, coordinates) into a PNG file."""
+    from dobutsu_tb.analysis.pictures import draw_position
+    from dobutsu_tb.tablebase.game.position import Position
+
+    draw_position(Position.from_text(position), png)
+    click.echo(f"wrote {png}")
+
+
+@click.command()
+@click.argument("position")
+@tb_option
+@click.option("--max-plies", default=200, show_default=True, help="Stop a drawn line after this many plies.")
+@click.option("--png-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also draw the board after every ply into this folder.")
+def line(position, tb_path, max_plies, png_dir):
+    """A perfect-play line from POSITION to the end of the game, move by move with the board."""
+    from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
+    from dobutsu_tb.tablebase.probe import open_tablebase
+    from dobutsu_tb.tablebase.values import describe_value
+
+    pos = Position.from_text(position)
+    with open_tablebase(tb_path) as tb:
+        wdl, dtm, _ = tb.value(pos)
+        pv = tb.principal_variation(pos, max_plies=max_plies)
+    click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {SIDE_NAMES[pos.turn]}")
+    click.echo(pos.diagram())
+    plies = [(ply, (pos.turn + ply - 1) % 2, m.move, m.position) for ply, m in enumerate(pv, 1)]
+    for (ply, side, move, _), m in zip(plies, pv):
+        mover = SIDE_NAMES[side]
+        click.echo(f"\n{ply}. {mover} {move}")
+        if m.position is not None:
+            click.echo(m.position.diagram())
+        if m.terminal == "lion captured":
+            click.echo(f"  {mover} captures the lion and wins.")
+        elif m.terminal == "try":
+            click.echo(f"  {mover}'s lion has reached the far rank safely and wins.")
+    if wdl == 0:
+        click.echo(f"\ndraw: the line stops after {len(pv)} plies")
+    if png_dir is not None:
+        draw_plies(png_dir, pos, plies)
