@@ -13,8 +13,8 @@ from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase.game.kernels import decode_key
 from dobutsu_tb.tablebase.game.key import CELL_BITS, CELL_MASK, COUNT_BITS, COUNT_MASK, HAND_SHIFT, LION
 from dobutsu_tb.tablebase.game.position import Position
-from dobutsu_tb.tablebase.storage import Metadata, open_file, read_metadata
-from dobutsu_tb.tablebase.values import LOSS, WIN
+from dobutsu_tb.tablebase.storage import Metadata, TablebaseFile
+from dobutsu_tb.tablebase.values import LOSS, WIN, decode_values
 
 #: Most pieces other than the lions: two chicks, two elephants, two giraffes.
 MAX_PIECES = 6
@@ -135,9 +135,11 @@ def tablebase_stats(path, longest: int = 10) -> Stats:
     tablebase.storage.TablebaseFileError
         If the file is missing, damaged or not a tablebase.
     """
-    with open_file(path) as f:
-        meta = read_metadata(f)
-        keys, wdl, dtm = f["keys"][()], f["wdl"][()], f["dtm"][()]
+    with TablebaseFile(path) as f:
+        meta = f.metadata
+        keys, values = f.read_all()
+    wdl, dtm = decode_values(values)
+    del values
     wins = np.bincount(dtm[wdl == WIN]) if (wdl == WIN).any() else np.zeros(1, np.int64)
     losses = np.bincount(dtm[wdl == LOSS]) if (wdl == LOSS).any() else np.zeros(1, np.int64)
     table = np.zeros((max(1, config.THREADS), MAX_PIECES + 1, MAX_PIECES + 1, 3), np.int64)

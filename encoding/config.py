@@ -17,6 +17,8 @@ def _threads() -> int:
 THREADS = _threads()
 #: Fraction of hash table slots in use at most.
 LOAD_FACTOR = 0.75
+#: The same for the compact sets that only count keys (Robin Hood probing).
+SET_LOAD_FACTOR = 0.6
 #: Positions expanded per batch during enumeration (buffers are BATCH x MAX_MOVES int64).
 ENUM_BATCH = 1 << 15
 #: Positions whose predecessors are generated per batch in the retrograde analysis.
@@ -25,12 +27,14 @@ RETRO_BATCH = 1 << 15
 RETRO_BLOCK = 1 << 22
 #: Keys expected when nothing better is known; tables grow beyond it as needed.
 DEFAULT_EXPECTED = 1 << 16
-#: HDF5 chunk length in entries: 64 KiB of keys, so a probe decompresses little.
-CHUNK = 1 << 13
+#: HDF5 chunk lengths in entries of /keys (4 KiB before compression) and /values (1 KiB): a
+#: random probe inflates one small chunk of each.
+KEY_CHUNK = 1 << 9
+VALUE_CHUNK = 1 << 10
 #: zlib level of the HDF5 chunks.
-GZIP_LEVEL = 4
+GZIP_LEVEL = 6
 #: Decompressed chunks a lazily opened tablebase keeps per dataset.
-CHUNK_CACHE = 512
+CHUNK_CACHE = 1024
 #: Positions whose values ``dobutsu-tb verify`` re-derives per kernel call.
 VERIFY_BATCH = 1 << 20
 #: Dead states a depth-first search remembers by default.

@@ -11,24 +11,15 @@ from typing import Callable
 import numpy as np
 from tqdm import tqdm
 
+from dobutsu_tb.encoding.compact import table_key_at
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase import retrograde
-from dobutsu_tb.tablebase.enumeration import Enumeration, enumerate_positions
+from dobutsu_tb.tablebase.enumeration import enumerate_positions
 from dobutsu_tb.tablebase.game.key import KEY_SHIFT
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.game.rules import STANDARD_NONTERMINAL, STANDARD_REACHABLE
-from dobutsu_tb.tablebase.storage import Metadata, write_tablebase
-from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN, describe_value
-
-# A sort record (one uint64 per position), sorted as an integer to order keys::
-#
-#     bits 63 .. 20   the key's code bits (key >> KEY_SHIFT: at most 44 bits)
-#     bits 19 .. 18   WDL + 1
-#     bits 17 .. 0    DTM
-_VALUE_BITS = 20
-_WDL_SHIFT = 18
-_DTM_MASK = (1 << _WDL_SHIFT) - 1
-
+from dobutsu_tb.tablebase.storage import RECORD_VALUE_BITS, Metadata, record_values, write_tablebase
+from dobutsu_tb.tablebase.values import UNDECIDED, decode_value, describe_value
 
 @dataclass
 class BuildResult:
@@ -62,40 +53,54 @@ class BuildResult:
 
 
 @njit(parallel=True)
-def _pack(table, wdl, dtm, slots, out):
-    for i in prange(slots.shape[0]):
-        s = slots[i]
-        out[i] = ((table[s] >> KEY_SHIFT) << _VALUE_BITS) | (np.int64(wdl[s] + 1) << _WDL_SHIFT) | np.int64(dtm[s])
+def _records(slots, layout, values, n_blocks, offsets, out):
+    """out[offsets[b]:...] = the sort records of block b's occupied slots (key code, value byte)."""
+    size = slots.shape[0]
+    per = (size + n_blocks - 1) // n_blocks
+    for b in prange(n_blocks):
+        j = offsets[b]
+        for s in range(b * per, min(size, (b + 1) * per)):
+            if slots[s] != 0:
+                code = table_key_at(slots, layout, s) >> KEY_SHIFT
+                out[j] = np.uint64((code << RECORD_VALUE_BITS) | values[s])
+                j += 1
 
 
 @njit(parallel=True)
-def _unpack(packed, keys, wdl, dtm):
-    for i in prange(packed.shape[0]):
-        p = packed[i]
-        keys[i] = np.int64(p >> np.uint64(_VALUE_BITS)) << KEY_SHIFT
-        wdl[i] = np.int8(np.int64((p >> np.uint64(_WDL_SHIFT)) & np.uint64(3)) - 1)
-        dtm[i] = np.uint16(p & np.uint64(_DTM_MASK))
+def _count_blocks(slots, n_blocks, counts):
+    size = slots.shape[0]
+    per = (size + n_blocks - 1) // n_blocks
+    for b in prange(n_blocks):
+        n = 0
+        for s in range(b * per, min(size, (b + 1) * per)):
+            if slots[s] != 0:
+                n += 1
+        counts[b] = n
 
 
-def sorted_values(enum: Enumeration) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Keys (ascending), WDL and DTM of every position of a solved enumeration.
+def sorted_records(table, values: np.ndarray) -> np.ndarray:
+    """The sort records (:func:`~dobutsu_tb.tablebase.storage.pack_records`) of every position of
+    a solved table, ascending by key.
+
+    Parameters
+    ----------
+    table : CompactTable
+        The enumeration's table.
+    values : numpy.ndarray of uint8, shape (table.capacity,)
+        Value bytes by slot.
 
     Returns
     -------
-    keys : numpy.ndarray of int64, shape (n,)
-    wdl : numpy.ndarray of int8, shape (n,)
-    dtm : numpy.ndarray of uint16, shape (n,)
+    numpy.ndarray of uint64, shape (len(table),)
     """
-    slots = enum.table.occupied()
-    packed = np.empty(slots.shape[0], np.int64)
-    _pack(enum.table.table, enum.wdl, enum.dtm, slots, packed)
-    del slots
-    packed = packed.view(np.uint64)
-    packed.sort()
-    n = packed.shape[0]
-    keys, wdl, dtm = np.empty(n, np.int64), np.empty(n, np.int8), np.empty(n, np.uint16)
-    _unpack(packed, keys, wdl, dtm)
-    return keys, wdl, dtm
+    n_blocks = 256
+    counts = np.zeros(n_blocks, np.int64)
+    _count_blocks(table.slots, n_blocks, counts)
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    records = np.empty(int(counts.sum()), np.uint64)
+    _records(table.slots, table.layout, values, n_blocks, offsets, records)
+    records.sort()
+    return records
 
 
 def _log(msg: str) -> None:
@@ -124,12 +129,12 @@ def build_tablebase(out, start=None, progress: bool | None = None,
 
     Raises
     ------
-    encoding.position.PositionError
+    dobutsu_tb.tablebase.game.position.PositionError
         If a text start position is malformed or impossible.
-    tablebase.generate.StartPositionError
+    dobutsu_tb.tablebase.enumeration.StartPositionError
         If the start position is terminal.
-    encoding.hashtable.HashTableFullError
-        If the positions do not fit in memory's hash tables.
+    dobutsu_tb.encoding.compact.CompactTableFullError
+        If the positions do not fit the hash tables.
     OSError
         If ``out`` cannot be written.
     """
@@ -165,38 +170,40 @@ def build_tablebase(out, start=None, progress: bool | None = None,
             if not quiet:
                 _log(f"ply {ply:3d}: {processed:>11,} positions -> {decided:>11,} decided at "
                      f"ply {ply + 1} ({secs:.2f} s)")
-        retro_seconds = retrograde.solve(enum, on_ply)
+        values, retro_seconds = retrograde.solve(enum, on_ply)
 
     phase("sort")
     t = time.perf_counter()
-    slot = enum.table.lookup([start.key()])[0]
-    start_wdl, start_dtm = int(enum.wdl[slot]), int(enum.dtm[slot])
+    start_wdl, start_dtm = decode_value(int(values[enum.table.lookup([start.key()])[0]]))
     counts = dict(reachable=enum.reachable, nonterminal=enum.nonterminal,
                   catch_terminal=enum.catch_terminal, try_terminal=enum.try_terminal,
                   no_moves=enum.no_moves)
     enum_seconds = enum.seconds
-    keys, wdl, dtm = sorted_values(enum)
-    del enum
-    meta = Metadata(start=start.text(), wins=int((wdl == WIN).sum()), draws=int((wdl == DRAW).sum()),
-                    losses=int((wdl == LOSS).sum()), start_wdl=start_wdl, start_dtm=start_dtm,
+    table = enum.table
+    del enum  # the counters go; the table and the values make the records
+    records = sorted_records(table, values)
+    del table, values
+    per_code = np.bincount(record_values(records), minlength=256)
+    dtms = np.arange(per_code.shape[0] - 1)
+    decided = per_code[1:]
+    meta = Metadata(start=start.text(), wins=int(decided[dtms % 2 == 1].sum()), draws=int(per_code[UNDECIDED]),
+                    losses=int(decided[dtms % 2 == 0].sum()), start_wdl=start_wdl, start_dtm=start_dtm,
+                    max_dtm=int(np.flatnonzero(decided).max()) if decided.any() else 0,
                     seconds={"enumeration": enum_seconds, "retrograde": retro_seconds}, **counts)
-    sort_seconds = time.perf_counter() - t
-    meta.seconds["sort"] = sort_seconds
+    meta.seconds["sort"] = time.perf_counter() - t
     phase("write")
     t = time.perf_counter()
-    with tqdm(total=3 * keys.shape[0], desc="write", unit=" entries", unit_scale=True,
+    with tqdm(total=2 * records.shape[0], desc="write", unit=" entries", unit_scale=True,
               disable=disable, file=sys.stderr) as bar:
-        write_tablebase(out, keys, wdl, dtm, meta, progress=bar.update)
-    del keys, wdl, dtm
+        write_tablebase(out, records, meta, progress=bar.update)
+    del records
     meta.seconds["write"] = time.perf_counter() - t
-    # Read the start position's value back through the probing code: a check of the file just
-    # written, which also compiles (and caches) every kernel a first `dobutsu-tb probe` needs.
+    # Read the start position's value back through the probing code: a check of the file just written.
     phase("check")
     from dobutsu_tb.tablebase.probe import open_tablebase
 
     with open_tablebase(out) as tb:
         found = (tb.probe_wdl(start), abs(tb.probe_dtm(start)))
-        tb.probe_moves(start)  # compiles move generation too, for the user's first probe
     if found != (start_wdl, start_dtm):  # pragma: no cover - a defect, not an input error
         raise RuntimeError(f"{out}: the start position reads back as {found}, "
                            f"not {(start_wdl, start_dtm)}")

@@ -1,31 +1,61 @@
-"""Breadth-first enumeration of every position reachable from a start (SPEC §1.4).
+"""Enumeration of every position reachable from a start (SPEC §1.4).
 
-Non-terminal positions go into one hash table and are expanded; terminal positions (catch- or
-try-terminal) go into a second table and are counted, never expanded. While a position is
-expanded, the two facts the retrograde analysis starts from are recorded in slot-indexed arrays
-of the non-terminal table: the number of its *distinct* canonical non-terminal children (the
-counter of unresolved moves) and whether a move reaches a try-terminal position (a win in 1).
-A non-terminal position without a legal move (SPEC §1.4: none is reachable from the standard
-start) is counted and valued as a loss in 0 plies: the side that cannot move has lost, as in shogi.
+Non-terminal positions go into a :class:`~dobutsu_tb.encoding.compact.CompactTable` (4 bytes
+a slot) with one *tag* byte per slot; terminal positions (catch- or try-terminal) are reached
+but never expanded: a :class:`~dobutsu_tb.encoding.compact.CompactSet` (3 bytes a slot for the
+full game) only counts the distinct ones.
 
-The work goes in batches: the children of a batch of positions are generated in parallel, then
-inserted with one thread per hash table shard.
+The table is walked in sweeps: each sweep scans the tags in slot order and expands every
+position tagged :data:`TAG_FRESH` in batches. A batch's children are generated in parallel
+(canonical keys, de-duplicated per position) and then inserted with one thread per shard, so no
+locks are needed; a new non-terminal child is tagged fresh. Children landing behind the scan
+wait for the next sweep, and a sweep that finds nothing fresh ends the enumeration (the order
+of expansion does not change the reachable set).
+
+Expanding a position replaces its fresh tag by what the retrograde analysis starts from: the
+number of its distinct canonical non-terminal children (the counter of unresolved moves; 0 when
+every move lets the opponent capture the lion, a loss in 2), or :data:`TAG_WIN1` when a move
+makes a successful try (a win in 1), or :data:`TAG_NO_MOVES` for a position without a legal
+move (a loss in 0, as in shogi; SPEC §1.4: none is reachable from the standard start).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 from dobutsu_tb.encoding import config
+from dobutsu_tb.encoding.atomics import prefetch
 from dobutsu_tb.encoding.bits import sort_prefix
-from dobutsu_tb.encoding.hashtable import HashTable, insert_key, shard_of
+from dobutsu_tb.encoding.compact import (
+    FULL,
+    L_ENTRY,
+    CompactSet,
+    CompactTable,
+    home_slot,
+    key_hash,
+    set_add,
+    shard_of,
+    table_insert,
+    table_key_at,
+)
 from dobutsu_tb.encoding.jit import njit, prange
-from dobutsu_tb.tablebase.game.kernels import canonical_key, classify, decode_key, gen_moves, make_move
+from dobutsu_tb.tablebase.game.kernels import canonical_key, child_keys, classify, decode_key
+from dobutsu_tb.tablebase.game.key import KEY_SHIFT, MAX_KEY_BITS
 from dobutsu_tb.tablebase.game.rules import CATCH, MAX_MOVES, NONTERMINAL, TRY
-from dobutsu_tb.tablebase.values import LOSS, UNKNOWN, WIN
+
+#: Tags (one byte per table slot). Below TAG_NO_MOVES a tag is the position's counter.
+TAG_FRESH = 255
+TAG_WIN1 = 254
+TAG_NO_MOVES = 253
+#: A terminal child in a batch buffer: its hash shifted up, its class (CATCH or TRY) below.
+_CLASS_BITS = 2
+_CLASS_MASK = (1 << _CLASS_BITS) - 1
+#: Children inserted ahead of the one being inserted are prefetched this far ahead.
+_PREFETCH_AHEAD = 8
 
 
 class StartPositionError(ValueError):
@@ -38,24 +68,21 @@ class Enumeration:
 
     Attributes
     ----------
-    table : HashTable
-        Canonical keys of the non-terminal positions; a key's slot indexes the arrays below.
-    counter : numpy.ndarray of uint8, shape (table.capacity,)
-        Distinct canonical non-terminal children of each position.
-    wdl, dtm : numpy.ndarray of int8 / uint16, shape (table.capacity,)
-        Values so far: WIN and 1 where a move reaches a try-terminal position, else UNKNOWN / 0.
+    table : CompactTable
+        Canonical keys of the non-terminal positions; a key's slot indexes ``tags``.
+    tags : numpy.ndarray of uint8, shape (table.capacity,)
+        Per slot: the counter of distinct canonical non-terminal children, or
+        :data:`TAG_WIN1` / :data:`TAG_NO_MOVES` (module docstring).
     catch_terminal, try_terminal : int
         Distinct terminal positions reached, by class.
     no_moves : int
-        Non-terminal positions without a legal move (valued as losses in 0).
+        Non-terminal positions without a legal move (losses in 0).
     seconds : float
         Wall time of the enumeration.
     """
 
-    table: HashTable
-    counter: np.ndarray
-    wdl: np.ndarray
-    dtm: np.ndarray
+    table: CompactTable
+    tags: np.ndarray
     catch_terminal: int
     try_terminal: int
     no_moves: int = 0
@@ -72,107 +99,151 @@ class Enumeration:
         return self.nonterminal + self.catch_terminal + self.try_terminal
 
 
-@njit(parallel=True)
-def _expand(table, slots, children, n_children, counter, wdl, dtm):
-    """Children of the positions at ``slots``: ``children[b, :n_children[b]]`` gets the distinct
-    canonical keys of position b's children (positive for non-terminal children; for terminal
-    ones the negated key with its class in bit 0; duplicates become 0)."""
-    for b in prange(slots.shape[0]):
-        slot = slots[b]
-        state = decode_key(table[slot])
-        row = children[b]
-        n = gen_moves(state, row)
-        win1 = False
-        for k in range(n):
-            child = make_move(state, row[k])
-            cls = classify(child)
-            key = canonical_key(child)
-            if cls == NONTERMINAL:
-                row[k] = key
-            else:
-                row[k] = -(key | cls)
-                if cls == TRY:
-                    win1 = True
-        sort_prefix(row, n)
-        distinct = 0
-        for k in range(n):
-            if k > 0 and row[k] == row[k - 1]:
-                row[k] = 0
-            elif row[k] > 0:
-                distinct += 1
-        n_children[b] = n
-        counter[slot] = distinct
-        if n == 0:
-            wdl[slot] = LOSS
-            dtm[slot] = 0
-        elif win1:
-            wdl[slot] = WIN
-            dtm[slot] = 1
-
-
-@njit(parallel=True)
-def _insert_children(nt, nt_cap, t, t_cap, n_shards, nt_counts, t_counts, children, n_children,
-                     new_slot):
-    """Insert a batch's children, one task per shard. ``new_slot[b, k]`` gets the slot of a
-    non-terminal child that was not in the table before, else -1. Returns how many insertions
-    found a table full (a sum reduction: plain assignments inside prange are thread-private)."""
-    full = 0
-    for shard in prange(n_shards):
-        added = 0
-        t_added = 0
-        failed = 0
-        for b in range(children.shape[0]):
-            for k in range(n_children[b]):
-                key = children[b, k]
-                if key > 0:
-                    if shard_of(key, n_shards) != shard:
-                        continue
-                    s = insert_key(nt, nt_cap, n_shards, key)
-                    if s == -1:
-                        failed += 1
-                    if s >= 0:
-                        added += 1
-                        new_slot[b, k] = s
-                    else:
-                        new_slot[b, k] = -1
-                elif key < 0:
-                    tk = -key
-                    if shard_of(tk, n_shards) != shard:
-                        continue
-                    s = insert_key(t, t_cap, n_shards, tk)
-                    if s == -1:
-                        failed += 1
-                    if s >= 0:
-                        t_added += 1
-        nt_counts[shard] += added
-        t_counts[shard] += t_added
-        full += failed
-    return full
+@njit
+def _collect(tags, start, out):
+    """Slots from ``start`` on whose tag is fresh, into ``out``; returns (how many, where it stopped)."""
+    n = 0
+    s = start
+    size = tags.shape[0]
+    cap = out.shape[0]
+    while s < size and n < cap:
+        if tags[s] == TAG_FRESH:
+            out[n] = s
+            n += 1
+        s += 1
+    return n, s
 
 
 @njit
-def _append_new(children, n_children, new_slot, queue, tail):
-    for b in range(children.shape[0]):
-        for k in range(n_children[b]):
-            if children[b, k] > 0 and new_slot[b, k] >= 0:
-                queue[tail] = new_slot[b, k]
-                tail += 1
-    return tail
+def _expand_range(slots, layout, batch, lo, hi, tags, nt, nt_n, term, term_n):
+    """:func:`_expand` for ``batch[lo:hi]``; returns the positions without moves among them."""
+    moves = np.empty(MAX_MOVES, np.int64)
+    keys = np.empty(MAX_MOVES, np.int64)
+    classes = np.empty(MAX_MOVES, np.int64)
+    no_moves = 0
+    for b in range(lo, hi):
+        s = batch[b]
+        n = child_keys(decode_key(table_key_at(slots, layout, s)), moves, keys, classes)
+        row, trow = nt[b], term[b]
+        a = 0
+        c = 0
+        win1 = False
+        for k in range(n):
+            if classes[k] == NONTERMINAL:
+                row[a] = keys[k]
+                a += 1
+            else:
+                trow[c] = keys[k] | classes[k]
+                c += 1
+                win1 |= classes[k] == TRY
+        nt_n[b] = _distinct_hashes(row, a, layout, 0)
+        term_n[b] = _distinct_hashes(trow, c, layout, _CLASS_BITS)
+        if n == 0:
+            tags[s] = TAG_NO_MOVES
+            no_moves += 1
+        elif win1:
+            tags[s] = TAG_WIN1
+        else:
+            tags[s] = nt_n[b]
+    return no_moves
+
+
+@njit
+def _distinct_hashes(row, n, layout, class_bits):
+    """Sort ``row[:n]`` (keys, with a class in the low ``class_bits`` bits), drop repeats and
+    replace each key by its hash, the class kept below it; returns how many are left."""
+    sort_prefix(row, n)
+    mask = (np.int64(1) << class_bits) - 1
+    m = 0
+    prev = np.int64(0)
+    for k in range(n):
+        entry = row[k]
+        if entry != prev:
+            row[m] = (key_hash(entry & ~mask, layout) << class_bits) | (entry & mask)
+            m += 1
+            prev = entry
+    return m
 
 
 @njit(parallel=True)
-def _count_try(t):
-    n = 0
-    for s in prange(t.shape[0]):
-        if t[s] & 1 == 0 and t[s] & TRY:
-            n += 1
-    return n
+def _expand(slots, layout, batch, tags, n_threads, nt, nt_n, term, term_n):
+    """Expand the positions at ``batch``: the hashes of their distinct canonical non-terminal
+    children into ``nt[b, :nt_n[b]]``, of their distinct terminal children (with the class)
+    into ``term[b, :term_n[b]]``; set each position's tag. Returns positions without moves."""
+    no_moves = 0
+    per = (batch.shape[0] + n_threads - 1) // n_threads
+    for t in prange(n_threads):
+        no_moves += _expand_range(slots, layout, batch, t * per, min(batch.shape[0], (t + 1) * per), tags,
+                                  nt, nt_n, term, term_n)
+    return no_moves
 
 
-def _grow(arr: np.ndarray, remap: np.ndarray, size: int, fill) -> np.ndarray:
-    out = np.full(size, fill, arr.dtype)
+@njit
+def _insert_shard(shard, slots, layout, counts, tags, nt, nt_n, setbuf, set_layout, set_counts, term, term_n,
+                  new_by_class):
+    """:func:`_insert` for one shard; returns (table failures, set failures). Each key's slot is
+    prefetched a few keys ahead, so the cache misses overlap."""
+    added = 0
+    bad = 0
+    for b in range(nt_n.shape[0]):
+        row = nt[b]
+        n = nt_n[b]
+        for k in range(n):
+            ahead = row[k + _PREFETCH_AHEAD] if k + _PREFETCH_AHEAD < n else -1
+            if ahead >= 0 and shard_of(ahead, layout) == shard:
+                prefetch(slots, home_slot(ahead, layout))
+            h = row[k]
+            if shard_of(h, layout) != shard:
+                continue
+            s = table_insert(slots, layout, h)
+            if s >= 0:
+                tags[s] = TAG_FRESH
+                added += 1
+            elif s == FULL:
+                bad += 1
+    counts[shard] += added
+    bad_set = 0
+    entry = set_layout[L_ENTRY]
+    for b in range(term_n.shape[0]):
+        trow = term[b]
+        n = term_n[b]
+        for k in range(n):
+            ahead = trow[k + _PREFETCH_AHEAD] >> _CLASS_BITS if k + _PREFETCH_AHEAD < n else -1
+            if ahead >= 0 and shard_of(ahead, set_layout) == shard:
+                prefetch(setbuf, home_slot(ahead, set_layout) * entry)
+            h = trow[k] >> _CLASS_BITS
+            if shard_of(h, set_layout) != shard:
+                continue
+            a = set_add(setbuf, set_layout, h)
+            if a == 1:
+                set_counts[shard] += 1
+                new_by_class[shard, trow[k] & _CLASS_MASK] += 1
+            elif a < 0:
+                bad_set += 1
+    return bad, bad_set
+
+
+@njit(parallel=True)
+def _insert(slots, layout, counts, tags, nt, nt_n, setbuf, set_layout, set_counts, term, term_n,
+            n_shards, new_by_class):
+    """Insert a batch's children, one task per shard: new non-terminal children are tagged
+    fresh; terminal ones are added to the set and counted by class in ``new_by_class[shard]``.
+    Returns the insertions that found no room in the table and in the set (the caller grows
+    the one that overflowed and inserts the batch again, which is idempotent)."""
+    failed_table = 0
+    failed_set = 0
+    for shard in prange(n_shards):
+        bad, bad_set = _insert_shard(shard, slots, layout, counts, tags, nt, nt_n, setbuf, set_layout, set_counts,
+                                     term, term_n, new_by_class)
+        failed_table += bad
+        failed_set += bad_set
+    return failed_table, failed_set
+
+
+def _regrow_tags(tags: np.ndarray, remap: np.ndarray, size: int) -> np.ndarray:
+    out = np.zeros(size, np.uint8)
     used = remap >= 0
-    out[remap[used]] = arr[used]
+    out[remap[used]] = tags[used]
     return out
 
 
@@ -185,10 +256,11 @@ def enumerate_positions(start_state: int, expected: tuple[int, int] | None = Non
     start_state : int
         Packed normalised start state; it must be non-terminal.
     expected : (int, int), optional
-        Expected numbers of non-terminal and terminal positions, to size the hash tables
-        (they grow when exceeded). Default: :data:`config.DEFAULT_EXPECTED` each.
+        Expected numbers of non-terminal and terminal positions, to size the table and the set
+        (they grow when exceeded). Default: :data:`~dobutsu_tb.encoding.config.DEFAULT_EXPECTED` each.
     progress : callable, optional
-        Called as ``progress(expanded, queued)`` after each batch.
+        Called as ``progress(expanded, found)`` after each batch (positions expanded, and
+        non-terminal positions found so far).
 
     Returns
     -------
@@ -198,63 +270,63 @@ def enumerate_positions(start_state: int, expected: tuple[int, int] | None = Non
     ------
     StartPositionError
         If the start position is terminal.
-    encoding.hashtable.HashTableFullError
-        If a table cannot grow any further.
+    dobutsu_tb.encoding.compact.CompactTableFullError
+        If the table or the set cannot grow any further.
     """
-    import time
-
     t0 = time.perf_counter()
     start_state = np.int64(start_state)
-    cls = classify(start_state)
+    cls = int(classify(start_state))
     if cls != NONTERMINAL:
         raise StartPositionError("the start position is terminal: the side to move "
                                  + ("can capture the enemy lion" if cls == CATCH
                                     else "faces an enemy lion that has reached its home rank"))
     n_nt, n_t = expected or (config.DEFAULT_EXPECTED, config.DEFAULT_EXPECTED)
-    batch = config.ENUM_BATCH
-    # Headroom for one batch whose children are all new, so exact figures never force a rehash.
-    headroom = batch * MAX_MOVES
-    shards = config.THREADS
-    nt = HashTable(n_nt + headroom, config.LOAD_FACTOR, shards)
-    term = HashTable(n_t + headroom, config.LOAD_FACTOR, shards)
-    counter = np.zeros(nt.capacity, np.uint8)
-    wdl = np.full(nt.capacity, UNKNOWN, np.int8)
-    dtm = np.zeros(nt.capacity, np.uint16)
-    queue = np.empty(max(16, n_nt), np.int64)
-    slots, _ = nt.insert([canonical_key(start_state)])
-    queue[0] = slots[0]
-    head, tail = 0, 1
-    no_moves = 0
-    children = np.zeros((batch, MAX_MOVES), np.int64)
-    n_children = np.zeros(batch, np.int64)
-    new_slot = np.empty((batch, MAX_MOVES), np.int64)
-    while head < tail:
-        stop = min(tail, head + batch)
-        nb = stop - head
-        _expand(nt.table, queue[head:stop], children[:nb], n_children[:nb], counter, wdl, dtm)
-        no_moves += int(np.count_nonzero(n_children[:nb] == 0))
-        n_new = int(n_children[:nb].sum())  # the worst case: every child new
-        if nt.room() < n_new:
-            remap = nt.grow(len(nt) + max(n_new, len(nt)))
-            counter = _grow(counter, remap, nt.capacity, 0)
-            wdl = _grow(wdl, remap, nt.capacity, UNKNOWN)
-            dtm = _grow(dtm, remap, nt.capacity, 0)
-            queue[:tail] = remap[queue[:tail]]
-        if term.room() < n_new:
-            term.grow(len(term) + max(n_new, len(term)))
-        before = len(nt)
-        status = _insert_children(nt.table, nt.shard_capacity, term.table, term.shard_capacity,
-                                  shards, nt.counts, term.counts, children[:nb], n_children[:nb],
-                                  new_slot[:nb])
-        if status != 0:  # pragma: no cover - room was made above
-            raise RuntimeError("hash table overflow during enumeration")
-        if queue.shape[0] < tail + len(nt) - before:
-            queue = np.concatenate([queue, np.empty(max(len(nt) - before, tail), np.int64)])
-        tail = _append_new(children[:nb], n_children[:nb], new_slot[:nb], queue, tail)
-        head = stop
+    threads = config.THREADS
+    table = CompactTable(n_nt, MAX_KEY_BITS, KEY_SHIFT, config.LOAD_FACTOR, threads)
+    terminal = CompactSet(n_t, MAX_KEY_BITS, KEY_SHIFT, config.SET_LOAD_FACTOR, threads)
+    tags = np.zeros(table.capacity, np.uint8)
+    slots, _ = table.insert([canonical_key(start_state)])
+    tags[slots[0]] = TAG_FRESH
+    batch_size = config.ENUM_BATCH
+    batch = np.empty(batch_size, np.int64)
+    nt = np.empty((batch_size, MAX_MOVES), np.int64)
+    term = np.empty((batch_size, MAX_MOVES), np.int64)
+    nt_n = np.zeros(batch_size, np.int64)
+    term_n = np.zeros(batch_size, np.int64)
+    by_class = np.zeros((table.n_shards, _CLASS_MASK + 1), np.int64)
+    expanded = no_moves = 0
+    scan = 0
+    swept_fresh = False
+    while True:
+        n, scan = _collect(tags, scan, batch)
+        if n == 0:
+            if not swept_fresh:
+                break  # a whole sweep found nothing to expand
+            scan, swept_fresh = 0, False
+            continue
+        swept_fresh = True
+        no_moves += _expand(table.slots, table.layout, batch[:n], tags, threads, nt[:n], nt_n[:n],
+                            term[:n], term_n[:n])
+        expanded += n
+        while True:
+            if table.room() < int(nt_n[:n].sum()):
+                tags = _regrow_tags(tags, table.grow(len(table) + max(int(nt_n[:n].sum()), len(table))),
+                                    table.capacity)
+                scan = 0  # slots moved: rescan (expanded positions are no longer fresh)
+            if terminal.room() < int(term_n[:n].sum()):
+                terminal.grow(len(terminal) + max(int(term_n[:n].sum()), len(terminal)))
+            failed_table, failed_set = _insert(
+                table.slots, table.layout, table.counts, tags, nt[:n], nt_n[:n], terminal.buf, terminal.layout,
+                terminal.counts, term[:n], term_n[:n], table.n_shards, by_class)
+            if failed_table == 0 and failed_set == 0:
+                break
+            # A displacement did not fit: grow what overflowed, then insert the batch again.
+            if failed_table:
+                tags = _regrow_tags(tags, table.grow(2 * len(table)), table.capacity)
+                scan = 0
+            if failed_set:
+                terminal.grow(2 * len(terminal))
         if progress is not None:
-            progress(head, tail)
-    del queue, children, new_slot
-    n_try = int(_count_try(term.table))
-    return Enumeration(nt, counter, wdl, dtm, len(term) - n_try, n_try, no_moves,
-                       time.perf_counter() - t0)
+            progress(expanded, len(table))
+    totals = by_class.sum(axis=0)
+    return Enumeration(table, tags, int(totals[CATCH]), int(totals[TRY]), no_moves, time.perf_counter() - t0)

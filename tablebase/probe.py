@@ -10,12 +10,12 @@ answered from the rules (catch-terminal: win in 1; try-terminal: loss in 0). A p
 file does not cover raises :class:`MissingPositionError` from the ``probe_*`` methods, and gives
 ``default`` from the ``get_*`` methods (python-chess's convention).
 
-Lookups go through ``/index`` (the first key of each chunk, read on open) to one chunk of each
-dataset, and decompressed chunks are kept in a small cache, so a single probe reads a few KiB.
-A probe of a position whose chunks are cached takes microseconds; one that must inflate new
-chunks takes about 0.25 ms. ``open_tablebase(path, in_memory=True)`` reads the whole file
-instead (about 5 s and 1.1 GiB for the full tablebase), after which any probe takes about 5 µs:
-use it for many random probes.
+Lookups go through ``/index`` (the first key of each chunk of ``/keys``, read and checked on
+open) to one small chunk of ``/keys`` and one of ``/values``; every chunk is checked as it is
+read (:class:`~dobutsu_tb.tablebase.storage.TablebaseFile`) and kept in a small cache. A probe
+costs tens of microseconds, and nothing here imports numba. ``open_tablebase(path,
+in_memory=True)`` reads the whole file instead (0.9 GiB for the full tablebase), after which
+:meth:`Tablebase.probe_many` looks up millions of keys a second.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from dobutsu_tb.tablebase.game.key import LION, OPPONENT, canonical_key
 from dobutsu_tb.tablebase.game.notation import move_text
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.game.rules import CATCH, NONTERMINAL, TRY, classify, find_piece, legal_moves, make_move
-from dobutsu_tb.tablebase.storage import Metadata, TablebaseFileError, open_file, read_metadata
-from dobutsu_tb.tablebase.values import CATCH_DTM, DRAW, LOSS, TRY_DTM, WIN, signed_dtm
+from dobutsu_tb.tablebase.storage import Metadata, TablebaseFile
+from dobutsu_tb.tablebase.values import CATCH_DTM, DRAW, LOSS, TRY_DTM, WIN, decode_value, decode_values, signed_dtm
 
 
 class MissingPositionError(KeyError):
@@ -108,17 +108,17 @@ class Tablebase:
 
     def __init__(self, path, in_memory: bool = False):
         self.path = Path(path)
-        self._file = open_file(self.path)
-        self.metadata: Metadata = read_metadata(self._file)
-        self._keys = self._file["keys"]
-        self._wdl = self._file["wdl"]
-        self._dtm = self._file["dtm"]
-        self._index = self._file["index"][()]
-        self._chunk = int(self._keys.chunks[0]) if self._keys.chunks else max(1, self._keys.shape[0])
-        self._cache: dict[str, OrderedDict] = {"keys": OrderedDict(), "wdl": OrderedDict(), "dtm": OrderedDict()}
+        self._file = TablebaseFile(self.path)
+        self.metadata: Metadata = self._file.metadata
+        self._key_cache: OrderedDict = OrderedDict()
+        self._value_cache: OrderedDict = OrderedDict()
         self._all = None
         if in_memory:
-            self._all = (self._keys[()], self._wdl[()], self._dtm[()])
+            try:
+                self._all = self._file.read_all()
+            except BaseException:
+                self._file.close()
+                raise
 
     # --- context manager -----------------------------------------------------------------
 
@@ -133,46 +133,101 @@ class Tablebase:
         self.close()
 
     def __len__(self) -> int:
-        return int(self._keys.shape[0])
+        return self._file.n
 
     def __repr__(self) -> str:
         return f"<Tablebase {str(self.path)!r}: {self.metadata.nonterminal:,} positions from {self.metadata.start}>"
 
     # --- raw lookups ---------------------------------------------------------------------
 
-    def _chunk_of(self, name: str, c: int) -> np.ndarray:
-        cache = self._cache[name]
+    @staticmethod
+    def _cached(cache: OrderedDict, c: int, read) -> np.ndarray:
         arr = cache.get(c)
         if arr is None:
-            dset = self._file[name]
-            try:
-                arr = dset[c * self._chunk: (c + 1) * self._chunk]
-            except OSError as exc:
-                raise TablebaseFileError(f"{self.path}: chunk {c} of /{name} is unreadable "
-                                         f"(corrupt file?): {exc}") from None
-            cache[c] = arr
+            arr = cache[c] = read(c)
             if len(cache) > CHUNK_CACHE:
                 cache.popitem(last=False)
         else:
             cache.move_to_end(c)
         return arr
 
-    def lookup_key(self, key: int) -> tuple[int, int] | None:
-        """``(wdl, dtm)`` stored for a canonical key (DTM unsigned, plies), or None if absent."""
+    def _entry(self, key: int) -> int:
+        """Index of a canonical key among the stored keys, or -1."""
         if self._all is not None:
-            keys, wdl, dtm = self._all
+            keys = self._all[0]
             i = int(np.searchsorted(keys, key))
-            if i < keys.shape[0] and keys[i] == key:
-                return int(wdl[i]), int(dtm[i])
-            return None
-        c = int(np.searchsorted(self._index, key, side="right")) - 1
+            return i if i < keys.shape[0] and keys[i] == key else -1
+        c = self._file.chunk_of(key)
         if c < 0:
-            return None
-        keys = self._chunk_of("keys", c)
+            return -1
+        keys = self._cached(self._key_cache, c, self._file.read_keys)
         i = int(np.searchsorted(keys, key))
         if i >= keys.shape[0] or keys[i] != key:
-            return None
-        return int(self._chunk_of("wdl", c)[i]), int(self._chunk_of("dtm", c)[i])
+            return -1
+        return c * self._file.key_chunk + i
+
+    def _value_byte(self, i: int) -> int:
+        if self._all is not None:
+            return int(self._all[1][i])
+        chunk = self._file.value_chunk
+        return int(self._cached(self._value_cache, i // chunk, self._file.read_values)[i % chunk])
+
+    def lookup_key(self, key: int) -> tuple[int, int] | None:
+        """``(wdl, dtm)`` stored for a canonical key (DTM unsigned, plies), or None if absent.
+
+        Raises
+        ------
+        TablebaseFileError
+            If the chunks holding it are damaged.
+        """
+        i = self._entry(int(key))
+        return None if i < 0 else decode_value(self._value_byte(i))
+
+    def probe_many(self, positions_or_keys) -> tuple[np.ndarray, np.ndarray]:
+        """WDL and DTM of many positions at once (for training data and bulk checks).
+
+        Parameters
+        ----------
+        positions_or_keys : numpy.ndarray of int64, shape (n,), or sequence of Position or str
+            Canonical keys (:meth:`Position.key`; SPEC §1.3), or positions in any orientation.
+            Terminal positions are not stored: give keys of stored (non-terminal) positions, or
+            positions, whose terminal ones are answered from the rules.
+
+        Returns
+        -------
+        wdl : numpy.ndarray of int8, shape (n,)
+            1 win, 0 draw, -1 loss for the side to move; -2 where the key is not in the file.
+        dtm : numpy.ndarray of int16, shape (n,)
+            Signed DTM in plies (python-chess's convention), 0 where wdl is 0 or -2.
+
+        Raises
+        ------
+        TablebaseFileError
+            If a chunk read is damaged.
+        ValueError
+            If an array of keys is not one-dimensional int64.
+        """
+        from dobutsu_tb.tablebase.lookup import probe_keys
+
+        arr = positions_or_keys
+        terminal = None
+        if not isinstance(arr, np.ndarray):
+            positions = [_to_position(p) for p in arr]
+            arr = np.fromiter((p.key() for p in positions), np.int64, len(positions))
+            terminal = [classify(p.state()) for p in positions]
+        if arr.ndim != 1 or arr.dtype != np.int64:
+            raise ValueError(f"keys must be a one-dimensional int64 array, got {arr.dtype} of shape {arr.shape}")
+        codes, found = probe_keys(self, arr)
+        wdl, dtm = decode_values(codes)
+        wdl = np.where(found, wdl, -2).astype(np.int8)
+        signed = np.where(wdl == WIN, dtm, np.where(wdl == LOSS, -dtm.astype(np.int16), 0)).astype(np.int16)
+        if terminal is not None:
+            for i, cls in enumerate(terminal):
+                if cls == CATCH:
+                    wdl[i], signed[i] = WIN, CATCH_DTM
+                elif cls == TRY:
+                    wdl[i], signed[i] = LOSS, -TRY_DTM
+        return wdl, signed
 
     def value(self, position) -> tuple[int, int, str | None]:
         """WDL, unsigned DTM (plies) and terminal class of a position.

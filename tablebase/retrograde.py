@@ -1,18 +1,20 @@
 """Retrograde analysis: WDL and DTM of every non-terminal position (SPEC §1.5).
 
-The analysis starts from what enumeration recorded (:mod:`tablebase.generate`): a win in 1 for
-each position with a move onto a try-terminal position, and each position's number of distinct
-canonical non-terminal children. Catch-terminal children are wins in 1 for the opponent that are
-never looked at again, so a position whose children are all catch-terminal is a loss in 2
-(:func:`mark_immediate_losses`).
+Values live in one byte per table slot (:mod:`dobutsu_tb.tablebase.values`: 0 undecided, else
+DTM + 1, a win when the DTM is odd); the enumeration's tags serve as the counters of unresolved
+moves. :func:`seed_values` starts from what enumeration found: a win in 1 for each position
+with a successful try, a loss in 2 for each whose every move lets the lion be caught (counter
+0), a loss in 0 for a position without moves. Catch-terminal positions are wins in 1 for the
+opponent that are never looked at again.
 
-Then ply by ply (:func:`propagate_ply`): every position decided at DTM ``n`` (a win if n is odd,
-a loss if even) generates its predecessors by unmoves; they are canonicalised and de-duplicated
-per position (SPEC §1.4's second trap), then looked up. A predecessor of a loss in n is a win in
-n + 1; a predecessor of a win has its counter decremented and is a loss in n + 1 when the
-counter reaches zero. Ply n only ever decides positions at n + 1, so processing DTM in order
-gives the winner the fastest and the loser the slowest line. What is left is a draw
-(:func:`mark_draws`).
+Then ply by ply (:func:`propagate_ply`): every position decided at DTM ``n`` generates its
+non-terminal predecessors by unmoves (terminal ones are pruned before they are generated:
+:func:`~dobutsu_tb.tablebase.game.unmoves.gen_unmoves`), canonicalises and de-duplicates them
+(SPEC §1.4's second trap) and looks them up. A predecessor of a loss in n is a win in n + 1
+(set once, by compare-and-swap); a predecessor of a win has its counter decremented atomically
+and is a loss in n + 1 when it reaches zero. Ply n only ever decides positions at n + 1, so
+processing DTM in order gives the winner the fastest and the loser the slowest line. What is
+left undecided is a draw: its byte stays 0, the draw code.
 """
 
 from __future__ import annotations
@@ -23,113 +25,115 @@ from typing import Callable
 import numpy as np
 
 from dobutsu_tb.encoding import config
+from dobutsu_tb.encoding.atomics import atomic_cas, atomic_sub, prefetch
 from dobutsu_tb.encoding.bits import sort_prefix
-from dobutsu_tb.encoding.hashtable import find_slot
+from dobutsu_tb.encoding.compact import home_slot, key_hash, table_find, table_key_at
 from dobutsu_tb.encoding.jit import njit, prange
-from dobutsu_tb.tablebase.enumeration import Enumeration
+from dobutsu_tb.tablebase.enumeration import TAG_NO_MOVES, TAG_WIN1, Enumeration
 from dobutsu_tb.tablebase.game.kernels import canonical_key, decode_key, gen_unmoves
 from dobutsu_tb.tablebase.game.unmoves import MAX_UNMOVES
-from dobutsu_tb.tablebase.values import DRAW, LOSS, UNKNOWN, WIN
+from dobutsu_tb.tablebase.values import MAX_STORED_DTM, UNDECIDED
+
+#: Frontier positions handled per kernel call.
+_FRONTIER = 1 << 20
 
 
 @njit(parallel=True)
-def _mark_immediate_losses(table, counter, wdl, dtm):
-    n = 0
-    for s in prange(table.shape[0]):
-        if table[s] != 0 and wdl[s] == UNKNOWN and counter[s] == 0:
-            wdl[s] = LOSS
-            dtm[s] = 2
-            n += 1
-    return n
+def _seed(slots, tags, values, n_threads):
+    size = slots.shape[0]
+    per = (size + n_threads - 1) // n_threads
+    for t in prange(n_threads):
+        for s in range(t * per, min(size, (t + 1) * per)):
+            if slots[s] == 0:
+                continue
+            tag = tags[s]
+            if tag == TAG_WIN1:
+                values[s] = 1 + 1
+            elif tag == TAG_NO_MOVES:
+                values[s] = 0 + 1
+            elif tag == 0:
+                values[s] = 2 + 1
 
 
 @njit
-def _collect(dtm, wdl, ply, lo, hi, out):
+def _collect(values, code, start, out):
+    """Slots from ``start`` on whose value byte is ``code``, into ``out``; (how many, where it stopped)."""
     n = 0
-    for s in range(lo, hi):
-        if dtm[s] == ply and wdl[s] != UNKNOWN:
+    s = start
+    size = values.shape[0]
+    cap = out.shape[0]
+    while s < size and n < cap:
+        if values[s] == code:
             out[n] = s
             n += 1
-    return n
+        s += 1
+    return n, s
 
 
-@njit(parallel=True)
-def _predecessor_slots(table, shard_cap, n_shards, frontier, preds, n_preds):
-    """``preds[b, :n_preds[b]]`` = the slots of the distinct canonical predecessors of the
-    position at ``frontier[b]`` that are in the table; ``n_preds[b] = -1`` on overflow."""
-    for b in prange(frontier.shape[0]):
-        row = preds[b]
-        n = gen_unmoves(decode_key(table[frontier[b]]), row)
-        if n < 0:
-            n_preds[b] = -1
-            continue
+@njit
+def _propagate_range(slots, layout, values, counters, frontier, lo, hi, ply):
+    """:func:`_propagate` for ``frontier[lo:hi]``; returns how many it decided."""
+    preds = np.empty(MAX_UNMOVES, np.int64)
+    lost = ply % 2 == 0  # the frontier positions are losses: their predecessors win
+    code = ply + 2  # value byte of DTM ply + 1
+    decided = 0
+    for i in range(lo, hi):
+        state = decode_key(table_key_at(slots, layout, frontier[i]))
+        n = gen_unmoves(state, preds, True)
         for k in range(n):
-            row[k] = canonical_key(row[k])
-        sort_prefix(row, n)
+            preds[k] = canonical_key(preds[k])
+        sort_prefix(preds, n)
         m = 0
         prev = np.int64(0)
-        for k in range(n):
-            key = row[k]
-            if key == prev:
-                continue
-            prev = key
-            s = find_slot(table, shard_cap, n_shards, key)
-            if s >= 0:
-                row[m] = s
+        for k in range(n):  # distinct canonical predecessors, as hashes, prefetched
+            key = preds[k]
+            if key != prev:
+                h = key_hash(key, layout)
+                prefetch(slots, home_slot(h, layout))
+                preds[m] = h
                 m += 1
-        n_preds[b] = m
-
-
-@njit(parallel=True)
-def _apply(preds, n_preds, counter, wdl, dtm, ply, n_parts):
-    """Decide the predecessors of a batch of positions of DTM ``ply``; one task per slot class
-    ``slot % n_parts``, so no two tasks touch one slot. Returns how many were decided."""
-    decided = 0
-    child_lost = ply % 2 == 0
-    for part in prange(n_parts):
-        mine = 0
-        for b in range(preds.shape[0]):
-            for k in range(n_preds[b]):
-                s = preds[b, k]
-                if s % n_parts != part or wdl[s] != UNKNOWN:
-                    continue
-                if child_lost:
-                    wdl[s] = WIN
-                    dtm[s] = ply + 1
-                    mine += 1
-                else:
-                    c = counter[s] - 1
-                    counter[s] = c
-                    if c == 0:
-                        wdl[s] = LOSS
-                        dtm[s] = ply + 1
-                        mine += 1
-        decided += mine
+                prev = key
+        for k in range(m):
+            p = table_find(slots, layout, preds[k])
+            if p < 0 or values[p] != UNDECIDED:
+                continue
+            if lost:
+                if atomic_cas(values, p, UNDECIDED, code) == UNDECIDED:
+                    decided += 1
+            elif atomic_sub(counters, p, 1) == 1:
+                values[p] = code
+                decided += 1
     return decided
 
 
 @njit(parallel=True)
-def _mark_draws(table, wdl):
-    n = 0
-    for s in prange(table.shape[0]):
-        if table[s] != 0 and wdl[s] == UNKNOWN:
-            wdl[s] = DRAW
-            n += 1
-    return n
+def _propagate(slots, layout, values, counters, frontier, ply, n_threads):
+    """Decide the predecessors of the positions at ``frontier`` (all of DTM ``ply``); returns
+    how many were decided (at DTM ``ply + 1``)."""
+    decided = 0
+    per = (frontier.shape[0] + n_threads - 1) // n_threads
+    for t in prange(n_threads):
+        decided += _propagate_range(slots, layout, values, counters, frontier, t * per,
+                                    min(frontier.shape[0], (t + 1) * per), ply)
+    return decided
 
 
-def mark_immediate_losses(enum: Enumeration) -> int:
-    """Positions all of whose moves let the opponent capture the lion: loss in 2. Returns the count."""
-    return int(_mark_immediate_losses(enum.table.table, enum.counter, enum.wdl, enum.dtm))
+def seed_values(enum: Enumeration) -> np.ndarray:
+    """The value bytes the analysis starts from (module docstring); uint8, shape (capacity,)."""
+    values = np.zeros(enum.table.capacity, np.uint8)
+    _seed(enum.table.slots, enum.tags, values, config.THREADS)
+    return values
 
 
-def propagate_ply(enum: Enumeration, ply: int) -> tuple[int, int]:
+def propagate_ply(enum: Enumeration, values: np.ndarray, ply: int) -> tuple[int, int]:
     """Decide the predecessors of every position of DTM ``ply``.
 
     Parameters
     ----------
     enum : Enumeration
-        Its ``wdl``, ``dtm`` and ``counter`` arrays are updated in place.
+        Its tags serve as counters and are decremented.
+    values : numpy.ndarray of uint8, shape (enum.table.capacity,)
+        Value bytes, updated in place.
     ply : int
         DTM of the positions whose predecessors are decided.
 
@@ -137,60 +141,56 @@ def propagate_ply(enum: Enumeration, ply: int) -> tuple[int, int]:
     -------
     (int, int)
         Positions of DTM ``ply`` processed, and positions newly decided at DTM ``ply + 1``.
+
+    Raises
+    ------
+    OverflowError
+        If DTM ``ply + 1`` does not fit the value byte (:data:`MAX_STORED_DTM`).
     """
     table = enum.table
-    frontier = np.empty(config.RETRO_BLOCK, np.int64)
-    batch = config.RETRO_BATCH
-    preds = np.empty((batch, MAX_UNMOVES), np.int64)
-    n_preds = np.empty(batch, np.int64)
+    frontier = np.empty(min(_FRONTIER, table.capacity), np.int64)
     processed = decided = 0
-    for lo in range(0, table.capacity, config.RETRO_BLOCK):
-        hi = min(table.capacity, lo + config.RETRO_BLOCK)
-        nf = _collect(enum.dtm, enum.wdl, ply, lo, hi, frontier)
-        for b0 in range(0, nf, batch):
-            part = frontier[b0:min(nf, b0 + batch)]
-            nb = part.shape[0]
-            _predecessor_slots(table.table, table.shard_capacity, table.n_shards, part,
-                               preds[:nb], n_preds[:nb])
-            if n_preds[:nb].min() < 0:
-                raise RuntimeError("MAX_UNMOVES is too small")
-            decided += _apply(preds[:nb], n_preds[:nb], enum.counter, enum.wdl, enum.dtm, ply,
-                              config.THREADS)
-        processed += nf
-    return processed, int(decided)
+    scan = 0
+    while scan < table.capacity:
+        n, scan = _collect(values, ply + 1, scan, frontier)
+        if n == 0:
+            continue
+        if ply + 1 > MAX_STORED_DTM:
+            raise OverflowError(f"a DTM of {ply + 1} plies does not fit the value byte (at most {MAX_STORED_DTM})")
+        decided += int(_propagate(table.slots, table.layout, values, enum.tags, frontier[:n], ply, config.THREADS))
+        processed += n
+    return processed, decided
 
 
-def mark_draws(enum: Enumeration) -> int:
-    """Every position still undecided is a draw. Returns the count."""
-    return int(_mark_draws(enum.table.table, enum.wdl))
-
-
-def solve(enum: Enumeration, report: Callable[[int, int, int, float], None] | None = None) -> float:
-    """Run the retrograde analysis on an enumeration, in place.
+def solve(enum: Enumeration, report: Callable[[int, int, int, float], None] | None = None) -> tuple[np.ndarray, float]:
+    """Run the retrograde analysis on an enumeration.
 
     Parameters
     ----------
     enum : Enumeration
-        From :func:`tablebase.generate.enumerate_positions`; its ``wdl`` and ``dtm`` end final.
+        From :func:`~dobutsu_tb.tablebase.enumeration.enumerate_positions`; its tags are used up
+        as counters.
     report : callable, optional
         Called once per ply as ``report(ply, processed, decided, seconds)``.
 
     Returns
     -------
-    float
-        Wall time in seconds.
+    values : numpy.ndarray of uint8, shape (enum.table.capacity,)
+        The value byte of every slot (:mod:`~dobutsu_tb.tablebase.values`; 0 for draws and for
+        empty slots).
+    seconds : float
+        Wall time.
     """
     t0 = time.perf_counter()
-    mark_immediate_losses(enum)
+    values = seed_values(enum)
     highest = 2
     ply = 0 if enum.no_moves else 1  # DTM 0 is stored only for positions without moves
     while ply <= highest:
         t = time.perf_counter()
-        processed, decided = propagate_ply(enum, ply)
+        processed, decided = propagate_ply(enum, values, ply)
         if decided:
             highest = max(highest, ply + 1)
         if report is not None:
             report(ply, processed, decided, time.perf_counter() - t)
         ply += 1
-    mark_draws(enum)
-    return time.perf_counter() - t0
+    return values, time.perf_counter() - t0

@@ -1,27 +1,39 @@
-"""HDF5 storage of a tablebase (one file, readable by any HDF5 reader).
+"""HDF5 storage of a tablebase (one file, readable by any HDF5 reader), format version 2.
 
-Layout (format version 1)::
+Layout::
 
-    /keys    int64 <i8, (n,)   canonical keys of the non-terminal positions, ascending
-    /wdl     int8  <i1, (n,)   WDL from the side to move's view: 1 win, 0 draw, -1 loss
-    /dtm     uint16 <u2, (n,)  DTM in plies (0 for draws)
-    /index   int64 <i8, (m,)   the first key of each chunk of /keys, for probes
+    /keys     int64 <i8, (n,)  canonical keys of the non-terminal positions, strictly ascending;
+                               chunks of KEY_CHUNK entries, shuffle + deflate + fletcher32
+    /values   uint8, (n,)      the value byte of each key (values.py): 0 draw, else DTM + 1,
+                               a win when the DTM is odd; chunks of VALUE_CHUNK, deflate + fletcher32
+    /index    int64 <i8, (m,)  the first key of each chunk of /keys (m = ceil(n / KEY_CHUNK));
+                               its CRC-32 is the attribute index_crc32
     /stats/dtm_wins, /stats/dtm_losses   int64 <i8: positions per DTM (index = plies)
 
-``/keys``, ``/wdl`` and ``/dtm`` are chunked alike (:data:`tablebase.config.CHUNK` entries)
-with shuffle, gzip and fletcher32, so a probe decompresses one chunk of each. Terminal
-positions are not stored: the rules answer them. The file's attributes hold the metadata:
-format version, rules, start position, counts per value, build times.
+The root attributes hold the metadata (:class:`Metadata`): format and version, rules, start
+position, counts per class and per value, the longest DTM, the start position's value and the
+seconds of each build phase. Terminal positions are not stored: the rules answer them.
 
-Files are written to a temporary name in the target folder and renamed into place when
-complete, so a failed or interrupted write never leaves a file that looks complete.
+Reading trusts nothing (:class:`TablebaseFile`): on open, the attributes, dataset names,
+dtypes, shapes, chunking and filters are checked against this layout and the metadata, and the
+index against its CRC and its order; every chunk is read raw, and refused if HDF5 would have
+skipped one of its filters (a damaged filter mask), if its fletcher32 or zlib checksum fails, if
+it inflates to the wrong size, if its keys are out of order or disagree with the index, or if a
+value byte is out of range. Each failure raises :class:`TablebaseFileError` naming the place.
+
+Files are written to a temporary name in the target folder, chunk by chunk (compressed in
+parallel, written with HDF5's direct chunk writes), and renamed into place when complete, so a
+failed or interrupted write never leaves a file that looks complete.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import os
 import tempfile
+import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,16 +41,27 @@ import h5py
 import numpy as np
 
 from dobutsu_tb.encoding import config
+from dobutsu_tb.tablebase.game.key import KEY_SHIFT
+from dobutsu_tb.tablebase.values import MAX_STORED_DTM
 
 FORMAT = "dobutsu-tablebase"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 RULES = ("dobutsu shogi (SPEC §1): catch and try (Tanaka's convention: catch-terminal and "
          "try-terminal positions are not stored), side to move normalised, mirrors folded")
 KEY_LAYOUT = "Huffman-style 64-bit canonical key, first code bit at bit 62 (SPEC §1.3)"
+VALUE_LAYOUT = "uint8: 0 draw, otherwise DTM + 1 in plies; an odd DTM is a win, an even one a loss"
+#: A sort record (uint64): a key's code bits above its value byte.
+RECORD_VALUE_BITS = 8
+RECORD_VALUE_MASK = (1 << RECORD_VALUE_BITS) - 1
+#: The fletcher32 filter appends this many checksum bytes to a chunk.
+_CHECKSUM_BYTES = 4
+#: Fletcher-32 as HDF5 computes it: 16-bit big-endian words in blocks of 360.
+_FLETCHER_BLOCK = 360
+_FLETCHER_WEIGHTS = np.arange(_FLETCHER_BLOCK, 0, -1, dtype=np.int64)
 
 
 class TablebaseFileError(OSError):
-    """Raised for a missing, unreadable, corrupt or foreign tablebase file."""
+    """Raised for a missing, unreadable, corrupt or foreign tablebase file; the message says where."""
 
 
 @dataclass
@@ -51,12 +74,14 @@ class Metadata:
         Start position in SPEC §1.6 text form.
     reachable, nonterminal, catch_terminal, try_terminal : int
         Position counts (SPEC §1.4).
-    no_moves : int
-        Non-terminal positions without a legal move (stored as losses in 0).
     wins, draws, losses : int
         Stored (non-terminal) positions per WDL.
     start_wdl, start_dtm : int
         The start position's value (DTM in plies).
+    no_moves : int
+        Non-terminal positions without a legal move (stored as losses in 0).
+    max_dtm : int
+        The longest DTM stored, in plies.
     seconds : dict of str to float
         Wall time of each build phase.
     """
@@ -72,31 +97,152 @@ class Metadata:
     start_wdl: int
     start_dtm: int
     no_moves: int = 0
+    max_dtm: int = 0
     seconds: dict = field(default_factory=dict)
     created: str = ""
     format_version: int = FORMAT_VERSION
 
 
 _COUNT_FIELDS = ("reachable", "nonterminal", "catch_terminal", "try_terminal", "no_moves", "wins",
-                 "draws", "losses", "start_wdl", "start_dtm")
+                 "draws", "losses", "start_wdl", "start_dtm", "max_dtm")
 
 
-def write_tablebase(path, keys: np.ndarray, wdl: np.ndarray, dtm: np.ndarray, meta: Metadata,
-                    progress=None) -> Path:
+# --- chunk codec -----------------------------------------------------------------------------
+
+
+def fletcher32(data) -> int:
+    """HDF5's Fletcher-32 checksum of ``data`` (bytes-like), as its fletcher32 filter computes it.
+
+    The sums run over 16-bit big-endian words, reduced every 360 words by folding the high half
+    into the low one, with 32-bit wrap-around, exactly as ``H5_checksum_fletcher32``.
+    """
+    buf = np.frombuffer(data, np.uint8)
+    n_words = buf.shape[0] // 2
+    words = buf[: 2 * n_words].view(">u2").astype(np.int64)
+    full = n_words // _FLETCHER_BLOCK
+    sums1, sums2 = [], []
+    if full:
+        blocks = words[: full * _FLETCHER_BLOCK].reshape(full, _FLETCHER_BLOCK)
+        sums1 = blocks.sum(axis=1).tolist()
+        sums2 = (blocks @ _FLETCHER_WEIGHTS).tolist()
+    lengths = [_FLETCHER_BLOCK] * full
+    rest = n_words - full * _FLETCHER_BLOCK
+    if rest:
+        tail = words[full * _FLETCHER_BLOCK:]
+        sums1.append(int(tail.sum()))
+        sums2.append(int(tail @ _FLETCHER_WEIGHTS[_FLETCHER_BLOCK - rest:]))
+        lengths.append(rest)
+    if buf.shape[0] % 2:
+        sums1.append(int(buf[-1]) << 8)
+        sums2.append(int(buf[-1]) << 8)
+        lengths.append(1)
+    s1 = s2 = 0
+    for l1, l2, length in zip(sums1, sums2, lengths):
+        s2 = (s2 + length * s1 + l2) & 0xFFFFFFFF
+        s1 = (s1 + l1) & 0xFFFFFFFF
+        s1 = (s1 & 0xFFFF) + (s1 >> 16)
+        s2 = (s2 & 0xFFFF) + (s2 >> 16)
+    s1 = (s1 & 0xFFFF) + (s1 >> 16)
+    s2 = (s2 & 0xFFFF) + (s2 >> 16)
+    return (s2 << 16) | s1
+
+
+def _checksum_ok(chunk: bytes) -> bool:
+    stored = int.from_bytes(chunk[-_CHECKSUM_BYTES:], "little")
+    ours = fletcher32(memoryview(chunk)[:-_CHECKSUM_BYTES])
+    return stored == ours or stored == int.from_bytes(ours.to_bytes(4, "little"), "big")
+
+
+def encode_chunk(data: np.ndarray, shuffle: bool, level: int = config.GZIP_LEVEL) -> bytes:
+    """The bytes HDF5 stores for one chunk of ``data`` (a full chunk, little-endian): shuffled
+    if asked, deflated (zlib), then the little-endian fletcher32 of the deflated bytes."""
+    raw = data.view(np.uint8)
+    if shuffle and data.itemsize > 1:
+        raw = raw.reshape(-1, data.itemsize).T
+    packed = zlib.compress(np.ascontiguousarray(raw).tobytes(), level)
+    return packed + fletcher32(packed).to_bytes(_CHECKSUM_BYTES, "little")
+
+
+def decode_chunk(chunk: bytes, dtype: np.dtype, count: int, shuffle: bool) -> np.ndarray:
+    """The ``count`` elements of one stored chunk (the inverse of :func:`encode_chunk`).
+
+    Raises
+    ------
+    ValueError
+        If the checksum fails, the zlib stream is damaged (its own Adler-32 included) or the
+        chunk inflates to the wrong size.
+    """
+    if len(chunk) <= _CHECKSUM_BYTES or not _checksum_ok(chunk):
+        raise ValueError("fletcher32 checksum mismatch")
+    try:
+        raw = zlib.decompress(memoryview(chunk)[:-_CHECKSUM_BYTES])
+    except zlib.error as exc:
+        raise ValueError(f"damaged deflate stream ({exc})") from None
+    if len(raw) != count * dtype.itemsize:
+        raise ValueError(f"inflates to {len(raw)} bytes, not {count * dtype.itemsize}")
+    buf = np.frombuffer(raw, np.uint8)
+    if shuffle and dtype.itemsize > 1:
+        buf = buf.reshape(dtype.itemsize, count).T.copy().reshape(-1)
+    return buf.view(dtype)
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+def pack_records(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Sort records (uint64, shape (n,)) of keys (int64) and value bytes (uint8): ``code << 8 | value``."""
+    keys = np.asarray(keys, np.int64)
+    return ((keys >> KEY_SHIFT).astype(np.uint64) << np.uint64(RECORD_VALUE_BITS)) | np.asarray(values, np.uint64)
+
+
+def record_keys(records: np.ndarray) -> np.ndarray:
+    """The keys (int64) of sort records."""
+    return (records >> np.uint64(RECORD_VALUE_BITS)).astype(np.int64) << KEY_SHIFT
+
+
+def record_values(records: np.ndarray) -> np.ndarray:
+    """The value bytes (uint8) of sort records."""
+    return (records & np.uint64(RECORD_VALUE_MASK)).astype(np.uint8)
+
+
+def _encode_range(records: np.ndarray, first: int, count: int, chunk: int, keys: bool) -> list[bytes]:
+    out = []
+    n = records.shape[0]
+    for c in range(first, first + count):
+        part = records[c * chunk: min(n, (c + 1) * chunk)]
+        full = np.zeros(chunk, np.int64 if keys else np.uint8)
+        full[: part.shape[0]] = record_keys(part) if keys else record_values(part)
+        out.append(encode_chunk(full, shuffle=keys))
+    return out
+
+
+def _write_chunks(dset, records: np.ndarray, chunk: int, keys: bool, pool, progress) -> None:
+    n_chunks = math.ceil(records.shape[0] / chunk)
+    per_task = 512
+    group = per_task * 8
+    for g in range(0, n_chunks, group):
+        firsts = range(g, min(n_chunks, g + group), per_task)
+        tasks = [pool.submit(_encode_range, records, f, min(per_task, n_chunks - f), chunk, keys) for f in firsts]
+        for f, task in zip(firsts, tasks):
+            for k, data in enumerate(task.result()):
+                dset.id.write_direct_chunk(((f + k) * chunk,), data, 0)
+            if progress is not None:
+                progress(min(per_task, n_chunks - f) * chunk)
+
+
+def write_tablebase(path, records: np.ndarray, meta: Metadata, progress=None) -> Path:
     """Write a tablebase file atomically.
 
     Parameters
     ----------
     path : str or Path
         Target file; replaced if it exists, only once the new file is complete.
-    keys : numpy.ndarray of int64, shape (n,)
-        Canonical keys, strictly ascending.
-    wdl : numpy.ndarray of int8, shape (n,)
-    dtm : numpy.ndarray of uint16, shape (n,)
-        Plies.
+    records : numpy.ndarray of uint64, shape (n,)
+        Sort records (:func:`pack_records`), strictly ascending by key.
     meta : Metadata
+        Written as attributes; its counts must agree with the records.
     progress : callable, optional
-        Called as ``progress(entries)`` after each slice of a dataset is written.
+        Called as ``progress(entries)`` as chunks are written (each dataset counts n entries).
 
     Returns
     -------
@@ -106,47 +252,52 @@ def write_tablebase(path, keys: np.ndarray, wdl: np.ndarray, dtm: np.ndarray, me
     Raises
     ------
     ValueError
-        If the arrays disagree in length or the keys are not strictly ascending.
+        If the keys are not strictly ascending or a value byte is out of range.
     OSError
         If the folder is not writable.
     """
     path = Path(path)
-    n = keys.shape[0]
-    if wdl.shape != (n,) or dtm.shape != (n,):
-        raise ValueError("keys, wdl and dtm must have the same length")
-    if n > 1 and not np.all(keys[1:] > keys[:-1]):
-        raise ValueError("keys must be strictly ascending")
-    chunk = max(1, min(config.CHUNK, n))
+    n = records.shape[0]
+    records = np.asarray(records, np.uint64)
+    step = 1 << 22  # the order check in slices: no temporaries the size of the records
+    for lo in range(0, max(0, n - 1), step):
+        part = records[lo: min(n, lo + step + 1)] >> np.uint64(RECORD_VALUE_BITS)
+        if not (part[1:] > part[:-1]).all():
+            raise ValueError("keys must be strictly ascending")
+    counts = np.bincount(record_values(records), minlength=256)
+    if counts[MAX_STORED_DTM + 2:].any():
+        raise ValueError("a value byte is out of range")
+    dtm_counts = counts[1:]  # counts[d + 1] = positions with DTM d
+    dtm_wins = np.where(np.arange(dtm_counts.shape[0]) % 2 == 1, dtm_counts, 0)
+    dtm_losses = np.where(np.arange(dtm_counts.shape[0]) % 2 == 0, dtm_counts, 0)
+    top = int(np.flatnonzero(dtm_counts).max()) + 1 if dtm_counts.any() else 1
+    key_chunk, value_chunk = config.KEY_CHUNK, config.VALUE_CHUNK
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent or ".")
     os.close(fd)
     try:
-        with h5py.File(tmp, "w") as f:
-            opts = dict(chunks=(chunk,), compression="gzip", compression_opts=config.GZIP_LEVEL,
-                        shuffle=True, fletcher32=True)
-            step = chunk * 256
-            for name, data, dtype in (("keys", keys, "<i8"), ("wdl", wdl, "<i1"), ("dtm", dtm, "<u2")):
-                dset = f.create_dataset(name, shape=(n,), dtype=dtype, **opts)
-                for lo in range(0, n, step):
-                    dset[lo:lo + step] = data[lo:lo + step]
-                    if progress is not None:
-                        progress(min(step, n - lo))
-            f.create_dataset("index", data=keys[::chunk].astype("<i8"))
+        with h5py.File(tmp, "w", libver=("v110", "latest")) as f, ThreadPoolExecutor(config.THREADS) as pool:
+            for name, dtype, chunk, shuffle in (("keys", "<i8", key_chunk, True), ("values", "u1", value_chunk, False)):
+                dset = f.create_dataset(name, shape=(n,), dtype=dtype, chunks=(max(1, chunk),), compression="gzip",
+                                        compression_opts=config.GZIP_LEVEL, shuffle=shuffle, fletcher32=True)
+                _write_chunks(dset, records, chunk, name == "keys", pool, progress)
+            index = record_keys(records[::key_chunk]).astype("<i8")
+            f.create_dataset("index", data=index)
             stats = f.create_group("stats")
-            top = int(dtm.max()) + 1 if n else 1
-            stats.create_dataset("dtm_wins", data=np.bincount(dtm[wdl == 1], minlength=top).astype("<i8"))
-            stats.create_dataset("dtm_losses", data=np.bincount(dtm[wdl == -1], minlength=top).astype("<i8"))
+            stats.create_dataset("dtm_wins", data=dtm_wins[:top].astype("<i8"))
+            stats.create_dataset("dtm_losses", data=dtm_losses[:top].astype("<i8"))
             a = f.attrs
             a["format"] = FORMAT
             a["format_version"] = FORMAT_VERSION
             a["rules"] = RULES
             a["key_layout"] = KEY_LAYOUT
+            a["value_layout"] = VALUE_LAYOUT
             a["start"] = meta.start
             for name in _COUNT_FIELDS:
                 a[name] = np.int64(getattr(meta, name))
             for phase, secs in meta.seconds.items():
                 a[f"seconds_{phase}"] = float(secs)
             a["created"] = meta.created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-            a["chunk"] = np.int64(chunk)
+            a["index_crc32"] = np.int64(zlib.crc32(index.tobytes()))
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -157,51 +308,263 @@ def write_tablebase(path, keys: np.ndarray, wdl: np.ndarray, dtm: np.ndarray, me
     return path
 
 
-def read_metadata(f: h5py.File) -> Metadata:
-    """The :class:`Metadata` of an open tablebase file.
+# --- reading ---------------------------------------------------------------------------------
+
+
+def read_metadata(f: h5py.File, check_counts: bool = True) -> Metadata:
+    """The :class:`Metadata` of an open tablebase file, checked for completeness and (unless
+    ``check_counts`` is false, as the verifier asks, to report the details itself) consistency.
 
     Raises
     ------
     TablebaseFileError
-        If the file is not a tablebase of a format version this code reads.
+        If the file is not a tablebase of this format version, or its attributes are missing,
+        of the wrong type or contradict each other.
     """
     a = f.attrs
-    if a.get("format") != FORMAT:
-        raise TablebaseFileError(f"{f.filename}: not a dobutsu tablebase file")
-    if int(a.get("format_version", -1)) != FORMAT_VERSION:
-        raise TablebaseFileError(f"{f.filename}: format version {a.get('format_version')} "
-                                 f"(this program reads version {FORMAT_VERSION})")
-    missing = [name for name in ("start", *_COUNT_FIELDS) if name not in a]
-    if missing:
-        raise TablebaseFileError(f"{f.filename}: metadata attribute {missing[0]!r} is missing "
-                                 f"(a damaged file?)")
-    seconds = {k[len("seconds_"):]: float(v) for k, v in a.items() if k.startswith("seconds_")}
-    return Metadata(start=str(a["start"]), seconds=seconds, created=str(a.get("created", "")),
-                    format_version=int(a["format_version"]),
-                    **{name: int(a[name]) for name in _COUNT_FIELDS})
+    try:
+        fmt, version = a.get("format"), a.get("format_version", -1)
+        if isinstance(fmt, bytes):
+            fmt = fmt.decode("utf-8", "replace")
+        if fmt != FORMAT:
+            raise TablebaseFileError(f"{f.filename}: not a dobutsu tablebase file")
+        if int(version) != FORMAT_VERSION:
+            raise TablebaseFileError(f"{f.filename}: format version {version} (this program reads version "
+                                     f"{FORMAT_VERSION}; build the file again with 'dobutsu-tb build')")
+        missing = [name for name in ("start", *_COUNT_FIELDS) if name not in a]
+        if missing:
+            raise TablebaseFileError(f"{f.filename}: metadata attribute {missing[0]!r} is missing (a damaged file?)")
+        values = {}
+        for name in _COUNT_FIELDS:
+            v = a[name]
+            if np.ndim(v) != 0 or not np.issubdtype(np.asarray(v).dtype, np.integer):
+                raise TablebaseFileError(f"{f.filename}: metadata attribute {name!r} is not an integer")
+            values[name] = int(v)
+        start = a["start"]
+        start = start.decode("utf-8", "replace") if isinstance(start, bytes) else str(start)
+        seconds = {k[len("seconds_"):]: float(v) for k, v in a.items() if k.startswith("seconds_")}
+    except TablebaseFileError:
+        raise
+    except Exception as exc:  # h5py raises assorted types for damaged attribute headers
+        raise TablebaseFileError(f"{f.filename}: unreadable metadata ({exc})") from None
+    meta = Metadata(start=start, seconds=seconds, created=str(a.get("created", "")),
+                    format_version=FORMAT_VERSION, **values)
+    problem = _metadata_problem(meta) if check_counts else None
+    if problem:
+        raise TablebaseFileError(f"{f.filename}: inconsistent metadata: {problem}")
+    return meta
 
 
-def open_file(path) -> h5py.File:
-    """Open a tablebase file read-only.
+def _metadata_problem(m: Metadata) -> str | None:
+    if min(m.reachable, m.nonterminal, m.catch_terminal, m.try_terminal, m.no_moves, m.wins, m.draws, m.losses) < 0:
+        return "a negative count"
+    if m.reachable != m.nonterminal + m.catch_terminal + m.try_terminal:
+        return "reachable is not non-terminal + catch-terminal + try-terminal"
+    if m.wins + m.draws + m.losses != m.nonterminal:
+        return "wins + draws + losses is not the number of non-terminal positions"
+    if not 0 <= m.max_dtm <= MAX_STORED_DTM:
+        return f"the longest DTM {m.max_dtm} is out of range"
+    if m.start_wdl not in (-1, 0, 1) or not 0 <= m.start_dtm <= m.max_dtm:
+        return "the start position's value is out of range"
+    if (m.start_dtm != 0) if m.start_wdl == 0 else (m.start_dtm % 2 == 1) != (m.start_wdl == 1):
+        return "the start position's DTM contradicts its WDL"
+    return None
+
+
+class TablebaseFile:
+    """An open tablebase file whose layout has been checked; chunks are checked as they are read.
+
+    Parameters
+    ----------
+    path : str or Path
+    check_counts : bool, optional
+        Refuse metadata whose counts contradict each other (default). The verifier turns it off
+        and compares the counts with the data itself.
+
+    Attributes
+    ----------
+    metadata : Metadata
+    n : int
+        Stored positions.
+    key_chunk, value_chunk : int
+        Entries per chunk of /keys and /values.
+    index : numpy.ndarray of int64, shape (ceil(n / key_chunk),)
+        The first key of each chunk of /keys.
 
     Raises
     ------
     TablebaseFileError
-        If the file is missing, not HDF5, or not a tablebase.
+        If the file is missing, not HDF5, not a tablebase of this version, or its layout,
+        metadata or index is damaged.
     """
-    path = Path(path)
-    if not path.exists():
-        raise TablebaseFileError(f"{path}: no such file (build one with 'dobutsu-tb build')")
-    try:
-        f = h5py.File(path, "r")
-    except OSError as exc:
-        raise TablebaseFileError(f"{path}: not a readable HDF5 file ({exc})") from None
-    try:
-        read_metadata(f)
-        for name in ("keys", "wdl", "dtm", "index"):
-            if name not in f:
-                raise TablebaseFileError(f"{path}: dataset /{name} is missing")
-    except BaseException:
-        f.close()
-        raise
-    return f
+
+    def __init__(self, path, check_counts: bool = True):
+        self.path = Path(path)
+        if not self.path.exists():
+            raise TablebaseFileError(f"{self.path}: no such file (build one with 'dobutsu-tb build')")
+        try:
+            self._file = h5py.File(self.path, "r")
+        except OSError as exc:
+            raise TablebaseFileError(f"{self.path}: not a readable HDF5 file ({exc})") from None
+        try:
+            self.metadata = read_metadata(self._file, check_counts)
+            self._check_layout()
+        except BaseException:
+            self._file.close()
+            raise
+
+    def _fail(self, what: str) -> TablebaseFileError:
+        return TablebaseFileError(f"{self.path}: {what}")
+
+    def _dataset(self, name: str, dtype: str, shape: tuple, chunked: bool, shuffle: bool) -> h5py.Dataset:
+        try:
+            dset = self._file[name]
+        except (KeyError, OSError, RuntimeError):
+            raise self._fail(f"dataset /{name} is missing or unreadable") from None
+        if not isinstance(dset, h5py.Dataset):
+            raise self._fail(f"/{name} is not a dataset")
+        if dset.dtype != np.dtype(dtype) or dset.shape != shape:
+            raise self._fail(f"/{name} is {dset.dtype} of shape {dset.shape}; expected {np.dtype(dtype)} of shape {shape}")
+        if chunked:
+            if dset.chunks is None or len(dset.chunks) != 1 or dset.chunks[0] < 1:
+                raise self._fail(f"/{name} is not chunked as a tablebase's is")
+            if dset.compression != "gzip" or not dset.fletcher32 or bool(dset.shuffle) != shuffle:
+                raise self._fail(f"/{name} does not have the filters of a tablebase (deflate, fletcher32"
+                                 f"{', shuffle' if shuffle else ''})")
+        return dset
+
+    def _check_layout(self) -> None:
+        n = self.metadata.nonterminal
+        self._keys = self._dataset("keys", "<i8", (n,), True, True)
+        self._values = self._dataset("values", "u1", (n,), True, False)
+        self.n = n
+        self.key_chunk, self.value_chunk = int(self._keys.chunks[0]), int(self._values.chunks[0])
+        m = math.ceil(n / self.key_chunk)
+        index_dset = self._dataset("index", "<i8", (m,), False, False)
+        try:
+            index = index_dset[()]
+            crc = int(self._file.attrs["index_crc32"])
+        except Exception as exc:
+            raise self._fail(f"/index is unreadable ({exc})") from None
+        if zlib.crc32(index.tobytes()) != crc:
+            raise self._fail("/index fails its CRC-32 check: the file is damaged")
+        if m and (index[0] <= 0 or (m > 1 and not np.all(index[1:] > index[:-1]))):
+            raise self._fail("/index is not strictly ascending: the file is damaged")
+        self.index = index.astype(np.int64)
+        self._index_list = self.index.tolist()
+        self._key_id, self._value_id = self._keys.id, self._values.id
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> "TablebaseFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def hdf5(self) -> h5py.File:
+        """The open h5py file (for the statistics datasets)."""
+        return self._file
+
+    def _raw(self, dset_id, name: str, c: int, chunk: int) -> bytes:
+        try:
+            mask, data = dset_id.read_direct_chunk((c * chunk,))
+        except Exception as exc:
+            raise self._fail(f"chunk {c} of /{name} is unreadable ({exc})") from None
+        if mask != 0:
+            raise self._fail(f"chunk {c} of /{name} is marked as stored without some of its filters "
+                             f"(filter mask {mask:#x}): the file is damaged")
+        return data
+
+    def chunk_count(self, values: bool = False) -> int:
+        """Chunks of /keys (or of /values)."""
+        return math.ceil(self.n / (self.value_chunk if values else self.key_chunk))
+
+    def read_keys(self, c: int) -> np.ndarray:
+        """The keys of chunk ``c`` of /keys (int64, checked: order and agreement with the index).
+
+        Raises
+        ------
+        TablebaseFileError
+            If the chunk is damaged.
+        """
+        count = min(self.key_chunk, self.n - c * self.key_chunk)
+        try:
+            keys = decode_chunk(self._raw(self._key_id, "keys", c, self.key_chunk), np.dtype("<i8"),
+                                self.key_chunk, True)[:count]
+        except ValueError as exc:
+            raise self._fail(f"chunk {c} of /keys is damaged: {exc}") from None
+        if count <= 0 or keys[0] != self._index_list[c] or (count > 1 and not (keys[1:] > keys[:-1]).all()) \
+                or (c + 1 < len(self._index_list) and keys[-1] >= self._index_list[c + 1]):
+            raise self._fail(f"chunk {c} of /keys is out of order or disagrees with /index: the file is damaged")
+        return keys
+
+    def read_values(self, c: int) -> np.ndarray:
+        """The value bytes of chunk ``c`` of /values (uint8, checked against the longest DTM).
+
+        Raises
+        ------
+        TablebaseFileError
+            If the chunk is damaged.
+        """
+        count = min(self.value_chunk, self.n - c * self.value_chunk)
+        try:
+            values = decode_chunk(self._raw(self._value_id, "values", c, self.value_chunk), np.dtype("u1"),
+                                  self.value_chunk, False)[:count]
+        except ValueError as exc:
+            raise self._fail(f"chunk {c} of /values is damaged: {exc}") from None
+        if count <= 0 or values.max() > self.metadata.max_dtm + 1:
+            raise self._fail(f"chunk {c} of /values holds a value beyond the longest DTM: the file is damaged")
+        return values
+
+    def chunk_of(self, key: int) -> int:
+        """The chunk of /keys that would hold ``key``, or -1 if it is below every key."""
+        from bisect import bisect_right
+
+        return bisect_right(self._index_list, key) - 1
+
+    def read_all(self, progress=None) -> tuple[np.ndarray, np.ndarray]:
+        """Every key and value byte, each chunk checked (in parallel threads).
+
+        Returns
+        -------
+        keys : numpy.ndarray of int64, shape (n,)
+        values : numpy.ndarray of uint8, shape (n,)
+
+        Raises
+        ------
+        TablebaseFileError
+            If a chunk is damaged.
+        """
+        keys = np.empty(self.n, np.int64)
+        values = np.empty(self.n, np.uint8)
+        jobs = [("k", c) for c in range(self.chunk_count())] + [("v", c) for c in range(self.chunk_count(True))]
+        step = 2048
+
+        def work(part):
+            for kind, c in part:
+                if kind == "k":
+                    arr = self.read_keys(c)
+                    keys[c * self.key_chunk: c * self.key_chunk + arr.shape[0]] = arr
+                else:
+                    arr = self.read_values(c)
+                    values[c * self.value_chunk: c * self.value_chunk + arr.shape[0]] = arr
+            return len(part)
+
+        with ThreadPoolExecutor(config.THREADS) as pool:
+            for done in pool.map(work, [jobs[i:i + step] for i in range(0, len(jobs), step)]):
+                if progress is not None:
+                    progress(done, len(jobs))
+        return keys, values
+
+    def read_stats(self) -> tuple[np.ndarray, np.ndarray]:
+        """/stats/dtm_wins and /stats/dtm_losses (int64), or empty arrays if missing."""
+        out = []
+        for name in ("stats/dtm_wins", "stats/dtm_losses"):
+            try:
+                out.append(np.asarray(self._file[name][()], np.int64).ravel())
+            except Exception:
+                out.append(np.zeros(0, np.int64))
+        return out[0], out[1]

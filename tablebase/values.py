@@ -7,6 +7,17 @@ still unknown at the end is a draw.
 
 WIN, DRAW, LOSS = 1, 0, -1
 UNKNOWN = -2
+
+# The value byte (one uint8 per position, in memory during a build and in the file):
+#
+#     0          undecided; once the analysis is over, a draw
+#     d + 1      decided with DTM d plies: a win when d is odd, a loss when d is even
+#
+# The winner always makes the last ply, so a win's DTM is odd and a loss's even (a try-terminal
+# loss and a position without moves: 0).
+UNDECIDED = 0
+#: Largest DTM a value byte holds (the full game's longest win is 173 plies).
+MAX_STORED_DTM = 254
 #: Names used in text and JSON output (as the Lichess tablebase API's ``category``).
 WDL_NAMES = {WIN: "win", DRAW: "draw", LOSS: "loss"}
 #: DTM of the two terminal classes: a catch-terminal position wins with its capture (1 ply);
@@ -29,3 +40,36 @@ def describe_value(wdl: int | None, dtm: int | None, unit: bool = True) -> str:
 def signed_dtm(wdl: int, dtm: int) -> int:
     """Signed DTM as in python-chess's Gaviota probe: ``+n`` win, ``-n`` loss, 0 draw (plies)."""
     return dtm if wdl == WIN else -dtm if wdl == LOSS else 0
+
+
+def value_code(wdl: int, dtm: int) -> int:
+    """The value byte of a WDL and an unsigned DTM (plies).
+
+    Raises
+    ------
+    ValueError
+        If the DTM does not fit or its parity contradicts the WDL (module comment).
+    """
+    if wdl == DRAW:
+        return UNDECIDED
+    if not 0 <= dtm <= MAX_STORED_DTM or (dtm % 2 == 1) != (wdl == WIN):
+        raise ValueError(f"no value byte for wdl={wdl}, dtm={dtm}")
+    return dtm + 1
+
+
+def decode_value(code: int) -> tuple[int, int]:
+    """(WDL, unsigned DTM in plies) of a value byte; 0 is a draw (DTM 0)."""
+    if code == UNDECIDED:
+        return DRAW, 0
+    dtm = int(code) - 1
+    return (WIN if dtm % 2 else LOSS), dtm
+
+
+def decode_values(codes):
+    """(wdl int8, dtm uint8) arrays of an array of value bytes (uint8, shape (n,))."""
+    import numpy as np
+
+    codes = np.asarray(codes, np.uint8)
+    dtm = np.where(codes == UNDECIDED, 0, codes.astype(np.int16) - 1).astype(np.uint8)
+    wdl = np.where(codes == UNDECIDED, DRAW, np.where(dtm % 2 == 1, WIN, LOSS)).astype(np.int8)
+    return wdl, dtm

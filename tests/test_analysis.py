@@ -10,6 +10,7 @@ from dobutsu_tb.analysis.verify import verify_file
 from dobutsu_tb.tablebase.game.key import decode
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.probe import open_tablebase
+from dobutsu_tb.tablebase.values import value_code
 
 # The seed's lion-and-chick line (SPEC §1.7).
 SEED_LINE = "Lb4-c3 Cb2xb3 Lc3xb3 C*b2 Lb3-c3 Lb1-c1 C*a2 Lc1-b1 Ca2-a1+ Lb1xa1 Lc3-c2".split()
@@ -108,10 +109,10 @@ def test_verify_names_an_altered_value(cli, lion_chick_tb, tmp_path):
     bad = tmp_path / "bad.h5"
     bad.write_bytes(lion_chick_tb.path.read_bytes())
     with h5py.File(bad, "a") as f:
-        wdl, dtm = f["wdl"][()], f["dtm"][()]
-        i = int(np.flatnonzero((wdl == 1) & (dtm == 7))[3])
-        dtm[i] = 9  # a win in 7 claimed to take 9 plies
-        f["dtm"][...] = dtm
+        values = f["values"][()]
+        i = int(np.flatnonzero(values == value_code(1, 7))[3])
+        values[i] = value_code(1, 9)  # a win in 7 claimed to take 9 plies
+        f["values"][...] = values
         victim = Position.from_state(int(decode([f["keys"][i]])[0])).text()
     report = verify_file(bad)
     assert not report.ok

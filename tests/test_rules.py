@@ -116,6 +116,22 @@ def test_unmoves_invert_moves():
             assert me in kids, (pos, ppos)
 
 
+def test_nonterminal_unmoves_are_the_nonterminal_predecessors():
+    """Pruned unmove generation equals generating every unmove and dropping the terminal ones."""
+    full, pruned = np.empty(unmoves.MAX_UNMOVES, np.int64), np.empty(unmoves.MAX_UNMOVES, np.int64)
+    kept = dropped = 0
+    for pos, _ in random_positions(N_RANDOM, seed=8):
+        s = np.int64(pos.state())
+        if kernels.game_over(s) or kernels.classify(s) != rules.NONTERMINAL:
+            continue
+        n = kernels.gen_unmoves(s, full, False)
+        want = [p for p in full[:n] if _both_lions(int(p)) and kernels.classify(p) == rules.NONTERMINAL]
+        m = kernels.gen_unmoves(s, pruned, True)
+        assert list(pruned[:m]) == want, pos
+        kept, dropped = kept + m, dropped + n - m
+    assert kept > 1000 and dropped > 1000
+
+
 def _both_lions(state):
     nibbles = [(state >> (4 * i)) & 15 for i in range(12)]
     return 3 in nibbles and 11 in nibbles
@@ -177,9 +193,31 @@ def test_plain_kernels_match_jitted():
         assert list(plain_buf[:n]) == list(jit_buf[:n])
         for m in plain_buf[:n]:
             assert int(rules.make_move(s, m)) == int(kernels.make_move(np.int64(s), m))
-        n = unmoves.gen_unmoves(s, plain_buf)
-        assert n == kernels.gen_unmoves(np.int64(s), jit_buf)
-        assert list(plain_buf[:n]) == list(jit_buf[:n])
+        for pruned in (False, True):
+            n = unmoves.gen_unmoves(s, plain_buf, pruned)
+            assert n == kernels.gen_unmoves(np.int64(s), jit_buf, pruned)
+            assert list(plain_buf[:n]) == list(jit_buf[:n])
+
+
+def test_child_keys_match_the_moves_and_classes_of_the_children():
+    """child_keys classifies children from the parent's attack map: it must agree with making each
+    move and classifying the child; run jitted and as plain Python."""
+    moves, keys, classes = (np.empty(rules.MAX_MOVES, np.int64) for _ in range(3))
+    seen = set()
+    for pos, _ in random_positions(N_RANDOM, seed=9):
+        s = np.int64(pos.state())
+        if kernels.game_over(s) or kernels.classify(s) != rules.NONTERMINAL:
+            continue
+        for child_keys in (kernels.child_keys, rules.child_keys):
+            n = child_keys(s, moves, keys, classes)
+            ref_moves = rules.legal_moves(int(s))
+            assert list(moves[:n]) == list(ref_moves), pos
+            for k in range(n):
+                child = kernels.make_move(s, moves[k])
+                assert keys[k] == kernels.canonical_key(child), (pos, k)
+                assert classes[k] == kernels.classify(child), (pos, move_text(pos, int(moves[k])))
+                seen.add(int(classes[k]))
+    assert seen == {rules.NONTERMINAL, rules.CATCH, rules.TRY}
 
 
 def test_make_move_rejects_illegal_move():

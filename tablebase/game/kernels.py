@@ -25,6 +25,8 @@ game_over = _JITTED["game_over"]
 gen_moves = _JITTED["gen_moves"]
 make_move = _JITTED["make_move"]
 perft_count = _JITTED["perft_count"]
+attackers_of = _JITTED["attackers_of"]
+child_keys = _JITTED["child_keys"]
 gen_unmoves = _JITTED["gen_unmoves"]
 
 

@@ -39,6 +39,8 @@ from dobutsu_tb.tablebase.game.key import (
     LION,
     N_CELLS,
     OPPONENT,
+    PIECE_MASK,
+    canonical_key,
     flip_state,
 )
 
@@ -57,7 +59,8 @@ HOME_RANK_START = 9
 STANDARD_REACHABLE = 246_803_167
 STANDARD_NONTERMINAL = 99_485_568
 
-__kernels__ = ("find_piece", "attacks", "classify", "game_over", "gen_moves", "make_move", "perft_count")
+__kernels__ = ("find_piece", "attacks", "classify", "game_over", "gen_moves", "make_move", "perft_count",
+               "attackers_of", "child_keys")
 #: Hand slot of each piece code (chick 0, elephant 1, giraffe 2), -1 for pieces never in hand.
 HAND_SLOT = np.array([-1, 1, 2, -1, 0, 0, -1, -1] * 2, np.int64)
 #: Piece code dropped from each hand slot.
@@ -90,6 +93,10 @@ def _geometry():
 
 
 TARGETS, SOURCES = _geometry()
+#: ``ENEMY_TARGETS[p, i]``: the cells an opponent's piece with code p (without its side bit)
+#: attacks from cell i, in the side to move's frame (the opponent plays downwards).
+ENEMY_TARGETS = np.array([[sum(1 << (N_CELLS - 1 - j) for j in range(N_CELLS) if (TARGETS[p, N_CELLS - 1 - i] >> j) & 1)
+                           for i in range(N_CELLS)] for p in range(16)], np.int64)
 
 
 def find_piece(state, nibble):
@@ -188,6 +195,47 @@ def make_move(state, move):
     state &= ~((np.int64(CELL_MASK) << (CELL_BITS * src)) | (np.int64(CELL_MASK) << (CELL_BITS * dst)))
     state |= p << (CELL_BITS * dst)
     return flip_state(state)
+
+
+def attackers_of(state, target):
+    """Cells (bit mask) of the opponent's pieces that attack cell ``target``."""
+    mask = 0
+    for i in range(N_CELLS):
+        p = (state >> (CELL_BITS * i)) & CELL_MASK
+        if p >= OPPONENT and (ENEMY_TARGETS[p & PIECE_MASK, i] >> target) & 1:
+            mask |= 1 << i
+    return mask
+
+
+def child_keys(state, moves, keys, classes):
+    """The moves of ``state`` (into ``moves``), the canonical key of each child (``keys``) and its
+    terminal class (``classes``: :data:`NONTERMINAL`, :data:`CATCH` or :data:`TRY`, as
+    :func:`classify` of the child); returns how many. ``state`` must be non-terminal.
+
+    The class comes from the parent's attack map in O(1) a child: no piece slides, so after a
+    move the opponent attacks our lion's square with the pieces that attacked it before, less
+    the one just captured; a child is a try (for us) when our lion stands on the far rank
+    unattacked."""
+    n = gen_moves(state, moves)
+    lion = find_piece(state, LION)
+    on_lion = attackers_of(state, lion)
+    for k in range(n):
+        move = moves[k]
+        src = move & FROM_MASK
+        dst = (move >> TO_SHIFT) & FROM_MASK
+        square, threat = lion, on_lion
+        if src == lion:
+            square, threat = dst, attackers_of(state, dst)
+        if src < DROP:
+            threat &= ~(1 << dst)  # a captured piece attacks no more
+        if threat:
+            classes[k] = CATCH
+        elif square < FAR_RANK_END:
+            classes[k] = TRY
+        else:
+            classes[k] = NONTERMINAL
+        keys[k] = canonical_key(make_move(state, move))
+    return n
 
 
 def perft_count(state, depth, moves_buf):

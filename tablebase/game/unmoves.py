@@ -21,9 +21,10 @@ from dobutsu_tb.tablebase.game.key import (
     MAX_IN_HAND,
     N_CELLS,
     OPPONENT,
+    LION,
     flip_state,
 )
-from dobutsu_tb.tablebase.game.rules import HAND_SLOT, SLOT_PIECE, SOURCES, check_state
+from dobutsu_tb.tablebase.game.rules import HAND_SLOT, HOME_RANK_START, SLOT_PIECE, SOURCES, TARGETS, check_state, find_piece
 
 #: Upper bound on the unmoves of one state (checked in the tests).
 MAX_UNMOVES = 320
@@ -31,22 +32,45 @@ MAX_UNMOVES = 320
 __kernels__ = ("gen_unmoves",)
 
 
-def gen_unmoves(child, out):
-    """Write every predecessor state of ``child`` into ``out``; return how many (or -1 if ``out``
+def gen_unmoves(child, out, nonterminal_only):
+    """Write the predecessor states of ``child`` into ``out``; return how many (or -1 if ``out``
     is too small).
 
     A predecessor is a normalised state from which some move leads to ``child``: the child is
     flipped back into the mover's frame and one move of the mover is undone, with or without
     giving back a captured piece from the mover's hand, or a drop is undone. Duplicates and
     positions that cannot occur are not filtered: the caller looks the results up.
+
+    With ``nonterminal_only``, predecessors that are terminal (SPEC §1.4) are left out without
+    being generated: the enemy lion is the same before the move, so if it stands on the mover's
+    home rank every predecessor is terminal; a predecessor is catch-terminal when a mover's
+    piece attacks the enemy lion, which only the piece moved back can change (no piece slides).
+    So two attackers in ``child`` mean no non-terminal predecessor, one means only its unmoves
+    qualify, and an unmove whose piece would attack the lion from its source is skipped.
     """
     state = flip_state(child)
     n = 0
     cap = out.shape[0]
+    attackers = 0
+    attacker = -1
+    enemy = -1
+    if nonterminal_only:
+        enemy = find_piece(state, LION | OPPONENT)
+        if enemy < 0 or enemy >= HOME_RANK_START:
+            return 0
+        for i in range(N_CELLS):
+            q = (state >> (CELL_BITS * i)) & CELL_MASK
+            if q != 0 and q < OPPONENT and (TARGETS[q, i] >> enemy) & 1:
+                attackers += 1
+                attacker = i
+        if attackers >= 2:
+            return 0
     for t in range(N_CELLS):
         p = (state >> (CELL_BITS * t)) & CELL_MASK
         if p == 0 or p >= OPPONENT:
             continue
+        if attackers == 1 and t != attacker:
+            continue  # another piece moved back would leave the attacker in place
         cleared = state & ~(np.int64(CELL_MASK) << (CELL_BITS * t))
         # Undo a drop: the piece goes back to the mover's hand.
         if p == CHICK or p == ELEPHANT or p == GIRAFFE:
@@ -75,6 +99,8 @@ def gen_unmoves(child, out):
                 srcs &= srcs - 1
                 if (state >> (CELL_BITS * f)) & CELL_MASK != 0:
                     continue
+                if nonterminal_only and (TARGETS[before, f] >> enemy) & 1:
+                    continue  # from its source the piece attacks the enemy lion: catch-terminal
                 moved = cleared | (before << (CELL_BITS * f))
                 if n >= cap:
                     return -1
@@ -98,13 +124,15 @@ def gen_unmoves(child, out):
     return n
 
 
-def predecessors(state) -> np.ndarray:
+def predecessors(state, nonterminal_only: bool = False) -> np.ndarray:
     """Every state from which one move leads to ``state`` (unmoves), duplicates removed.
 
     Parameters
     ----------
     state : int
         Packed normalised state.
+    nonterminal_only : bool, optional
+        Leave out terminal predecessors (see :func:`gen_unmoves`).
 
     Returns
     -------
@@ -116,7 +144,7 @@ def predecessors(state) -> np.ndarray:
 
     state = check_state(state)
     buf = np.empty(MAX_UNMOVES, np.int64)
-    n = kernels.gen_unmoves(state, buf)
+    n = kernels.gen_unmoves(state, buf, nonterminal_only)
     if n < 0:
         raise RuntimeError("MAX_UNMOVES is too small")
     return np.unique(buf[:n])

@@ -1,0 +1,690 @@
+"""Compact open-addressing hash tables over 64-bit keys: 4 bytes a slot instead of 8.
+
+Both structures hold positive keys of the form ``code << shift`` with ``code < 2**code_bits``
+(for dobutsu shogi's canonical keys: 44 code bits above a shift of 19). A key is turned into
+its *hash*, a bijective scramble of the code bits; the top ``q`` bits of the hash pick the home
+slot among ``2**q`` and only the remaining ``code_bits - q`` bits, the *remainder*, are stored,
+with the slot's distance from home. Slot and entry together give back the hash, and the hash
+the key (quotienting, as in Cleary's compact hash tables), so nothing is lost.
+
+- :class:`CompactTable` (linear probing, uint32 slots): a key never moves once inserted, so its
+  slot indexes value arrays that run alongside (a tag, a counter, a value per position);
+- :class:`CompactSet` (Robin Hood probing, entries of 3 to 8 bytes): a set that only counts and
+  answers membership, as small as the remainder allows (3 bytes an entry at ``2**28`` slots).
+
+Both are split into ``n_shards`` (a power of two) contiguous shards picked by the top bits of the
+home slot; probing wraps inside the shard, so one thread per shard inserts without atomics
+(:func:`shard_of`). Slot layout of a :class:`CompactTable`::
+
+    bits 31 .. r    displacement from the home slot + 1 (0: empty slot)
+    bits r-1 .. 0   remainder: the low r = code_bits - q bits of the hash
+
+An entry of a :class:`CompactSet` is the same, little-endian in ``entry_bytes`` bytes, with an
+8-bit displacement field.
+
+The kernels take the structure's ``layout``, an int64 array (fields ``L_*``), so one compiled
+kernel serves every size.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dobutsu_tb.encoding.config import LOAD_FACTOR, SET_LOAD_FACTOR
+from dobutsu_tb.encoding.jit import njit, prange
+
+#: Fields of a layout array.
+L_BITS, L_SHIFT, L_MASK, L_XS, L_M1, L_M2, L_I1, L_I2, L_R, L_REM_MASK, L_SHARD_BITS, L_DISP_MAX, L_ENTRY = range(13)
+LAYOUT_FIELDS = 13
+#: :func:`table_insert` answer when the shard has no usable slot (grow the table and retry).
+FULL = -1
+#: Multipliers of the scramble (odd; masked to the code width).
+_M1 = 0x9E3779B97F4A7C15
+_M2 = 0xBF58476D1CE4E5B9
+#: Smallest and largest numbers of slot bits (2**16 slots; 2**33 slots of 4 bytes are 32 GiB).
+MIN_SLOT_BITS = 16
+MAX_SLOT_BITS = 33
+#: Bits of a CompactSet entry's displacement field.
+SET_DISP_BITS = 8
+
+
+class CompactTableFullError(RuntimeError):
+    """Raised when a compact table or set cannot hold more keys within the memory allowed."""
+
+
+def make_layout(code_bits: int, shift: int, slot_bits: int, n_shards: int, disp_bits: int | None = None) -> np.ndarray:
+    """The layout array of a structure with ``2**slot_bits`` slots.
+
+    Parameters
+    ----------
+    code_bits, shift : int
+        Keys are ``code << shift`` with ``0 < code < 2**code_bits``.
+    slot_bits : int
+        log2 of the number of slots (at most ``code_bits``).
+    n_shards : int
+        A power of two, at most the number of slots.
+    disp_bits : int, optional
+        Width of the displacement field: default ``32 - remainder bits`` (a uint32 slot);
+        a :class:`CompactSet` passes :data:`SET_DISP_BITS`.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (LAYOUT_FIELDS,)
+
+    Raises
+    ------
+    ValueError
+        If the sizes are inconsistent (slot bits above the code bits, shards not a power of two,
+        a remainder too wide for a uint32 slot).
+    """
+    if not 0 < slot_bits <= code_bits or code_bits > 62:
+        raise ValueError(f"bad sizes: {slot_bits} slot bits for {code_bits}-bit codes")
+    if n_shards < 1 or n_shards & (n_shards - 1) or n_shards > 1 << slot_bits:
+        raise ValueError(f"the shard count must be a power of two up to the slot count, got {n_shards}")
+    r = code_bits - slot_bits
+    mask = (1 << code_bits) - 1
+    m1, m2 = _M1 & mask | 1, _M2 & mask | 1
+    if disp_bits is None:
+        disp_bits = 32 - r
+        if disp_bits < 2:
+            raise ValueError(f"a {r}-bit remainder leaves no room for a displacement in 32 bits")
+    layout = np.zeros(LAYOUT_FIELDS, np.int64)
+    layout[L_BITS], layout[L_SHIFT], layout[L_MASK] = code_bits, shift, mask
+    layout[L_XS] = (code_bits + 1) // 2
+    layout[L_M1], layout[L_M2] = m1, m2
+    layout[L_I1], layout[L_I2] = pow(m1, -1, 1 << code_bits), pow(m2, -1, 1 << code_bits)
+    layout[L_R], layout[L_REM_MASK] = r, (1 << r) - 1
+    layout[L_SHARD_BITS] = slot_bits - (n_shards.bit_length() - 1)
+    layout[L_DISP_MAX] = (1 << disp_bits) - 2
+    layout[L_ENTRY] = (r + disp_bits + 7) // 8
+    return layout
+
+
+# --- kernels ---------------------------------------------------------------------------------
+
+
+@njit
+def key_hash(key, layout):
+    """The hash of a key: its code bits scrambled by a bijection (so the hash gives back the key)."""
+    mask, xs = layout[L_MASK], layout[L_XS]
+    x = (key >> layout[L_SHIFT]) & mask
+    x ^= x >> xs
+    x = (x * layout[L_M1]) & mask
+    x ^= x >> xs
+    x = (x * layout[L_M2]) & mask
+    x ^= x >> xs
+    return x
+
+
+@njit
+def hash_key(h, layout):
+    """The key of a hash (the inverse of :func:`key_hash`)."""
+    mask, xs = layout[L_MASK], layout[L_XS]
+    x = h ^ (h >> xs)  # x ^ (x >> xs) inverts in one step since 2 * xs >= code bits
+    x = (x * layout[L_I2]) & mask
+    x ^= x >> xs
+    x = (x * layout[L_I1]) & mask
+    x ^= x >> xs
+    return x << layout[L_SHIFT]
+
+
+@njit
+def home_slot(h, layout):
+    """The home slot of a hash (its top bits)."""
+    return h >> layout[L_R]
+
+
+@njit
+def shard_of(h, layout):
+    """The shard of a hash: only the thread that owns it may insert the key."""
+    return h >> (layout[L_R] + layout[L_SHARD_BITS])
+
+
+@njit
+def table_find(slots, layout, h):
+    """Slot of the key with hash ``h`` in a :class:`CompactTable`'s ``slots``, or -1 when absent."""
+    r = layout[L_R]
+    rem = h & layout[L_REM_MASK]
+    home = h >> r
+    size_mask = (np.int64(1) << layout[L_SHARD_BITS]) - 1
+    base = home & ~size_mask
+    s = home
+    d = np.int64(0)
+    while d <= layout[L_DISP_MAX]:
+        v = np.int64(slots[s])
+        if v == 0:
+            return np.int64(-1)
+        if v == (((d + 1) << r) | rem):
+            return s
+        d += 1
+        s = base + ((s + 1) & size_mask)
+    return np.int64(-1)
+
+
+@njit
+def table_insert(slots, layout, h):
+    """Insert the key with hash ``h``: its new slot, ``-slot - 2`` if it was there, or
+    :data:`FULL` when its displacement would not fit (grow the table and insert again).
+    Only the owner of the key's shard (:func:`shard_of`) may call this."""
+    r = layout[L_R]
+    rem = h & layout[L_REM_MASK]
+    home = h >> r
+    size_mask = (np.int64(1) << layout[L_SHARD_BITS]) - 1
+    base = home & ~size_mask
+    s = home
+    d = np.int64(0)
+    while d <= layout[L_DISP_MAX]:
+        v = np.int64(slots[s])
+        entry = ((d + 1) << r) | rem
+        if v == 0:
+            slots[s] = entry
+            return s
+        if v == entry:
+            return -s - 2
+        d += 1
+        s = base + ((s + 1) & size_mask)
+    return np.int64(FULL)
+
+
+@njit
+def table_hash_at(slots, layout, s):
+    """The hash of the key in (occupied) slot ``s``."""
+    r = layout[L_R]
+    v = np.int64(slots[s])
+    size_mask = (np.int64(1) << layout[L_SHARD_BITS]) - 1
+    home = (s & ~size_mask) + ((s - ((v >> r) - 1)) & size_mask)
+    return (home << r) | (v & layout[L_REM_MASK])
+
+
+@njit
+def table_key_at(slots, layout, s):
+    """The key in (occupied) slot ``s``."""
+    return hash_key(table_hash_at(slots, layout, s), layout)
+
+
+@njit(parallel=True)
+def _table_insert_many(slots, layout, n_shards, counts, hashes, out):
+    failed = 0
+    for shard in prange(n_shards):
+        added = 0
+        bad = 0
+        for i in range(hashes.shape[0]):
+            h = hashes[i]
+            if shard_of(h, layout) != shard:
+                continue
+            s = table_insert(slots, layout, h)
+            out[i] = s
+            if s >= 0:
+                added += 1
+            elif s == FULL:
+                bad += 1
+        counts[shard] += added
+        failed += bad
+    return failed
+
+
+@njit(parallel=True)
+def _table_find_many(slots, layout, hashes, out):
+    for i in prange(hashes.shape[0]):
+        out[i] = table_find(slots, layout, hashes[i])
+
+
+@njit(parallel=True)
+def _hash_many(keys, layout, out):
+    for i in prange(keys.shape[0]):
+        out[i] = key_hash(keys[i], layout)
+
+
+@njit
+def _rehash(old, old_layout, new, new_layout, counts, remap):
+    failed = 0
+    for s in range(old.shape[0]):
+        if old[s] == 0:
+            remap[s] = -1
+            continue
+        h = table_hash_at(old, old_layout, s)
+        t = table_insert(new, new_layout, h)
+        remap[s] = t
+        if t < 0:
+            failed += 1
+        else:
+            counts[shard_of(h, new_layout)] += 1
+    return failed
+
+
+@njit(parallel=True)
+def _keys_in_slot_order(slots, layout, n_blocks, offsets, out):
+    """out[offsets[b]:...] = the keys of block b's occupied slots, in slot order."""
+    size = slots.shape[0]
+    per = (size + n_blocks - 1) // n_blocks
+    for b in prange(n_blocks):
+        j = offsets[b]
+        for s in range(b * per, min(size, (b + 1) * per)):
+            if slots[s] != 0:
+                out[j] = table_key_at(slots, layout, s)
+                j += 1
+
+
+@njit(parallel=True)
+def _count_blocks(slots, n_blocks, counts):
+    size = slots.shape[0]
+    per = (size + n_blocks - 1) // n_blocks
+    for b in prange(n_blocks):
+        n = 0
+        for s in range(b * per, min(size, (b + 1) * per)):
+            if slots[s] != 0:
+                n += 1
+        counts[b] = n
+
+
+# --- the set ---------------------------------------------------------------------------------
+
+
+@njit
+def _entry_at(buf, nbytes, s):
+    v = np.int64(0)
+    base = s * nbytes
+    for j in range(nbytes):
+        v |= np.int64(buf[base + j]) << (8 * j)
+    return v
+
+
+@njit
+def _put_entry(buf, nbytes, s, v):
+    base = s * nbytes
+    for j in range(nbytes):
+        buf[base + j] = (v >> (8 * j)) & 0xFF
+
+
+@njit
+def set_add(buf, layout, h):
+    """Add the key with hash ``h`` to a :class:`CompactSet`'s ``buf``: 1 if it is new, 0 if it
+    was there, -1 (nothing changed) when a displacement would not fit: grow the set and add again.
+
+    Robin Hood probing: the key goes to the first slot of its probe sequence whose entry is
+    nearer to its own home, and the run of entries from there to the next empty slot moves one
+    slot on; this keeps every displacement short. Only the owner of the key's shard
+    (:func:`shard_of`) may call this."""
+    r = layout[L_R]
+    nbytes = layout[L_ENTRY]
+    rem_mask = layout[L_REM_MASK]
+    disp_max = layout[L_DISP_MAX]
+    rem = h & rem_mask
+    size_mask = (np.int64(1) << layout[L_SHARD_BITS]) - 1
+    home = h >> r
+    base = home & ~size_mask
+    s = home
+    d = np.int64(0)
+    while True:  # find the key, or where it goes
+        v = _entry_at(buf, nbytes, s)
+        if v == 0:
+            break
+        vd = (v >> r) - 1
+        if vd == d and (v & rem_mask) == rem:
+            return 0
+        if vd < d:
+            break
+        d += 1
+        if d > disp_max:
+            return -1
+        s = base + ((s + 1) & size_mask)
+    t = s  # the run from s to the next empty slot moves on by one; check it fits first
+    while True:
+        v = _entry_at(buf, nbytes, t)
+        if v == 0:
+            break
+        if (v >> r) > disp_max:
+            return -1
+        t = base + ((t + 1) & size_mask)
+        if t == s:
+            return -1
+    one = np.int64(1) << r
+    while t != s:
+        prev = base + ((t - 1) & size_mask)
+        _put_entry(buf, nbytes, t, _entry_at(buf, nbytes, prev) + one)
+        t = prev
+    _put_entry(buf, nbytes, s, ((d + 1) << r) | rem)
+    return 1
+
+
+@njit(parallel=True)
+def _set_add_many(buf, layout, n_shards, counts, hashes, out):
+    failed = 0
+    for shard in prange(n_shards):
+        added = 0
+        bad = 0
+        for i in range(hashes.shape[0]):
+            h = hashes[i]
+            if shard_of(h, layout) != shard:
+                continue
+            a = set_add(buf, layout, h)
+            out[i] = a
+            if a == 1:
+                added += 1
+            elif a < 0:
+                bad += 1
+        counts[shard] += added
+        failed += bad
+    return failed
+
+
+@njit
+def _set_rehash(old, old_layout, new, new_layout, counts):
+    r = old_layout[L_R]
+    nbytes = old_layout[L_ENTRY]
+    size_mask = (np.int64(1) << old_layout[L_SHARD_BITS]) - 1
+    failed = 0
+    for s in range(old.shape[0] // nbytes):
+        v = _entry_at(old, nbytes, s)
+        if v == 0:
+            continue
+        home = (s & ~size_mask) + ((s - ((v >> r) - 1)) & size_mask)
+        h = (home << r) | (v & old_layout[L_REM_MASK])
+        a = set_add(new, new_layout, h)
+        if a < 0:
+            failed += 1
+        else:
+            counts[shard_of(h, new_layout)] += a
+    return failed
+
+
+# --- the classes -----------------------------------------------------------------------------
+
+
+def _slot_bits(expected: int, load_factor: float, n_shards: int, code_bits: int) -> int:
+    """log2 of the slots for ``expected`` keys under ``load_factor``.
+
+    Raises
+    ------
+    CompactTableFullError
+        If that is more than :data:`MAX_SLOT_BITS` (or the code width) allows.
+    """
+    need = max(1, int(np.ceil(max(expected, 1) / load_factor)))
+    bits = max(MIN_SLOT_BITS, n_shards.bit_length() - 1, (need - 1).bit_length())
+    if bits > min(code_bits, MAX_SLOT_BITS):
+        raise CompactTableFullError(f"hash table is full: {expected:,} keys would need 2**{bits} slots, "
+                                    f"more than 2**{min(code_bits, MAX_SLOT_BITS)}")
+    return bits
+
+
+def _shards(n: int) -> int:
+    """The smallest power of two >= n (shards must be a power of two)."""
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+class CompactTable:
+    """A set of keys ``code << shift`` in uint32 slots (linear probing); slots index value arrays.
+
+    Parameters
+    ----------
+    expected : int
+        Keys the table should hold without growing.
+    code_bits, shift : int
+        Keys are ``code << shift`` with ``0 < code < 2**code_bits`` (code_bits <= 62).
+    load_factor : float, optional
+        Most keys per slot (default :data:`~dobutsu_tb.encoding.config.LOAD_FACTOR`).
+    n_shards : int, optional
+        Threads that may insert at once; rounded up to a power of two.
+
+    Attributes
+    ----------
+    slots : numpy.ndarray of uint32, shape (capacity,)
+        0 marks an empty slot (layout in the module docstring).
+    layout : numpy.ndarray of int64, shape (LAYOUT_FIELDS,)
+        For the kernels (:func:`table_find`, :func:`table_insert`, :func:`table_key_at`).
+    counts : numpy.ndarray of int64, shape (n_shards,)
+        Keys per shard.
+
+    Raises
+    ------
+    ValueError
+        For inconsistent sizes.
+    """
+
+    def __init__(self, expected: int, code_bits: int, shift: int, load_factor: float = LOAD_FACTOR,
+                 n_shards: int = 1, slot_bits: int | None = None):
+        if not 0.0 < load_factor < 1.0:
+            raise ValueError(f"load factor must be in (0, 1), got {load_factor}")
+        self.code_bits, self.shift, self.load_factor = int(code_bits), int(shift), float(load_factor)
+        self.n_shards = _shards(n_shards)
+        bits = slot_bits if slot_bits is not None else _slot_bits(expected, load_factor, self.n_shards, code_bits)
+        self.layout = make_layout(self.code_bits, self.shift, min(bits, self.code_bits), self.n_shards)
+        self.slots = np.zeros(1 << int(self.code_bits - self.layout[L_R]), np.uint32)
+        self.counts = np.zeros(self.n_shards, np.int64)
+
+    @property
+    def capacity(self) -> int:
+        """Number of slots."""
+        return self.slots.shape[0]
+
+    @property
+    def limit(self) -> int:
+        """Most keys one shard may hold under the load factor."""
+        return int(self.capacity // self.n_shards * self.load_factor)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the slots, in bytes."""
+        return self.slots.nbytes
+
+    def __len__(self) -> int:
+        return int(self.counts.sum())
+
+    def __repr__(self) -> str:
+        return f"<CompactTable {len(self):,} keys in {self.capacity:,} slots, {self.n_shards} shards>"
+
+    def room(self) -> int:
+        """Keys that can surely still be inserted under the load factor (the least room of any shard)."""
+        return int(self.limit - self.counts.max())
+
+    def hashes(self, keys) -> np.ndarray:
+        """The hashes (int64, shape (n,)) of keys (array_like of int64, shape (n,))."""
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
+        out = np.empty(keys.shape[0], np.int64)
+        _hash_many(keys, self.layout, out)
+        return out
+
+    def insert(self, keys) -> tuple[np.ndarray, np.ndarray]:
+        """Insert keys, growing the table when needed (which moves every slot: value arrays kept by
+        slot must then be moved by the caller, so builders call :meth:`grow` themselves).
+
+        Parameters
+        ----------
+        keys : array_like of int64, shape (n,)
+            Keys ``code << shift``; duplicates are allowed.
+
+        Returns
+        -------
+        slots : numpy.ndarray of int64, shape (n,)
+            Each key's slot after the call.
+        new : numpy.ndarray of bool, shape (n,)
+            True where the key was not in the table before (its first occurrence only).
+
+        Raises
+        ------
+        ValueError
+            If a key is not positive or not of the form ``code << shift``.
+        """
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
+        self._check(keys)
+        if self.room() < keys.size:
+            self.grow(len(self) + keys.size)
+        hashes = self.hashes(keys)
+        while True:
+            raw = np.empty(keys.shape[0], np.int64)
+            if _table_insert_many(self.slots, self.layout, self.n_shards, self.counts, hashes, raw) == 0:
+                break
+            self.grow(2 * len(self) + keys.size)
+        # Keys inserted before a grow were moved: find every key's slot afresh.
+        slots = self.lookup(keys)
+        new = np.zeros(keys.shape[0], np.bool_)
+        new[raw >= 0] = True
+        return slots, new
+
+    def lookup(self, keys) -> np.ndarray:
+        """Slots of keys (array_like of int64, shape (n,)): int64, shape (n,), -1 where absent."""
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
+        out = np.empty(keys.shape[0], np.int64)
+        _table_find_many(self.slots, self.layout, self.hashes(keys), out)
+        return out
+
+    def __contains__(self, key) -> bool:
+        return bool(self.lookup([key])[0] >= 0)
+
+    def keys(self) -> np.ndarray:
+        """The keys held, in slot order (int64, shape (len(self),))."""
+        n_blocks = 64
+        counts = np.zeros(n_blocks, np.int64)
+        _count_blocks(self.slots, n_blocks, counts)
+        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        out = np.empty(int(counts.sum()), np.int64)
+        _keys_in_slot_order(self.slots, self.layout, n_blocks, offsets, out)
+        return out
+
+    def occupied(self) -> np.ndarray:
+        """Slots in use, ascending (int64, shape (len(self),))."""
+        return np.flatnonzero(self.slots)
+
+    def grow(self, expected: int) -> np.ndarray:
+        """Rehash into a table sized for ``max(expected, 2 * len(self))`` keys, at least twice as many slots.
+
+        Returns
+        -------
+        numpy.ndarray of int64, shape (old capacity,)
+            New slot of each old slot, -1 for empty old slots: move value arrays with it.
+
+        Raises
+        ------
+        CompactTableFullError
+            If the table cannot grow (the hash has no more bits).
+        """
+        old_bits = int(self.code_bits - self.layout[L_R])
+        bits = old_bits + 1
+        try:
+            bits = max(bits, _slot_bits(max(int(expected), 2 * len(self)), self.load_factor, self.n_shards,
+                                        self.code_bits))
+        except CompactTableFullError:
+            bits = MAX_SLOT_BITS + 1
+        while True:
+            if bits > min(self.code_bits, MAX_SLOT_BITS):
+                raise CompactTableFullError(f"hash table is full: {len(self):,} keys, and it cannot grow beyond "
+                                            f"2**{min(self.code_bits, MAX_SLOT_BITS)} slots")
+            layout = make_layout(self.code_bits, self.shift, bits, self.n_shards)
+            slots = np.zeros(1 << bits, np.uint32)
+            counts = np.zeros(self.n_shards, np.int64)
+            remap = np.empty(self.capacity, np.int64)
+            if _rehash(self.slots, self.layout, slots, layout, counts, remap) == 0:
+                break
+            bits += 1
+        self.slots, self.layout, self.counts = slots, layout, counts
+        return remap
+
+    def _check(self, keys: np.ndarray) -> None:
+        if keys.size and (keys.min() <= 0 or np.any(keys & ((1 << self.shift) - 1))
+                          or keys.max() >> (self.shift + self.code_bits)):
+            raise ValueError(f"keys must be positive and of the form code << {self.shift} "
+                             f"with a code below 2**{self.code_bits}")
+
+
+class CompactSet:
+    """A set of keys ``code << shift`` that counts distinct keys (Robin Hood probing).
+
+    Entries take ``ceil((code_bits - q + 8) / 8)`` bytes at ``2**q`` slots: 3 bytes for 44-bit
+    codes at ``2**28`` slots.
+
+    Parameters
+    ----------
+    expected : int
+        Keys the set should hold without growing.
+    code_bits, shift : int
+        As for :class:`CompactTable`.
+    load_factor : float, optional
+        Most keys per slot (default :data:`~dobutsu_tb.encoding.config.SET_LOAD_FACTOR`).
+    n_shards : int, optional
+        Threads that may add at once; rounded up to a power of two.
+
+    Attributes
+    ----------
+    buf : numpy.ndarray of uint8, shape (capacity * entry_bytes,)
+    layout : numpy.ndarray of int64
+    counts : numpy.ndarray of int64, shape (n_shards,)
+    """
+
+    def __init__(self, expected: int, code_bits: int, shift: int, load_factor: float = SET_LOAD_FACTOR,
+                 n_shards: int = 1):
+        self.code_bits, self.shift, self.load_factor = int(code_bits), int(shift), float(load_factor)
+        self.n_shards = _shards(n_shards)
+        self._allocate(_slot_bits(expected, load_factor, self.n_shards, self.code_bits))
+
+    def _allocate(self, bits: int) -> None:
+        self.layout = make_layout(self.code_bits, self.shift, bits, self.n_shards, SET_DISP_BITS)
+        self.buf = np.zeros((1 << bits) * int(self.layout[L_ENTRY]), np.uint8)
+        self.counts = np.zeros(self.n_shards, np.int64)
+
+    @property
+    def capacity(self) -> int:
+        """Number of slots."""
+        return self.buf.shape[0] // int(self.layout[L_ENTRY])
+
+    @property
+    def entry_bytes(self) -> int:
+        """Bytes per slot."""
+        return int(self.layout[L_ENTRY])
+
+    @property
+    def limit(self) -> int:
+        """Most keys one shard may hold under the load factor."""
+        return int(self.capacity // self.n_shards * self.load_factor)
+
+    @property
+    def nbytes(self) -> int:
+        return self.buf.nbytes
+
+    def __len__(self) -> int:
+        return int(self.counts.sum())
+
+    def room(self) -> int:
+        """Keys that can surely still be added under the load factor."""
+        return int(self.limit - self.counts.max())
+
+    def add_hashes(self, hashes) -> np.ndarray:
+        """Add keys given by their hashes (:func:`key_hash`); returns 1 where a key was new, else 0."""
+        hashes = np.ascontiguousarray(hashes, dtype=np.int64)
+        if self.room() < hashes.size:
+            self.grow(len(self) + hashes.size)
+        while True:
+            out = np.zeros(hashes.shape[0], np.int64)
+            if _set_add_many(self.buf, self.layout, self.n_shards, self.counts, hashes, out) == 0:
+                return out
+            self.grow(2 * len(self) + hashes.size)
+
+    def add(self, keys) -> np.ndarray:
+        """Add keys (array_like of int64, shape (n,)); returns int64 (n,), 1 where a key was new."""
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
+        hashes = np.empty(keys.shape[0], np.int64)
+        _hash_many(keys, self.layout, hashes)
+        return self.add_hashes(hashes)
+
+    def grow(self, expected: int) -> None:
+        """Rehash into at least twice as many slots, sized for ``max(expected, 2 * len(self))`` keys.
+
+        Raises
+        ------
+        CompactTableFullError
+            If the set cannot grow (the hash has no more bits).
+        """
+        old_buf, old_layout = self.buf, self.layout
+        bits = int(self.code_bits - old_layout[L_R]) + 1
+        try:
+            bits = max(bits, _slot_bits(max(int(expected), 2 * len(self)), self.load_factor, self.n_shards,
+                                        self.code_bits))
+        except CompactTableFullError:
+            bits = MAX_SLOT_BITS + 1
+        while True:
+            if bits > min(self.code_bits, MAX_SLOT_BITS):
+                raise CompactTableFullError(f"hash table is full: {len(self):,} keys, and it cannot grow beyond "
+                                            f"2**{min(self.code_bits, MAX_SLOT_BITS)} slots")
+            self._allocate(bits)
+            if _set_rehash(old_buf, old_layout, self.buf, self.layout, self.counts) == 0:
+                return
+            bits += 1

@@ -1,0 +1,63 @@
+"""Batch lookups of canonical keys in a tablebase (``Tablebase.probe_many``).
+
+The keys are sorted once; then, in memory, one ``searchsorted`` over the sorted keys (numpy
+narrows each search from the previous one, so a sorted batch costs far less than random
+searches); lazily, each chunk of ``/keys`` that holds some of them is read once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def probe_keys(tb, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The value bytes of ``keys`` in ``tb`` and whether each was found.
+
+    Parameters
+    ----------
+    tb : Tablebase
+    keys : numpy.ndarray of int64, shape (n,)
+        Canonical keys, in any order, repeats allowed.
+
+    Returns
+    -------
+    codes : numpy.ndarray of uint8, shape (n,)
+        Value bytes (:mod:`~dobutsu_tb.tablebase.values`); 0 where not found.
+    found : numpy.ndarray of bool, shape (n,)
+
+    Raises
+    ------
+    TablebaseFileError
+        If a chunk read is damaged.
+    """
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    codes = np.zeros(keys.shape[0], np.uint8)
+    found = np.zeros(keys.shape[0], np.bool_)
+    if tb._all is not None:
+        stored, values = tb._all
+        i = np.searchsorted(stored, sorted_keys)
+        inside = i < stored.shape[0]
+        hit = np.zeros(sorted_keys.shape[0], np.bool_)
+        hit[inside] = stored[i[inside]] == sorted_keys[inside]
+        found[order] = hit
+        codes[order[hit]] = values[i[hit]]
+        return codes, found
+    f = tb._file
+    chunk_ids = np.searchsorted(f.index, sorted_keys, side="right") - 1
+    bounds = np.flatnonzero(np.diff(chunk_ids)) + 1
+    for lo, hi in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [sorted_keys.shape[0]]])):
+        c = int(chunk_ids[lo])
+        if c < 0 or lo == hi:
+            continue
+        chunk_keys = tb._cached(tb._key_cache, c, f.read_keys)
+        part = sorted_keys[lo:hi]
+        i = np.searchsorted(chunk_keys, part)
+        inside = i < chunk_keys.shape[0]
+        hit = np.zeros(part.shape[0], np.bool_)
+        hit[inside] = chunk_keys[i[inside]] == part[inside]
+        where = order[lo:hi]
+        found[where] = hit
+        for entry, dest in zip((c * f.key_chunk + i[hit]).tolist(), where[hit].tolist()):
+            codes[dest] = tb._value_byte(entry)
+    return codes, found

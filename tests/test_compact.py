@@ -1,0 +1,87 @@
+"""The compact hash tables of the encoding layer against Python sets."""
+
+import numpy as np
+import pytest
+
+from dobutsu_tb.encoding import compact
+
+BITS, SHIFT = 44, 19
+
+
+def random_keys(n, seed=0, dup=0.3):
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(1, 1 << BITS, n, dtype=np.int64)
+    # cluster some codes so that home slots collide, and repeat some keys
+    codes[: n // 4] = (codes[: n // 4] & ~0xFFFF) | 1
+    keys = codes << SHIFT
+    return np.concatenate([keys, rng.choice(keys, int(n * dup))])
+
+
+def test_hash_is_a_bijection_on_codes():
+    layout = compact.make_layout(BITS, SHIFT, 20, 2)
+    keys = random_keys(5000)
+    for k in keys[:2000]:
+        h = compact.key_hash(k, layout)
+        assert 0 <= h < 1 << BITS
+        assert compact.hash_key(h, layout) == k
+    hashes = {int(compact.key_hash(k, layout)) for k in keys}
+    assert len(hashes) == len(set(keys.tolist()))
+
+
+@pytest.mark.parametrize("shards", [1, 2, 4])
+def test_table_holds_exactly_the_inserted_keys(shards):
+    keys = random_keys(20000, seed=shards)
+    table = compact.CompactTable(1000, BITS, SHIFT, n_shards=shards)  # forces several grows
+    slots, new = table.insert(keys)
+    distinct = set(keys.tolist())
+    assert len(table) == len(distinct) == int(new.sum())
+    assert sorted(table.keys().tolist()) == sorted(distinct)
+    # each key sits in its slot, the slot gives the key back, absent keys are absent
+    for k, s in zip(keys[:3000], slots[:3000]):
+        assert s >= 0 and compact.table_key_at(table.slots, table.layout, s) == k
+    absent = random_keys(2000, seed=99, dup=0)
+    absent = absent[~np.isin(absent, keys)]
+    assert (table.lookup(absent) == -1).all()
+    assert (table.lookup(keys) == slots).all()
+
+
+def test_table_grows_when_displacements_overflow():
+    # 2**16 slots with 28-bit remainders leave 4 bits of displacement: runs overflow early.
+    table = compact.CompactTable(10, BITS, SHIFT, slot_bits=16)
+    keys = random_keys(40000, seed=3, dup=0)
+    table.insert(keys)
+    assert table.capacity > 1 << 16
+    assert sorted(table.keys().tolist()) == sorted(set(keys.tolist()))
+
+
+def test_grow_remaps_slots():
+    keys = random_keys(3000, seed=4, dup=0)
+    table = compact.CompactTable(4000, BITS, SHIFT, n_shards=2)
+    before, _ = table.insert(keys)
+    remap = table.grow(100000)
+    assert (remap[before] == table.lookup(keys)).all()
+
+
+@pytest.mark.parametrize("shards", [1, 2, 4])
+def test_set_counts_distinct_keys(shards):
+    keys = random_keys(30000, seed=10 + shards)
+    s = compact.CompactSet(500, BITS, SHIFT, n_shards=shards)  # grows several times
+    added = s.add(keys)
+    assert len(s) == len(set(keys.tolist())) == int(added.sum())
+    assert int(s.add(keys).sum()) == 0  # all present now
+    more = random_keys(5000, seed=77, dup=0)
+    fresh = len(set(more.tolist()) - set(keys.tolist()))
+    assert int(s.add(more).sum()) == fresh and len(s) == len(set(keys.tolist()) | set(more.tolist()))
+
+
+def test_set_entry_width_follows_the_remainder():
+    assert compact.CompactSet(100_000_000, BITS, SHIFT).entry_bytes == 3  # 2**28 slots
+    assert compact.CompactSet(1000, BITS, SHIFT).entry_bytes == 5          # 2**16 slots
+
+
+def test_bad_keys_are_refused():
+    table = compact.CompactTable(10, BITS, SHIFT)
+    with pytest.raises(ValueError):
+        table.insert([12345])  # not a multiple of 2**19
+    with pytest.raises(ValueError):
+        table.insert([0])
