@@ -5,6 +5,8 @@ Jitted, so other kernels call them; from Python they work on ints and numpy inte
 
 from __future__ import annotations
 
+import numpy as np
+
 from dobutsu_tb.encoding.jit import njit
 
 
@@ -41,3 +43,32 @@ def sort_prefix(row, n):
             row[j + 1] = row[j]
             j -= 1
         row[j + 1] = v
+
+
+#: 0x0101010101010101: one in every byte of a 64-bit word.
+_BYTES_ONE = 0x0101010101010101
+_BYTES_HIGH = -0x7F7F7F7F7F7F7F80  # 0x8080808080808080 as an int64
+
+
+@njit
+def find_bytes(data, value, start, out):
+    """Indices ``i >= start`` with ``data[i] == value`` (a uint8 array), into ``out`` until it is
+    full; returns (how many, where the search stopped). Eight bytes are tested at a time (a
+    word with no byte equal to ``value`` is skipped whole)."""
+    n = 0
+    i = start
+    size = data.shape[0]
+    cap = out.shape[0]
+    pattern = np.int64(value) * _BYTES_ONE
+    words = data[: size - size % 8].view(np.int64)
+    while i < size and n < cap:
+        if i % 8 == 0 and i + 8 <= size:
+            x = words[i // 8] ^ pattern  # a zero byte where data equals value
+            if ((x - _BYTES_ONE) & ~x & _BYTES_HIGH) == 0:
+                i += 8
+                continue
+        if data[i] == value:
+            out[n] = i
+            n += 1
+        i += 1
+    return n, i

@@ -32,7 +32,7 @@ DEFAULT_EXPECTED = 1 << 16
 KEY_CHUNK = 1 << 9
 VALUE_CHUNK = 1 << 10
 #: zlib level of the HDF5 chunks.
-GZIP_LEVEL = 6
+GZIP_LEVEL = 4
 #: Decompressed chunks a lazily opened tablebase keeps per dataset.
 CHUNK_CACHE = 1024
 #: Positions whose values ``dobutsu-tb verify`` re-derives per kernel call.

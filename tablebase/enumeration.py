@@ -29,7 +29,7 @@ import numpy as np
 
 from dobutsu_tb.encoding import config
 from dobutsu_tb.encoding.atomics import prefetch
-from dobutsu_tb.encoding.bits import sort_prefix
+from dobutsu_tb.encoding.bits import find_bytes
 from dobutsu_tb.encoding.compact import (
     FULL,
     L_ENTRY,
@@ -54,8 +54,8 @@ TAG_NO_MOVES = 253
 #: A terminal child in a batch buffer: its hash shifted up, its class (CATCH or TRY) below.
 _CLASS_BITS = 2
 _CLASS_MASK = (1 << _CLASS_BITS) - 1
-#: Children inserted ahead of the one being inserted are prefetched this far ahead.
-_PREFETCH_AHEAD = 8
+#: How many keys ahead of the one being inserted a slot is prefetched.
+_PREFETCH_AHEAD = 16
 
 
 class StartPositionError(ValueError):
@@ -100,141 +100,122 @@ class Enumeration:
 
 
 @njit
-def _collect(tags, start, out):
-    """Slots from ``start`` on whose tag is fresh, into ``out``; returns (how many, where it stopped)."""
-    n = 0
-    s = start
-    size = tags.shape[0]
-    cap = out.shape[0]
-    while s < size and n < cap:
-        if tags[s] == TAG_FRESH:
-            out[n] = s
-            n += 1
-        s += 1
-    return n, s
-
-
-@njit
-def _expand_range(slots, layout, batch, lo, hi, tags, nt, nt_n, term, term_n):
-    """:func:`_expand` for ``batch[lo:hi]``; returns the positions without moves among them."""
+def _expand_range(slots, layout, batch, lo, hi, tags, nt, term, counts):
+    """:func:`_expand` for ``batch[lo:hi]``: the children go to the dense lists ``nt[shard]``
+    and ``term[shard]`` (this thread's), their lengths to ``counts[shard]``; returns the positions
+    without moves among them. The slots and tags of positions a few ahead are prefetched."""
     moves = np.empty(MAX_MOVES, np.int64)
     keys = np.empty(MAX_MOVES, np.int64)
     classes = np.empty(MAX_MOVES, np.int64)
     no_moves = 0
     for b in range(lo, hi):
+        if b + _PREFETCH_AHEAD < hi:
+            prefetch(slots, batch[b + _PREFETCH_AHEAD])
+            prefetch(tags, batch[b + _PREFETCH_AHEAD])
         s = batch[b]
         n = child_keys(decode_key(table_key_at(slots, layout, s)), moves, keys, classes)
-        row, trow = nt[b], term[b]
-        a = 0
-        c = 0
         win1 = False
-        for k in range(n):
-            if classes[k] == NONTERMINAL:
-                row[a] = keys[k]
-                a += 1
+        distinct = 0
+        for k in range(n):  # drop repeated children (symmetric moves), deal out the others
+            key = keys[k]
+            repeat = False
+            for e in range(k):
+                if keys[e] == key:
+                    repeat = True
+                    break
+            if repeat:
+                continue
+            cls = classes[k]
+            h = key_hash(key, layout)
+            shard = shard_of(h, layout)
+            if cls == NONTERMINAL:
+                nt[shard, counts[shard, 0]] = h
+                counts[shard, 0] += 1
+                distinct += 1
             else:
-                trow[c] = keys[k] | classes[k]
-                c += 1
-                win1 |= classes[k] == TRY
-        nt_n[b] = _distinct_hashes(row, a, layout, 0)
-        term_n[b] = _distinct_hashes(trow, c, layout, _CLASS_BITS)
+                term[shard, counts[shard, 1]] = (h << _CLASS_BITS) | cls
+                counts[shard, 1] += 1
+                win1 |= cls == TRY
         if n == 0:
             tags[s] = TAG_NO_MOVES
             no_moves += 1
         elif win1:
             tags[s] = TAG_WIN1
         else:
-            tags[s] = nt_n[b]
+            tags[s] = distinct
     return no_moves
-
-
-@njit
-def _distinct_hashes(row, n, layout, class_bits):
-    """Sort ``row[:n]`` (keys, with a class in the low ``class_bits`` bits), drop repeats and
-    replace each key by its hash, the class kept below it; returns how many are left."""
-    sort_prefix(row, n)
-    mask = (np.int64(1) << class_bits) - 1
-    m = 0
-    prev = np.int64(0)
-    for k in range(n):
-        entry = row[k]
-        if entry != prev:
-            row[m] = (key_hash(entry & ~mask, layout) << class_bits) | (entry & mask)
-            m += 1
-            prev = entry
-    return m
 
 
 @njit(parallel=True)
-def _expand(slots, layout, batch, tags, n_threads, nt, nt_n, term, term_n):
-    """Expand the positions at ``batch``: the hashes of their distinct canonical non-terminal
-    children into ``nt[b, :nt_n[b]]``, of their distinct terminal children (with the class)
-    into ``term[b, :term_n[b]]``; set each position's tag. Returns positions without moves."""
+def _expand(slots, layout, batch, tags, nt, term, counts):
+    """Expand the positions at ``batch``, one thread t per ``nt[t]``: the hashes of each
+    position's distinct canonical non-terminal children go to ``nt[t, shard]``, of its distinct
+    terminal children (with the class below) to ``term[t, shard]``, their numbers to
+    ``counts[t, shard]``; each position's tag is set. Returns the positions without moves."""
+    n_threads = nt.shape[0]
     no_moves = 0
     per = (batch.shape[0] + n_threads - 1) // n_threads
     for t in prange(n_threads):
+        counts[t, :, :] = 0
         no_moves += _expand_range(slots, layout, batch, t * per, min(batch.shape[0], (t + 1) * per), tags,
-                                  nt, nt_n, term, term_n)
+                                  nt[t], term[t], counts[t])
     return no_moves
 
 
 @njit
-def _insert_shard(shard, slots, layout, counts, tags, nt, nt_n, setbuf, set_layout, set_counts, term, term_n,
+def _insert_shard(shard, slots, layout, table_counts, tags, nt, term, counts, setbuf, set_layout, set_counts,
                   new_by_class):
-    """:func:`_insert` for one shard; returns (table failures, set failures). Each key's slot is
-    prefetched a few keys ahead, so the cache misses overlap."""
+    """:func:`_insert` for one shard; returns (table failures, set failures). Keys are inserted
+    with each one's slot prefetched a few keys ahead, so the cache misses of consecutive
+    insertions overlap; new slots are tagged fresh afterwards, prefetched likewise."""
     added = 0
     bad = 0
-    for b in range(nt_n.shape[0]):
-        row = nt[b]
-        n = nt_n[b]
-        for k in range(n):
-            ahead = row[k + _PREFETCH_AHEAD] if k + _PREFETCH_AHEAD < n else -1
-            if ahead >= 0 and shard_of(ahead, layout) == shard:
-                prefetch(slots, home_slot(ahead, layout))
-            h = row[k]
-            if shard_of(h, layout) != shard:
-                continue
-            s = table_insert(slots, layout, h)
+    fresh = np.empty(counts[:, shard, 0].sum(), np.int64)
+    for t in range(nt.shape[0]):
+        row = nt[t, shard]
+        m = counts[t, shard, 0]
+        for i in range(m):
+            if i + _PREFETCH_AHEAD < m:
+                prefetch(slots, home_slot(row[i + _PREFETCH_AHEAD], layout))
+            s = table_insert(slots, layout, row[i])
             if s >= 0:
-                tags[s] = TAG_FRESH
+                fresh[added] = s
                 added += 1
             elif s == FULL:
                 bad += 1
-    counts[shard] += added
-    bad_set = 0
+    for i in range(added):
+        if i + _PREFETCH_AHEAD < added:
+            prefetch(tags, fresh[i + _PREFETCH_AHEAD])
+        tags[fresh[i]] = TAG_FRESH
+    table_counts[shard] += added
     entry = set_layout[L_ENTRY]
-    for b in range(term_n.shape[0]):
-        trow = term[b]
-        n = term_n[b]
-        for k in range(n):
-            ahead = trow[k + _PREFETCH_AHEAD] >> _CLASS_BITS if k + _PREFETCH_AHEAD < n else -1
-            if ahead >= 0 and shard_of(ahead, set_layout) == shard:
-                prefetch(setbuf, home_slot(ahead, set_layout) * entry)
-            h = trow[k] >> _CLASS_BITS
-            if shard_of(h, set_layout) != shard:
-                continue
-            a = set_add(setbuf, set_layout, h)
+    bad_set = 0
+    for t in range(term.shape[0]):
+        row = term[t, shard]
+        m = counts[t, shard, 1]
+        for i in range(m):
+            if i + _PREFETCH_AHEAD < m:
+                prefetch(setbuf, home_slot(row[i + _PREFETCH_AHEAD] >> _CLASS_BITS, set_layout) * entry)
+            a = set_add(setbuf, set_layout, row[i] >> _CLASS_BITS)
             if a == 1:
                 set_counts[shard] += 1
-                new_by_class[shard, trow[k] & _CLASS_MASK] += 1
+                new_by_class[shard, row[i] & _CLASS_MASK] += 1
             elif a < 0:
                 bad_set += 1
     return bad, bad_set
 
 
 @njit(parallel=True)
-def _insert(slots, layout, counts, tags, nt, nt_n, setbuf, set_layout, set_counts, term, term_n,
-            n_shards, new_by_class):
+def _insert(slots, layout, table_counts, tags, nt, term, counts, setbuf, set_layout, set_counts, new_by_class):
     """Insert a batch's children, one task per shard: new non-terminal children are tagged
     fresh; terminal ones are added to the set and counted by class in ``new_by_class[shard]``.
     Returns the insertions that found no room in the table and in the set (the caller grows
     the one that overflowed and inserts the batch again, which is idempotent)."""
     failed_table = 0
     failed_set = 0
-    for shard in prange(n_shards):
-        bad, bad_set = _insert_shard(shard, slots, layout, counts, tags, nt, nt_n, setbuf, set_layout, set_counts,
-                                     term, term_n, new_by_class)
+    for shard in prange(nt.shape[1]):
+        bad, bad_set = _insert_shard(shard, slots, layout, table_counts, tags, nt, term, counts, setbuf, set_layout,
+                                     set_counts, new_by_class)
         failed_table += bad
         failed_set += bad_set
     return failed_table, failed_set
@@ -289,35 +270,34 @@ def enumerate_positions(start_state: int, expected: tuple[int, int] | None = Non
     tags[slots[0]] = TAG_FRESH
     batch_size = config.ENUM_BATCH
     batch = np.empty(batch_size, np.int64)
-    nt = np.empty((batch_size, MAX_MOVES), np.int64)
-    term = np.empty((batch_size, MAX_MOVES), np.int64)
-    nt_n = np.zeros(batch_size, np.int64)
-    term_n = np.zeros(batch_size, np.int64)
+    per_thread = -(-batch_size // threads) * MAX_MOVES  # room for every child of a thread's share
+    shards = table.n_shards  # the table and the set have the same shards: a child's hash picks both
+    nt = np.empty((threads, shards, per_thread), np.int64)  # pages never written cost no memory
+    term = np.empty((threads, shards, per_thread), np.int64)
+    counts = np.zeros((threads, shards, 2), np.int64)
     by_class = np.zeros((table.n_shards, _CLASS_MASK + 1), np.int64)
     expanded = no_moves = 0
     scan = 0
     swept_fresh = False
     while True:
-        n, scan = _collect(tags, scan, batch)
+        n, scan = find_bytes(tags, TAG_FRESH, scan, batch)
         if n == 0:
             if not swept_fresh:
                 break  # a whole sweep found nothing to expand
             scan, swept_fresh = 0, False
             continue
         swept_fresh = True
-        no_moves += _expand(table.slots, table.layout, batch[:n], tags, threads, nt[:n], nt_n[:n],
-                            term[:n], term_n[:n])
+        no_moves += _expand(table.slots, table.layout, batch[:n], tags, nt, term, counts)
         expanded += n
+        n_nt, n_term = int(counts[:, :, 0].sum()), int(counts[:, :, 1].sum())
         while True:
-            if table.room() < int(nt_n[:n].sum()):
-                tags = _regrow_tags(tags, table.grow(len(table) + max(int(nt_n[:n].sum()), len(table))),
-                                    table.capacity)
+            if table.room() < n_nt:
+                tags = _regrow_tags(tags, table.grow(len(table) + max(n_nt, len(table))), table.capacity)
                 scan = 0  # slots moved: rescan (expanded positions are no longer fresh)
-            if terminal.room() < int(term_n[:n].sum()):
-                terminal.grow(len(terminal) + max(int(term_n[:n].sum()), len(terminal)))
-            failed_table, failed_set = _insert(
-                table.slots, table.layout, table.counts, tags, nt[:n], nt_n[:n], terminal.buf, terminal.layout,
-                terminal.counts, term[:n], term_n[:n], table.n_shards, by_class)
+            if terminal.room() < n_term:
+                terminal.grow(len(terminal) + max(n_term, len(terminal)))
+            failed_table, failed_set = _insert(table.slots, table.layout, table.counts, tags, nt, term, counts,
+                                               terminal.buf, terminal.layout, terminal.counts, by_class)
             if failed_table == 0 and failed_set == 0:
                 break
             # A displacement did not fit: grow what overflowed, then insert the batch again.

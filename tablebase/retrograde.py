@@ -30,16 +30,18 @@ from dobutsu_tb.encoding.bits import sort_prefix
 from dobutsu_tb.encoding.compact import home_slot, key_hash, table_find, table_key_at
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase.enumeration import TAG_NO_MOVES, TAG_WIN1, Enumeration
-from dobutsu_tb.tablebase.game.kernels import canonical_key, decode_key, gen_unmoves
+from dobutsu_tb.tablebase.game.kernels import decode_key, parent_keys
 from dobutsu_tb.tablebase.game.unmoves import MAX_UNMOVES
 from dobutsu_tb.tablebase.values import MAX_STORED_DTM, UNDECIDED
 
-#: Frontier positions handled per kernel call.
+#: Frontier positions handled per kernel call, and per group inside it (also the spare room of
+#: a thread's list of decisions).
 _FRONTIER = 1 << 20
+_GROUP = 16
 
 
 @njit(parallel=True)
-def _seed(slots, tags, values, n_threads):
+def _seed(slots, tags, values, counters, n_threads):
     size = slots.shape[0]
     per = (size + n_threads - 1) // n_threads
     for t in prange(n_threads):
@@ -47,6 +49,7 @@ def _seed(slots, tags, values, n_threads):
             if slots[s] == 0:
                 continue
             tag = tags[s]
+            counters[s] = tag
             if tag == TAG_WIN1:
                 values[s] = 1 + 1
             elif tag == TAG_NO_MOVES:
@@ -55,111 +58,175 @@ def _seed(slots, tags, values, n_threads):
                 values[s] = 2 + 1
 
 
-@njit
-def _collect(values, code, start, out):
-    """Slots from ``start`` on whose value byte is ``code``, into ``out``; (how many, where it stopped)."""
-    n = 0
-    s = start
-    size = values.shape[0]
-    cap = out.shape[0]
-    while s < size and n < cap:
-        if values[s] == code:
-            out[n] = s
-            n += 1
-        s += 1
-    return n, s
+@njit(parallel=True)
+def _count_equal(slots, values, code, n_blocks, counts):
+    size = slots.shape[0]
+    per = (size + n_blocks - 1) // n_blocks
+    for b in prange(n_blocks):
+        n = 0
+        for s in range(b * per, min(size, (b + 1) * per)):
+            if values[s] == code and slots[s] != 0:
+                n += 1
+        counts[b] = n
+
+
+@njit(parallel=True)
+def _fill_equal(slots, values, code, n_blocks, offsets, out):
+    size = slots.shape[0]
+    per = (size + n_blocks - 1) // n_blocks
+    for b in prange(n_blocks):
+        j = offsets[b]
+        for s in range(b * per, min(size, (b + 1) * per)):
+            if values[s] == code and slots[s] != 0:
+                out[j] = s
+                j += 1
+
+
+def _scan(slots: np.ndarray, values: np.ndarray, code: int) -> np.ndarray:
+    """Every occupied slot whose value byte is ``code`` (int64, ascending)."""
+    n_blocks = 64
+    counts = np.zeros(n_blocks, np.int64)
+    _count_equal(slots, values, code, n_blocks, counts)
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    out = np.empty(int(counts.sum()), np.int64)
+    _fill_equal(slots, values, code, n_blocks, offsets, out)
+    return out
 
 
 @njit
-def _propagate_range(slots, layout, values, counters, frontier, lo, hi, ply):
-    """:func:`_propagate` for ``frontier[lo:hi]``; returns how many it decided."""
+def _propagate_range(slots, layout, values, counters, frontier, lo, hi, ply, out):
+    """:func:`_propagate` for ``frontier[lo:hi]``; the slots it decides go to ``out`` while it has
+    room; returns how many it decided.
+
+    Positions go in groups of :data:`_GROUP`: the group's distinct canonical predecessors are
+    generated and their home slots prefetched, then looked up and their value bytes (and
+    counters) prefetched, then updated; so the cache misses of a group overlap."""
     preds = np.empty(MAX_UNMOVES, np.int64)
+    hashes = np.empty(_GROUP * MAX_UNMOVES, np.int64)
+    found = np.empty(_GROUP * MAX_UNMOVES, np.int64)
     lost = ply % 2 == 0  # the frontier positions are losses: their predecessors win
     code = ply + 2  # value byte of DTM ply + 1
     decided = 0
-    for i in range(lo, hi):
-        state = decode_key(table_key_at(slots, layout, frontier[i]))
-        n = gen_unmoves(state, preds, True)
-        for k in range(n):
-            preds[k] = canonical_key(preds[k])
-        sort_prefix(preds, n)
+    for g in range(lo, hi, _GROUP):
+        for i in range(g + _GROUP, min(hi, g + 2 * _GROUP)):  # the next group's own slots
+            prefetch(slots, frontier[i])
         m = 0
-        prev = np.int64(0)
-        for k in range(n):  # distinct canonical predecessors, as hashes, prefetched
-            key = preds[k]
-            if key != prev:
-                h = key_hash(key, layout)
-                prefetch(slots, home_slot(h, layout))
-                preds[m] = h
-                m += 1
-                prev = key
+        for i in range(g, min(hi, g + _GROUP)):
+            n = parent_keys(decode_key(table_key_at(slots, layout, frontier[i])), preds)
+            sort_prefix(preds, n)
+            prev = np.int64(0)
+            for k in range(n):  # one position's distinct canonical predecessors, as hashes
+                key = preds[k]
+                if key != prev:
+                    h = key_hash(key, layout)
+                    prefetch(slots, home_slot(h, layout))
+                    hashes[m] = h
+                    m += 1
+                    prev = key
+        f = 0
         for k in range(m):
-            p = table_find(slots, layout, preds[k])
-            if p < 0 or values[p] != UNDECIDED:
+            p = table_find(slots, layout, hashes[k])
+            if p >= 0:
+                prefetch(values, p)
+                if not lost:
+                    prefetch(counters, p)
+                found[f] = p
+                f += 1
+        for k in range(f):
+            p = found[k]
+            if values[p] != UNDECIDED:
                 continue
             if lost:
-                if atomic_cas(values, p, UNDECIDED, code) == UNDECIDED:
-                    decided += 1
+                if atomic_cas(values, p, UNDECIDED, code) != UNDECIDED:
+                    continue
             elif atomic_sub(counters, p, 1) == 1:
                 values[p] = code
-                decided += 1
+            else:
+                continue
+            if decided < out.shape[0]:
+                out[decided] = p
+            decided += 1
     return decided
 
 
 @njit(parallel=True)
-def _propagate(slots, layout, values, counters, frontier, ply, n_threads):
-    """Decide the predecessors of the positions at ``frontier`` (all of DTM ``ply``); returns
-    how many were decided (at DTM ``ply + 1``)."""
-    decided = 0
+def _propagate(slots, layout, values, counters, frontier, ply, out, out_n):
+    """Decide the predecessors of the positions at ``frontier`` (all of DTM ``ply``), one thread
+    per row of ``out``: thread t's decisions (at DTM ``ply + 1``) go to ``out[t, :out_n[t]]``;
+    ``out_n[t]`` may exceed the row's length, and then the row holds only the first ones."""
+    n_threads = out.shape[0]
     per = (frontier.shape[0] + n_threads - 1) // n_threads
     for t in prange(n_threads):
-        decided += _propagate_range(slots, layout, values, counters, frontier, t * per,
-                                    min(frontier.shape[0], (t + 1) * per), ply)
-    return decided
+        out_n[t] = _propagate_range(slots, layout, values, counters, frontier, t * per,
+                                    min(frontier.shape[0], (t + 1) * per), ply, out[t])
 
 
 def seed_values(enum: Enumeration) -> np.ndarray:
-    """The value bytes the analysis starts from (module docstring); uint8, shape (capacity,)."""
-    values = np.zeros(enum.table.capacity, np.uint8)
-    _seed(enum.table.slots, enum.tags, values, config.THREADS)
-    return values
+    """The value byte and counter of every slot, interleaved so that one cache line holds both
+    (uint16, shape (capacity,): byte 0 the value, byte 1 the counter), as the analysis starts
+    from them (module docstring). The enumeration's tags are copied and dropped."""
+    cells = np.zeros(enum.table.capacity, np.uint16)
+    values, counters = value_bytes(cells), counter_bytes(cells)
+    _seed(enum.table.slots, enum.tags, values, counters, config.THREADS)
+    enum.tags = None
+    return cells
 
 
-def propagate_ply(enum: Enumeration, values: np.ndarray, ply: int) -> tuple[int, int]:
+def value_bytes(cells: np.ndarray) -> np.ndarray:
+    """The value bytes (a strided uint8 view) of interleaved cells."""
+    return cells.view(np.uint8)[0::2]
+
+
+def counter_bytes(cells: np.ndarray) -> np.ndarray:
+    """The counters (a strided uint8 view) of interleaved cells."""
+    return cells.view(np.uint8)[1::2]
+
+
+def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.ndarray,
+                  seeds: np.ndarray) -> np.ndarray:
     """Decide the predecessors of every position of DTM ``ply``.
 
     Parameters
     ----------
     enum : Enumeration
-        Its tags serve as counters and are decremented.
-    values : numpy.ndarray of uint8, shape (enum.table.capacity,)
-        Value bytes, updated in place.
+        The table.
+    cells : numpy.ndarray of uint16, shape (enum.table.capacity,)
+        Value bytes and counters (:func:`seed_values`), updated in place.
     ply : int
         DTM of the positions whose predecessors are decided.
+    frontier : numpy.ndarray of int64, shape (n,)
+        The slots of every position of DTM ``ply``.
+    seeds : numpy.ndarray of int64
+        Positions already of DTM ``ply + 1`` before this ply (decided by enumeration): not
+        returned.
 
     Returns
     -------
-    (int, int)
-        Positions of DTM ``ply`` processed, and positions newly decided at DTM ``ply + 1``.
+    numpy.ndarray of int64
+        The slots of the positions newly decided at DTM ``ply + 1``.
 
     Raises
     ------
     OverflowError
         If DTM ``ply + 1`` does not fit the value byte (:data:`MAX_STORED_DTM`).
     """
-    table = enum.table
-    frontier = np.empty(min(_FRONTIER, table.capacity), np.int64)
-    processed = decided = 0
-    scan = 0
-    while scan < table.capacity:
-        n, scan = _collect(values, ply + 1, scan, frontier)
-        if n == 0:
-            continue
-        if ply + 1 > MAX_STORED_DTM:
-            raise OverflowError(f"a DTM of {ply + 1} plies does not fit the value byte (at most {MAX_STORED_DTM})")
-        decided += int(_propagate(table.slots, table.layout, values, enum.tags, frontier[:n], ply, config.THREADS))
-        processed += n
-    return processed, decided
+    if frontier.shape[0] == 0:
+        return frontier
+    if ply + 1 > MAX_STORED_DTM:
+        raise OverflowError(f"a DTM of {ply + 1} plies does not fit the value byte (at most {MAX_STORED_DTM})")
+    threads = config.THREADS
+    values, counters = value_bytes(cells), counter_bytes(cells)
+    room = 4 * frontier.shape[0] // threads + _FRONTIER
+    out = np.empty((threads, room), np.int64)
+    out_n = np.zeros(threads, np.int64)
+    parts = []
+    for lo in range(0, frontier.shape[0], _FRONTIER):
+        _propagate(enum.table.slots, enum.table.layout, values, counters, frontier[lo:lo + _FRONTIER], ply, out,
+                   out_n)
+        if out_n.max() > room:  # a thread ran out of room: find this ply's decisions by a scan
+            return np.setdiff1d(_scan(enum.table.slots, values, ply + 2), seeds, assume_unique=True)
+        parts += [out[t, :out_n[t]].copy() for t in range(threads)]
+    return np.concatenate(parts)
 
 
 def solve(enum: Enumeration, report: Callable[[int, int, int, float], None] | None = None) -> tuple[np.ndarray, float]:
@@ -169,7 +236,7 @@ def solve(enum: Enumeration, report: Callable[[int, int, int, float], None] | No
     ----------
     enum : Enumeration
         From :func:`~dobutsu_tb.tablebase.enumeration.enumerate_positions`; its tags are used up
-        as counters.
+        as counters (and dropped).
     report : callable, optional
         Called once per ply as ``report(ply, processed, decided, seconds)``.
 
@@ -177,20 +244,24 @@ def solve(enum: Enumeration, report: Callable[[int, int, int, float], None] | No
     -------
     values : numpy.ndarray of uint8, shape (enum.table.capacity,)
         The value byte of every slot (:mod:`~dobutsu_tb.tablebase.values`; 0 for draws and for
-        empty slots).
+        empty slots), a strided view.
     seconds : float
         Wall time.
     """
     t0 = time.perf_counter()
-    values = seed_values(enum)
+    cells = seed_values(enum)
+    values = value_bytes(cells)
+    seeds = {dtm: _scan(enum.table.slots, values, dtm + 1) for dtm in (0, 1, 2)}  # no moves, wins in 1, losses in 2
     highest = 2
     ply = 0 if enum.no_moves else 1  # DTM 0 is stored only for positions without moves
+    frontier = seeds[ply]
     while ply <= highest:
         t = time.perf_counter()
-        processed, decided = propagate_ply(enum, values, ply)
-        if decided:
+        decided = propagate_ply(enum, cells, ply, frontier, seeds.get(ply + 1, seeds[0][:0]))
+        if decided.shape[0]:
             highest = max(highest, ply + 1)
         if report is not None:
-            report(ply, processed, decided, time.perf_counter() - t)
+            report(ply, frontier.shape[0], decided.shape[0], time.perf_counter() - t)
+        frontier = np.concatenate([seeds[ply + 1], decided]) if ply + 1 in seeds else decided
         ply += 1
     return values, time.perf_counter() - t0

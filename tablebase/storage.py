@@ -17,9 +17,11 @@ seconds of each build phase. Terminal positions are not stored: the rules answer
 Reading trusts nothing (:class:`TablebaseFile`): on open, the attributes, dataset names,
 dtypes, shapes, chunking and filters are checked against this layout and the metadata, and the
 index against its CRC and its order; every chunk is read raw, and refused if HDF5 would have
-skipped one of its filters (a damaged filter mask), if its fletcher32 or zlib checksum fails, if
-it inflates to the wrong size, if its keys are out of order or disagree with the index, or if a
-value byte is out of range. Each failure raises :class:`TablebaseFileError` naming the place.
+skipped one of its filters (a damaged filter mask), if its zlib stream or the stream's Adler-32
+fails, if it inflates to the wrong size, if its keys are out of order or disagree with the
+index, or if a value byte is out of range. Whole-file reads (verify, statistics, in-memory
+probing) also check each chunk's fletcher32 (it covers the same bytes as the zlib checks, so a
+single probe skips it). Each failure raises :class:`TablebaseFileError` naming the place.
 
 Files are written to a temporary name in the target folder, chunk by chunk (compressed in
 parallel, written with HDF5's direct chunk writes), and renamed into place when complete, so a
@@ -55,9 +57,6 @@ RECORD_VALUE_BITS = 8
 RECORD_VALUE_MASK = (1 << RECORD_VALUE_BITS) - 1
 #: The fletcher32 filter appends this many checksum bytes to a chunk.
 _CHECKSUM_BYTES = 4
-#: Fletcher-32 as HDF5 computes it: 16-bit big-endian words in blocks of 360.
-_FLETCHER_BLOCK = 360
-_FLETCHER_WEIGHTS = np.arange(_FLETCHER_BLOCK, 0, -1, dtype=np.int64)
 
 
 class TablebaseFileError(OSError):
@@ -110,70 +109,38 @@ _COUNT_FIELDS = ("reachable", "nonterminal", "catch_terminal", "try_terminal", "
 # --- chunk codec -----------------------------------------------------------------------------
 
 
-def fletcher32(data) -> int:
-    """HDF5's Fletcher-32 checksum of ``data`` (bytes-like), as its fletcher32 filter computes it.
+def encode_chunks(data: np.ndarray, shuffle: bool, level: int = config.GZIP_LEVEL) -> list[bytes]:
+    """The bytes HDF5 stores for each row of ``data`` (shape (chunks, entries), one full chunk a
+    row): shuffled if asked (HDF5's shuffle filter), deflated (zlib), then the little-endian
+    fletcher32 of the deflated bytes (HDF5's fletcher32 filter)."""
+    from dobutsu_tb.encoding.checksums import checksums
 
-    The sums run over 16-bit big-endian words, reduced every 360 words by folding the high half
-    into the low one, with 32-bit wrap-around, exactly as ``H5_checksum_fletcher32``.
-    """
-    buf = np.frombuffer(data, np.uint8)
-    n_words = buf.shape[0] // 2
-    words = buf[: 2 * n_words].view(">u2").astype(np.int64)
-    full = n_words // _FLETCHER_BLOCK
-    sums1, sums2 = [], []
-    if full:
-        blocks = words[: full * _FLETCHER_BLOCK].reshape(full, _FLETCHER_BLOCK)
-        sums1 = blocks.sum(axis=1).tolist()
-        sums2 = (blocks @ _FLETCHER_WEIGHTS).tolist()
-    lengths = [_FLETCHER_BLOCK] * full
-    rest = n_words - full * _FLETCHER_BLOCK
-    if rest:
-        tail = words[full * _FLETCHER_BLOCK:]
-        sums1.append(int(tail.sum()))
-        sums2.append(int(tail @ _FLETCHER_WEIGHTS[_FLETCHER_BLOCK - rest:]))
-        lengths.append(rest)
-    if buf.shape[0] % 2:
-        sums1.append(int(buf[-1]) << 8)
-        sums2.append(int(buf[-1]) << 8)
-        lengths.append(1)
-    s1 = s2 = 0
-    for l1, l2, length in zip(sums1, sums2, lengths):
-        s2 = (s2 + length * s1 + l2) & 0xFFFFFFFF
-        s1 = (s1 + l1) & 0xFFFFFFFF
-        s1 = (s1 & 0xFFFF) + (s1 >> 16)
-        s2 = (s2 & 0xFFFF) + (s2 >> 16)
-    s1 = (s1 & 0xFFFF) + (s1 >> 16)
-    s2 = (s2 & 0xFFFF) + (s2 >> 16)
-    return (s2 << 16) | s1
-
-
-def _checksum_ok(chunk: bytes) -> bool:
-    stored = int.from_bytes(chunk[-_CHECKSUM_BYTES:], "little")
-    ours = fletcher32(memoryview(chunk)[:-_CHECKSUM_BYTES])
-    return stored == ours or stored == int.from_bytes(ours.to_bytes(4, "little"), "big")
-
-
-def encode_chunk(data: np.ndarray, shuffle: bool, level: int = config.GZIP_LEVEL) -> bytes:
-    """The bytes HDF5 stores for one chunk of ``data`` (a full chunk, little-endian): shuffled
-    if asked, deflated (zlib), then the little-endian fletcher32 of the deflated bytes."""
-    raw = data.view(np.uint8)
+    count, size = data.shape
+    raw = data.view(np.uint8).reshape(count, size, data.itemsize)
     if shuffle and data.itemsize > 1:
-        raw = raw.reshape(-1, data.itemsize).T
-    packed = zlib.compress(np.ascontiguousarray(raw).tobytes(), level)
-    return packed + fletcher32(packed).to_bytes(_CHECKSUM_BYTES, "little")
+        raw = raw.transpose(0, 2, 1)
+    raw = np.ascontiguousarray(raw).reshape(count, -1)
+    packed = [zlib.compress(raw[c], level) for c in range(count)]
+    return [z + int(c).to_bytes(_CHECKSUM_BYTES, "little") for z, c in zip(packed, checksums(packed))]
 
 
-def decode_chunk(chunk: bytes, dtype: np.dtype, count: int, shuffle: bool) -> np.ndarray:
-    """The ``count`` elements of one stored chunk (the inverse of :func:`encode_chunk`).
+def _checksum_matches(chunk: bytes, ours: int) -> bool:
+    stored = int.from_bytes(chunk[-_CHECKSUM_BYTES:], "little")
+    return stored == ours or stored == int.from_bytes(ours.to_bytes(_CHECKSUM_BYTES, "little"), "big")
+
+
+def inflate_chunk(chunk: bytes, dtype: np.dtype, count: int, shuffle: bool) -> np.ndarray:
+    """The ``count`` elements of one stored chunk, its zlib stream checked (Adler-32 included);
+    its fletcher32 is checked by the caller (:meth:`TablebaseFile.read_all` checks it for many
+    chunks at once).
 
     Raises
     ------
     ValueError
-        If the checksum fails, the zlib stream is damaged (its own Adler-32 included) or the
-        chunk inflates to the wrong size.
+        If the zlib stream is damaged or inflates to the wrong size.
     """
-    if len(chunk) <= _CHECKSUM_BYTES or not _checksum_ok(chunk):
-        raise ValueError("fletcher32 checksum mismatch")
+    if len(chunk) <= _CHECKSUM_BYTES:
+        raise ValueError("too short")
     try:
         raw = zlib.decompress(memoryview(chunk)[:-_CHECKSUM_BYTES])
     except zlib.error as exc:
@@ -205,29 +172,26 @@ def record_values(records: np.ndarray) -> np.ndarray:
     return (records & np.uint64(RECORD_VALUE_MASK)).astype(np.uint8)
 
 
-def _encode_range(records: np.ndarray, first: int, count: int, chunk: int, keys: bool) -> list[bytes]:
-    out = []
+def _encode_group(records: np.ndarray, first: int, count: int, chunk: int, keys: bool) -> list[bytes]:
     n = records.shape[0]
-    for c in range(first, first + count):
-        part = records[c * chunk: min(n, (c + 1) * chunk)]
-        full = np.zeros(chunk, np.int64 if keys else np.uint8)
-        full[: part.shape[0]] = record_keys(part) if keys else record_values(part)
-        out.append(encode_chunk(full, shuffle=keys))
-    return out
+    lo, hi = first * chunk, min(n, (first + count) * chunk)
+    full = np.zeros(count * chunk, np.int64 if keys else np.uint8)  # the last chunk is padded
+    full[: hi - lo] = record_keys(records[lo:hi]) if keys else record_values(records[lo:hi])
+    return encode_chunks(full.reshape(count, chunk), shuffle=keys)
 
 
 def _write_chunks(dset, records: np.ndarray, chunk: int, keys: bool, pool, progress) -> None:
     n_chunks = math.ceil(records.shape[0] / chunk)
-    per_task = 512
+    per_task = 256
     group = per_task * 8
     for g in range(0, n_chunks, group):
         firsts = range(g, min(n_chunks, g + group), per_task)
-        tasks = [pool.submit(_encode_range, records, f, min(per_task, n_chunks - f), chunk, keys) for f in firsts]
+        tasks = [pool.submit(_encode_group, records, f, min(per_task, n_chunks - f), chunk, keys) for f in firsts]
         for f, task in zip(firsts, tasks):
             for k, data in enumerate(task.result()):
                 dset.id.write_direct_chunk(((f + k) * chunk,), data, 0)
             if progress is not None:
-                progress(min(per_task, n_chunks - f) * chunk)
+                progress(min(per_task * chunk, records.shape[0] - f * chunk))
 
 
 def write_tablebase(path, records: np.ndarray, meta: Metadata, progress=None) -> Path:
@@ -482,8 +446,10 @@ class TablebaseFile:
         """Chunks of /keys (or of /values)."""
         return math.ceil(self.n / (self.value_chunk if values else self.key_chunk))
 
-    def read_keys(self, c: int) -> np.ndarray:
-        """The keys of chunk ``c`` of /keys (int64, checked: order and agreement with the index).
+    def read_keys(self, c: int, raw: bytes | None = None) -> np.ndarray:
+        """The keys of chunk ``c`` of /keys (int64), checked: the filter mask, the zlib stream and
+        its Adler-32, the order of the keys and their agreement with the index. (The chunk's
+        fletcher32, which covers the same bytes, is checked by :meth:`read_all`.)
 
         Raises
         ------
@@ -492,8 +458,8 @@ class TablebaseFile:
         """
         count = min(self.key_chunk, self.n - c * self.key_chunk)
         try:
-            keys = decode_chunk(self._raw(self._key_id, "keys", c, self.key_chunk), np.dtype("<i8"),
-                                self.key_chunk, True)[:count]
+            keys = inflate_chunk(raw if raw is not None else self._raw(self._key_id, "keys", c, self.key_chunk),
+                                 np.dtype("<i8"), self.key_chunk, True)[:count]
         except ValueError as exc:
             raise self._fail(f"chunk {c} of /keys is damaged: {exc}") from None
         if count <= 0 or keys[0] != self._index_list[c] or (count > 1 and not (keys[1:] > keys[:-1]).all()) \
@@ -501,8 +467,9 @@ class TablebaseFile:
             raise self._fail(f"chunk {c} of /keys is out of order or disagrees with /index: the file is damaged")
         return keys
 
-    def read_values(self, c: int) -> np.ndarray:
-        """The value bytes of chunk ``c`` of /values (uint8, checked against the longest DTM).
+    def read_values(self, c: int, raw: bytes | None = None) -> np.ndarray:
+        """The value bytes of chunk ``c`` of /values (uint8), checked as :meth:`read_keys` checks
+        keys, and against the longest DTM.
 
         Raises
         ------
@@ -511,8 +478,8 @@ class TablebaseFile:
         """
         count = min(self.value_chunk, self.n - c * self.value_chunk)
         try:
-            values = decode_chunk(self._raw(self._value_id, "values", c, self.value_chunk), np.dtype("u1"),
-                                  self.value_chunk, False)[:count]
+            values = inflate_chunk(raw if raw is not None else self._raw(self._value_id, "values", c, self.value_chunk),
+                                   np.dtype("u1"), self.value_chunk, False)[:count]
         except ValueError as exc:
             raise self._fail(f"chunk {c} of /values is damaged: {exc}") from None
         if count <= 0 or values.max() > self.metadata.max_dtm + 1:
@@ -526,7 +493,7 @@ class TablebaseFile:
         return bisect_right(self._index_list, key) - 1
 
     def read_all(self, progress=None) -> tuple[np.ndarray, np.ndarray]:
-        """Every key and value byte, each chunk checked (in parallel threads).
+        """Every key and value byte, each chunk checked, its fletcher32 included (in parallel).
 
         Returns
         -------
@@ -538,23 +505,41 @@ class TablebaseFile:
         TablebaseFileError
             If a chunk is damaged.
         """
+        from dobutsu_tb.encoding.checksums import checksums
+
         keys = np.empty(self.n, np.int64)
         values = np.empty(self.n, np.uint8)
-        jobs = [("k", c) for c in range(self.chunk_count())] + [("v", c) for c in range(self.chunk_count(True))]
+        jobs = [("keys", c) for c in range(self.chunk_count())] + [("values", c) for c in range(self.chunk_count(True))]
         step = 2048
+        groups = [jobs[i:i + step] for i in range(0, len(jobs), step)]
 
-        def work(part):
-            for kind, c in part:
-                if kind == "k":
-                    arr = self.read_keys(c)
+        def fetch(part):  # raw reads go through h5py one at a time
+            return [self._raw(self._key_id if name == "keys" else self._value_id, name, c,
+                              self.key_chunk if name == "keys" else self.value_chunk) for name, c in part]
+
+        def work(part, raws):
+            sums = checksums([memoryview(r)[:-_CHECKSUM_BYTES] for r in raws])
+            for (name, c), raw, ours in zip(part, raws, sums.tolist()):
+                if not _checksum_matches(raw, ours):
+                    raise self._fail(f"chunk {c} of /{name} is damaged: fletcher32 checksum mismatch")
+                if name == "keys":
+                    arr = self.read_keys(c, raw)
                     keys[c * self.key_chunk: c * self.key_chunk + arr.shape[0]] = arr
                 else:
-                    arr = self.read_values(c)
+                    arr = self.read_values(c, raw)
                     values[c * self.value_chunk: c * self.value_chunk + arr.shape[0]] = arr
             return len(part)
 
         with ThreadPoolExecutor(config.THREADS) as pool:
-            for done in pool.map(work, [jobs[i:i + step] for i in range(0, len(jobs), step)]):
+            pending = []
+            for part in groups:
+                pending.append(pool.submit(work, part, fetch(part)))
+                while len(pending) > 2 * config.THREADS:
+                    done = pending.pop(0).result()
+                    if progress is not None:
+                        progress(done, len(jobs))
+            for task in pending:
+                done = task.result()
                 if progress is not None:
                     progress(done, len(jobs))
         return keys, values

@@ -85,3 +85,41 @@ def test_bad_keys_are_refused():
         table.insert([12345])  # not a multiple of 2**19
     with pytest.raises(ValueError):
         table.insert([0])
+
+
+def test_fletcher32_matches_hdf5(tmp_path):
+    """Our Fletcher-32 is the one HDF5's filter stores (chunks of every length parity)."""
+    import h5py
+
+    from dobutsu_tb.encoding.checksums import checksums
+
+    rng = np.random.default_rng(5)
+    with h5py.File(tmp_path / "f.h5", "w") as f:
+        for k, n in enumerate((1, 2, 3, 359, 360, 361, 720, 4099, 20000)):
+            data = rng.integers(0, 256, n).astype(np.uint8)
+            if k % 3 == 0:
+                data[:] = 255  # long runs of 0xFFFF words: the 32-bit sums wrap around
+            f.create_dataset(f"d{k}", data=data, chunks=(n,), fletcher32=True)
+    with h5py.File(tmp_path / "f.h5", "r") as f:
+        chunks = [f[name].id.read_direct_chunk((0,))[1] for name in sorted(f)]
+    ours = checksums([c[:-4] for c in chunks])
+    assert [int.from_bytes(c[-4:], "little") for c in chunks] == ours.tolist()
+
+
+def test_find_bytes_equals_a_plain_scan():
+    from dobutsu_tb.encoding.bits import find_bytes
+
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        size = int(rng.integers(0, 300))
+        data = rng.integers(0, 4, size).astype(np.uint8)
+        if trial % 2:
+            data[rng.random(size) < 0.9] = 0
+        value, start, cap = int(rng.integers(0, 4)), int(rng.integers(0, size + 1)), int(rng.integers(1, 50))
+        out, got, pos = np.empty(cap, np.int64), [], start
+        while True:
+            n, pos = find_bytes(data, value, pos, out)
+            got += out[:n].tolist()
+            if n == 0:
+                break
+        assert got == [i for i in range(start, size) if data[i] == value]

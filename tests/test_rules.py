@@ -132,6 +132,24 @@ def test_nonterminal_unmoves_are_the_nonterminal_predecessors():
     assert kept > 1000 and dropped > 1000
 
 
+def test_parent_keys_are_the_canonical_nonterminal_predecessors():
+    """parent_keys joins keys from rank tables: it must equal canonicalising each non-terminal
+    predecessor, in order; run jitted and as plain Python."""
+    states, keys = np.empty(unmoves.MAX_UNMOVES, np.int64), np.empty(unmoves.MAX_UNMOVES, np.int64)
+    total = 0
+    for pos, _ in random_positions(N_RANDOM, seed=10):
+        s = np.int64(pos.state())
+        if kernels.game_over(s) or kernels.classify(s) != rules.NONTERMINAL:
+            continue
+        n = kernels.gen_unmoves(s, states, True)
+        want = [int(kernels.canonical_key(p)) for p in states[:n]]
+        assert [int(k) for k in keys[: kernels.parent_keys(s, keys)]] == want, pos
+        if total < 400:
+            assert [int(k) for k in keys[: unmoves.parent_keys(s, keys)]] == want, pos
+        total += n
+    assert total > 5000
+
+
 def _both_lions(state):
     nibbles = [(state >> (4 * i)) & 15 for i in range(12)]
     return 3 in nibbles and 11 in nibbles

@@ -262,3 +262,17 @@ def _known_cases():
 def test_known_positions(lion_chick_tb, text, wdl, dtm):
     with open_tablebase(lion_chick_tb.path) as tb:
         assert (tb.probe_wdl(text), tb.probe_dtm(text)) == (wdl, dtm)
+
+
+def test_batch_sizes_do_not_change_the_result(lion_chick_tb, tmp_path, monkeypatch):
+    """Tiny batches (many sweeps, many kernel calls) and lists of decisions too short to hold a
+    ply (the analysis falls back to scanning) give the same file contents."""
+    from dobutsu_tb.encoding import config
+    from dobutsu_tb.tablebase import retrograde
+
+    monkeypatch.setattr(config, "ENUM_BATCH", 37)
+    monkeypatch.setattr(retrograde, "_FRONTIER", 5)
+    result = build_tablebase(tmp_path / "small-batches.h5", LION_CHICK, progress=False)
+    for a, b in zip(stored(result.path), stored(lion_chick_tb.path)):
+        assert np.array_equal(a, b)
+    assert result.metadata.reachable == lion_chick_tb.metadata.reachable

@@ -28,6 +28,7 @@ perft_count = _JITTED["perft_count"]
 attackers_of = _JITTED["attackers_of"]
 child_keys = _JITTED["child_keys"]
 gen_unmoves = _JITTED["gen_unmoves"]
+parent_keys = _JITTED["parent_keys"]
 
 
 @njit(parallel=True)

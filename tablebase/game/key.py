@@ -65,7 +65,7 @@ MAX_KEY_BITS = 44
 KEY_TOP_BIT = 62
 KEY_SHIFT = KEY_TOP_BIT + 1 - MAX_KEY_BITS
 
-__kernels__ = ("encode_state", "canonical_key", "decode_key", "mirror_state", "flip_state", "_code")
+__kernels__ = ("encode_state", "canonical_key", "decode_key", "mirror_state", "flip_state", "_code", "join_codes")
 
 _PIECE_CODE = {ELEPHANT: (0b100, 3), GIRAFFE: (0b101, 3), LION: (0b110, 3),
                CHICK: (0b1110, 4), HEN: (0b1111, 4)}
@@ -128,6 +128,17 @@ RANK_CODE, RANK_LEN, RANK_MIRROR, RANK_FLIP = _rank_tables()
 HAND_CODE, HAND_LEN, HAND_SWAP = _hand_tables()
 #: The code of a rank's mirror image (a rank's code length is the same mirrored).
 RANK_CODE_MIRRORED = RANK_CODE[RANK_MIRROR]
+#: A rank's code, its mirror image's code and its length in one int64 (one table load), for
+#: keys joined from ranks (:func:`join_codes`)::
+#:
+#:     bits 33 .. 19   code          bits 18 .. 4   mirrored code          bits 3 .. 0   length
+PACK_CODE_SHIFT, PACK_MIRROR_SHIFT, PACK_CODE_MASK, PACK_LEN_MASK = 19, 4, (1 << 15) - 1, 15
+RANK_PACKED = (RANK_CODE << PACK_CODE_SHIFT) | (RANK_CODE_MIRRORED << PACK_MIRROR_SHIFT) | RANK_LEN
+#: The same after the board is turned for the other side (what a move's child, which is
+#: flipped, shows of the mover's rank); lengths do not change.
+RANK_PACKED_FLIPPED = RANK_PACKED[RANK_FLIP]
+#: The code of a hand field once the hands are swapped.
+HAND_CODE_SWAPPED = HAND_CODE[HAND_SWAP]
 
 
 def _code(state, rank_code):
@@ -148,6 +159,24 @@ def _code(state, rank_code):
     acc = (acc << ln) | HAND_CODE[h]
     n += ln
     return acc << (KEY_TOP_BIT + 1 - n)
+
+
+def join_codes(p0, p1, p2, p3, hand_code, hand_len):
+    """The canonical key of four packed ranks (:data:`RANK_PACKED`), in key order, followed by a
+    hand code: the smaller of the key and of its mirror image's key, left-aligned."""
+    l1, l2, l3 = p1 & PACK_LEN_MASK, p2 & PACK_LEN_MASK, p3 & PACK_LEN_MASK
+    a = p0 >> PACK_CODE_SHIFT
+    a = (a << l1) | (p1 >> PACK_CODE_SHIFT)
+    a = (a << l2) | (p2 >> PACK_CODE_SHIFT)
+    a = (a << l3) | (p3 >> PACK_CODE_SHIFT)
+    b = (p0 >> PACK_MIRROR_SHIFT) & PACK_CODE_MASK
+    b = (b << l1) | ((p1 >> PACK_MIRROR_SHIFT) & PACK_CODE_MASK)
+    b = (b << l2) | ((p2 >> PACK_MIRROR_SHIFT) & PACK_CODE_MASK)
+    b = (b << l3) | ((p3 >> PACK_MIRROR_SHIFT) & PACK_CODE_MASK)
+    a = (a << hand_len) | hand_code
+    b = (b << hand_len) | hand_code
+    n = (p0 & PACK_LEN_MASK) + l1 + l2 + l3 + hand_len
+    return (b if b < a else a) << (KEY_TOP_BIT + 1 - n)
 
 
 def encode_state(state):

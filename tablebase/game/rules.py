@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from dobutsu_tb.tablebase.game.key import (
+    BOARD_MASK,
     CELL_BITS,
     CELL_MASK,
     CHICK,
@@ -38,10 +39,16 @@ from dobutsu_tb.tablebase.game.key import (
     HEN,
     LION,
     N_CELLS,
+    HAND_CODE_SWAPPED,
+    HAND_LEN,
+    HAND_MASK,
     OPPONENT,
     PIECE_MASK,
-    canonical_key,
+    RANK_BITS,
+    RANK_PACKED_FLIPPED,
+    RANK_MASK,
     flip_state,
+    join_codes,
 )
 
 NONTERMINAL, CATCH, TRY = 0, 1, 2
@@ -93,6 +100,13 @@ def _geometry():
 
 
 TARGETS, SOURCES = _geometry()
+#: ``TARGET_LIST[p, i, :TARGET_COUNT[p, i]]``: the cells of ``TARGETS[p, i]``, ascending.
+TARGET_COUNT = np.array([[bin(int(TARGETS[p, i])).count("1") for i in range(N_CELLS)] for p in range(16)], np.int64)
+TARGET_LIST = np.zeros((16, N_CELLS, 8), np.int64)
+for _p in range(16):
+    for _i in range(N_CELLS):
+        _cells = [j for j in range(N_CELLS) if (TARGETS[_p, _i] >> j) & 1]
+        TARGET_LIST[_p, _i, : len(_cells)] = _cells
 #: ``ENEMY_TARGETS[p, i]``: the cells an opponent's piece with code p (without its side bit)
 #: attacks from cell i, in the side to move's frame (the opponent plays downwards).
 ENEMY_TARGETS = np.array([[sum(1 << (N_CELLS - 1 - j) for j in range(N_CELLS) if (TARGETS[p, N_CELLS - 1 - i] >> j) & 1)
@@ -208,33 +222,90 @@ def attackers_of(state, target):
 
 
 def child_keys(state, moves, keys, classes):
-    """The moves of ``state`` (into ``moves``), the canonical key of each child (``keys``) and its
-    terminal class (``classes``: :data:`NONTERMINAL`, :data:`CATCH` or :data:`TRY`, as
-    :func:`classify` of the child); returns how many. ``state`` must be non-terminal.
+    """The moves of ``state`` (into ``moves``, in :func:`gen_moves`' order), the canonical key of
+    each child (``keys``) and its terminal class (``classes``: :data:`NONTERMINAL`, :data:`CATCH`
+    or :data:`TRY`, as :func:`classify` of the child); returns how many. ``state`` must be
+    non-terminal. The same as :func:`gen_moves`, :func:`make_move`, ``canonical_key`` and
+    :func:`classify`, faster (the builder's inner loop):
 
-    The class comes from the parent's attack map in O(1) a child: no piece slides, so after a
-    move the opponent attacks our lion's square with the pieces that attacked it before, less
-    the one just captured; a child is a try (for us) when our lion stands on the far rank
-    unattacked."""
-    n = gen_moves(state, moves)
+    - the class comes from the parent's attack map in O(1) a child: no piece slides, so after a
+      move the opponent attacks our lion's square with the pieces that attacked it before, less
+      the one just captured; a child is a try (for us) when our lion stands on the far rank
+      unattacked;
+    - the child's key is joined from per-rank code tables (the child is the mover's board turned
+      round, so the mover's rank 3 comes first in its key)."""
     lion = find_piece(state, LION)
-    on_lion = attackers_of(state, lion)
-    for k in range(n):
-        move = moves[k]
-        src = move & FROM_MASK
-        dst = (move >> TO_SHIFT) & FROM_MASK
-        square, threat = lion, on_lion
-        if src == lion:
-            square, threat = dst, attackers_of(state, dst)
-        if src < DROP:
-            threat &= ~(1 << dst)  # a captured piece attacks no more
-        if threat:
-            classes[k] = CATCH
-        elif square < FAR_RANK_END:
-            classes[k] = TRY
+    attacked = 0  # squares the opponent attacks
+    on_lion = 0  # the opponent's pieces that attack our lion
+    for i in range(N_CELLS):
+        p = (state >> (CELL_BITS * i)) & CELL_MASK
+        if p >= OPPONENT:
+            reach = ENEMY_TARGETS[p & PIECE_MASK, i]
+            attacked |= reach
+            if (reach >> lion) & 1:
+                on_lion |= 1 << i
+    board = state & BOARD_MASK
+    hand = (state >> HAND_SHIFT) & HAND_MASK
+    empty = 0
+    n = 0
+    for i in range(N_CELLS + len(HAND_PIECES)):
+        if i < N_CELLS:
+            p = (board >> (CELL_BITS * i)) & CELL_MASK
+            if p == 0:
+                empty |= 1 << i
+                continue
+            if p >= OPPONENT:
+                continue
+            count = TARGET_COUNT[p, i]
+            lifted = board & ~(CELL_MASK << (CELL_BITS * i))
         else:
-            classes[k] = NONTERMINAL
-        keys[k] = canonical_key(make_move(state, move))
+            slot = i - N_CELLS
+            if (hand >> (COUNT_BITS * slot)) & COUNT_MASK == 0:
+                continue
+            p = SLOT_PIECE[slot]
+            count = N_CELLS
+            lifted = board
+        for k in range(count):
+            if i < N_CELLS:
+                j = TARGET_LIST[p, i, k]
+                q = (board >> (CELL_BITS * j)) & CELL_MASK
+                if q != 0 and q < OPPONENT:
+                    continue
+                move = i | (j << TO_SHIFT)
+                placed = p
+                if p == CHICK and j < FAR_RANK_END:
+                    move |= PROMOTION
+                    placed = HEN
+                h = hand
+                if q != 0:
+                    h += 1 << (COUNT_BITS * HAND_SLOT[q])
+            else:
+                j = k
+                if not (empty >> j) & 1:
+                    continue
+                move = (DROP + slot) | (j << TO_SHIFT)
+                placed = p
+                q = 0
+                h = hand - (1 << (COUNT_BITS * slot))
+            after = (lifted & ~(CELL_MASK << (CELL_BITS * j))) | (placed << (CELL_BITS * j))
+            keys[n] = join_codes(RANK_PACKED_FLIPPED[(after >> (3 * RANK_BITS)) & RANK_MASK],
+                                 RANK_PACKED_FLIPPED[(after >> (2 * RANK_BITS)) & RANK_MASK],
+                                 RANK_PACKED_FLIPPED[(after >> RANK_BITS) & RANK_MASK],
+                                 RANK_PACKED_FLIPPED[after & RANK_MASK], HAND_CODE_SWAPPED[h], HAND_LEN[h])
+            if i == lion:
+                caught = (attacked >> j) & 1  # a piece never attacks its own square
+                square = j
+            else:
+                caught = (on_lion & ~(1 << j)) != 0  # a captured attacker attacks no more
+                square = lion
+            if caught:
+                classes[n] = CATCH
+            elif square < FAR_RANK_END:
+                classes[n] = TRY
+            else:
+                classes[n] = NONTERMINAL
+            moves[n] = move
+            n += 1
     return n
 
 

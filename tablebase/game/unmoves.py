@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from dobutsu_tb.tablebase.game.key import (
+    BOARD_MASK,
     CELL_BITS,
     CELL_MASK,
     CHICK,
@@ -21,15 +22,31 @@ from dobutsu_tb.tablebase.game.key import (
     MAX_IN_HAND,
     N_CELLS,
     OPPONENT,
+    HAND_CODE,
+    HAND_LEN,
+    HAND_MASK,
     LION,
+    RANK_BITS,
+    RANK_MASK,
+    RANK_PACKED,
     flip_state,
+    join_codes,
 )
-from dobutsu_tb.tablebase.game.rules import HAND_SLOT, HOME_RANK_START, SLOT_PIECE, SOURCES, TARGETS, check_state, find_piece
+from dobutsu_tb.tablebase.game.rules import (
+    FAR_RANK_END,
+    HAND_SLOT,
+    HOME_RANK_START,
+    SLOT_PIECE,
+    SOURCES,
+    TARGETS,
+    check_state,
+    find_piece,
+)
 
 #: Upper bound on the unmoves of one state (checked in the tests).
 MAX_UNMOVES = 320
 
-__kernels__ = ("gen_unmoves",)
+__kernels__ = ("gen_unmoves", "parent_keys", "_board_key")
 
 
 def gen_unmoves(child, out, nonterminal_only):
@@ -120,6 +137,87 @@ def gen_unmoves(child, out, nonterminal_only):
                         if n >= cap:
                             return -1
                         out[n] = base | ((restored | OPPONENT) << (CELL_BITS * t))
+                        n += 1
+    return n
+
+
+def _board_key(board, hand):
+    """The canonical key of a normalised state given as its board and hand fields."""
+    return join_codes(RANK_PACKED[board & RANK_MASK], RANK_PACKED[(board >> RANK_BITS) & RANK_MASK],
+                      RANK_PACKED[(board >> (2 * RANK_BITS)) & RANK_MASK],
+                      RANK_PACKED[(board >> (3 * RANK_BITS)) & RANK_MASK], HAND_CODE[hand], HAND_LEN[hand])
+
+
+def parent_keys(child, keys):
+    """The canonical keys of the non-terminal predecessors of ``child`` into ``keys``, in the
+    order of ``gen_unmoves(child, out, True)``; returns how many (-1 if ``keys`` is too short).
+    The same as canonicalising that function's states, faster (the retrograde analysis's inner
+    loop): each key is joined from per-rank code tables of the edited board."""
+    state = flip_state(child)
+    enemy = find_piece(state, LION | OPPONENT)
+    if enemy < 0 or enemy >= HOME_RANK_START:
+        return 0
+    attackers = 0
+    attacker = -1
+    for i in range(N_CELLS):
+        q = (state >> (CELL_BITS * i)) & CELL_MASK
+        if q != 0 and q < OPPONENT and (TARGETS[q, i] >> enemy) & 1:
+            attackers += 1
+            attacker = i
+    if attackers >= 2:
+        return 0
+    board = state & BOARD_MASK
+    hand = (state >> HAND_SHIFT) & HAND_MASK
+    n = 0
+    cap = keys.shape[0]
+    for t in range(N_CELLS):
+        p = (board >> (CELL_BITS * t)) & CELL_MASK
+        if p == 0 or p >= OPPONENT or (attackers == 1 and t != attacker):
+            continue
+        lifted = board & ~(np.int64(CELL_MASK) << (CELL_BITS * t))
+        if p == CHICK or p == ELEPHANT or p == GIRAFFE:  # undo a drop
+            slot = HAND_SLOT[p]
+            if (hand >> (COUNT_BITS * slot)) & COUNT_MASK < MAX_IN_HAND:
+                if n >= cap:
+                    return -1
+                keys[n] = _board_key(lifted, hand + (1 << (COUNT_BITS * slot)))
+                n += 1
+        for kind in range(2):  # undo a board move (kind 1: one that promoted)
+            if kind == 0:
+                if p == CHICK and t < FAR_RANK_END:
+                    continue
+                srcs = SOURCES[p, t]
+                before = p
+            else:
+                if p != HEN or t >= FAR_RANK_END:
+                    continue
+                srcs = np.int64(1) << (t + 3)
+                before = CHICK
+            while srcs:
+                f = 0
+                while not (srcs >> f) & 1:
+                    f += 1
+                srcs &= srcs - 1
+                if (board >> (CELL_BITS * f)) & CELL_MASK != 0 or (TARGETS[before, f] >> enemy) & 1:
+                    continue
+                moved = lifted | (before << (CELL_BITS * f))
+                if n >= cap:
+                    return -1
+                keys[n] = _board_key(moved, hand)
+                n += 1
+                for slot in range(3):  # ... or undo a capture: an enemy piece stands on t again
+                    if (hand >> (COUNT_BITS * slot)) & COUNT_MASK == 0:
+                        continue
+                    h = hand - (1 << (COUNT_BITS * slot))
+                    restored = SLOT_PIECE[slot]
+                    for variant in range(2):
+                        if variant == 1:
+                            if slot != 0:
+                                break
+                            restored = HEN  # a captured hen comes back as a chick in hand
+                        if n >= cap:
+                            return -1
+                        keys[n] = _board_key(moved | ((restored | OPPONENT) << (CELL_BITS * t)), h)
                         n += 1
     return n
 
