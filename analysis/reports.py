@@ -13,9 +13,9 @@ values are those of the position after it.
 
 from __future__ import annotations
 
-from dobutsu_tb.tablebase.game.position import Position
+from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position, PositionError
 from dobutsu_tb.tablebase.probe import MoveValue, Tablebase
-from dobutsu_tb.tablebase.values import WDL_NAMES, signed_dtm
+from dobutsu_tb.tablebase.values import DRAW, WDL_NAMES, signed_dtm
 
 #: Side names in JSON, indexed by SENTE / GOTE.
 JSON_SIDES = ("sente", "gote")
@@ -30,7 +30,12 @@ def parse_position(text: str) -> Position:
     tablebase.game.position.PositionError
         If the text is malformed or the position impossible.
     """
-    return Position.from_fen(text) if "[" in text else Position.from_text(text)
+    try:
+        return Position.from_fen(text) if "[" in text else Position.from_text(text)
+    except PositionError:
+        raise
+    except ValueError as exc:  # Position.from_fen reads a digit such as '²' with int()
+        raise PositionError(f"{text!r} is not a position: {exc}") from None
 
 
 def move_json(m: MoveValue) -> dict:
@@ -69,7 +74,7 @@ def perfect_line_json(tb: Tablebase, position: Position, max_plies: int = 200) -
     tb : Tablebase
     position : Position
     max_plies : int, optional
-        Where a drawn line stops.
+        The most plies (a drawn line goes on for ever; a longer win stops there too).
 
     Returns
     -------
@@ -77,8 +82,9 @@ def perfect_line_json(tb: Tablebase, position: Position, max_plies: int = 200) -
         ``position``, ``category``, ``dtm`` and ``terminal`` as :func:`probe_json`; ``moves``, the
         plies of :meth:`Tablebase.principal_variation`, each a :func:`move_json` dict with ``ply``
         (1 for the first) and ``side`` (who plays it) in front; ``end``, how the line ends
-        (``"Sente captures the lion"``, ``"Gote's lion reaches the far rank safely"``, ``"draw"``,
-        or None when the game is already over).
+        (``"Sente captures the lion"``, ``"Gote's lion reaches the far rank safely"``, ``"draw"``
+        for a drawn position, whose line stops at ``max_plies`` or a repetition), or None when
+        the game is already over or a win stops at ``max_plies`` before its end.
 
     Raises
     ------
@@ -89,11 +95,11 @@ def perfect_line_json(tb: Tablebase, position: Position, max_plies: int = 200) -
     line = tb.principal_variation(position, max_plies=max_plies)
     plies = [{"ply": n, "side": JSON_SIDES[(position.turn + n - 1) % 2], **move_json(m)}
              for n, m in enumerate(line, 1)]
-    end = None
-    if line:
-        mover = "Sente" if plies[-1]["side"] == "sente" else "Gote"
-        end = {"lion captured": f"{mover} captures the lion",
-               "try": f"{mover}'s lion reaches the far rank safely"}.get(line[-1].terminal, "draw")
+    end = "draw" if wdl == DRAW else None
+    if line and line[-1].terminal in ("lion captured", "try"):
+        mover = SIDE_NAMES[(position.turn + len(line) - 1) % 2]
+        end = (f"{mover} captures the lion" if line[-1].terminal == "lion captured"
+               else f"{mover}'s lion reaches the far rank safely")
     return {"position": position.text(), "category": WDL_NAMES[wdl], "dtm": signed_dtm(wdl, dtm),
             "terminal": terminal, "moves": plies, "end": end}
 
