@@ -154,6 +154,6 @@ def print_stats() -> None:
 
     try:
         data = stats_json(tablebase_stats(sys.argv[1]))
-    except Exception as exc:  # reported by the parent, which reads the last line
+    except Exception as exc:  # noqa: BLE001 (any failure is reported by the parent, which reads the last line)
         sys.exit(f"error: {exc}")
     json.dump(data, sys.stdout)

@@ -426,14 +426,10 @@ function renderValue() {
 function renderMoves() {
   const body = $("moves").tBodies[0];
   body.replaceChildren();
-  $("moves").hidden = !state.probe || Boolean(state.error) || Boolean(state.final);
+  // No list once the game is over (the box above says why).
+  $("moves").hidden = !state.probe || Boolean(state.error) || Boolean(state.final) || !state.probe.moves.length;
   if ($("moves").hidden) return;
   const moves = state.probe.moves;
-  if (!moves.length) {
-    const tr = html("tr", { className: "empty" }, body);
-    html("td", { colspan: "5" }, tr, "No legal move: the game is over.");
-    return;
-  }
   const best = moverValue(moves[0]);
   const clickable = canMove();
   for (const m of moves) {
