@@ -2,6 +2,7 @@
 """Click-to-update time of the web explorer, measured in a real browser (headless Chromium).
 
 Usage: python scripts/bench_web_click.py PATH [--clicks N] [--chunked] [--seed K] [--chromium BIN]
+       [--screenshot FILE]
 
 Starts ``dobutsu-tb serve --tb PATH`` (``--in-memory``, or ``--chunked`` if given) on a free port
 of 127.0.0.1 and opens the page in Debian's
@@ -12,7 +13,8 @@ time from the click on the square (the event's time stamp) to the page updated: 
 value and move list drawn (the page's ``explorer:rendered`` event), plus the next frame (a
 ``requestAnimationFrame`` and a zero timeout). Prints the median, 90th percentile and maximum
 over N moves, and the number of distinct positions visited (each probe of a new position goes
-to the server; a revisited one comes from the page's cache).
+to the server; a revisited one comes from the page's cache). ``--screenshot`` saves the page of
+the start position first.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ def main() -> None:
     parser.add_argument("--chunked", action="store_true", help="serve with --chunked (default: --in-memory)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--screenshot", default=None, help="save the start position's page here (PNG)")
     args = parser.parse_args()
 
     from playwright.sync_api import sync_playwright
@@ -69,6 +72,8 @@ def main() -> None:
             page.goto(url)
             page.wait_for_function("() => document.body.dataset.state === 'ready'")
             start = page.url
+            if args.screenshot:
+                page.screenshot(path=args.screenshot, full_page=True)
             while len(took) < args.clicks:
                 moves = page.eval_on_selector_all("#moves tbody tr[data-move]", "rows => rows.map(r => r.dataset.move)")
                 over = page.locator("#game-over").is_visible() or page.get_attribute("body", "data-state") != "ready"

@@ -57,7 +57,7 @@ class TablebaseService:
 
     def info(self) -> dict:
         """The file's name and what it says about itself (:func:`~dobutsu_tb.analysis.reports.metadata_json`)."""
-        return {"file": self.path.name, "positions": len(self._tb), **metadata_json(self.metadata)}
+        return {"file": self.path.name, **metadata_json(self.metadata)}
 
     async def call(self, fn, *args):
         """Run ``fn(*args)`` on the worker thread and return its result (or raise its error)."""

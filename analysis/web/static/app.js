@@ -492,15 +492,10 @@ function renderPlay() {
 function renderLine() {
   const list = $("line-moves"), line = state.line;
   list.replaceChildren();
-  let current = -1;
-  if (line) {
-    const positions = [line.position, ...line.moves.map((m) => m.position)];
-    current = state.final ? line.moves.findIndex((m) => m.move === state.final && m.position === null) + 1
-      : positions.indexOf(state.position);
-    if (current < 0 || (state.final && current === 0)) {
-      state.line = null;
-      return renderLine();
-    }
+  const current = line ? plyInLine(line) : -1;
+  if (line && current < 0) {
+    state.line = null;  // the board has left the line
+    return renderLine();
   }
   $("line-show").hidden = Boolean(line);
   $("line-prev").disabled = !line || current <= 0;
@@ -549,12 +544,19 @@ function goToLinePly(k) {
   return navigate({ position, play: null }, { record, last: last ? last.move : null });
 }
 
+// How many plies of the line lead to the board shown, or -1 when it is not on the line.
+function plyInLine(line) {
+  if (state.final) {
+    const last = line.moves[line.moves.length - 1];
+    return last && last.position === null && last.move === state.final ? line.moves.length : -1;
+  }
+  return [line.position, ...line.moves.map((m) => m.position)].indexOf(state.position);
+}
+
 function stepLine(delta) {
   const line = state.line;
   if (!line) return;
-  const positions = [line.position, ...line.moves.map((m) => m.position)];
-  const current = state.final ? line.moves.findIndex((m) => m.move === state.final && m.position === null) + 1
-    : positions.indexOf(state.position);
+  const current = plyInLine(line);
   const k = Math.max(0, Math.min(line.moves.length, current + delta));
   if (k !== current) goToLinePly(k);
 }
