@@ -263,3 +263,15 @@ def test_perfect_line_and_histogram(page, shot):
     assert page.locator("#histogram rect.win").count() == 11  # wins in 1, 3, ..., 21 plies
     assert page.locator("#longest li").count() == 10
     shot(page, "line-and-stats")
+
+
+def test_hide_the_values(page):
+    ready(page, LION_CHICK)
+    page.check("#hide-values")
+    assert page.locator("#value").is_hidden()
+    # Listed by name, so that the order gives nothing away.
+    assert [r.get_attribute("data-move") for r in page.locator("#moves tbody tr").all()] == [
+        "Cb3xb2", "Lb4-a3", "Lb4-a4", "Lb4-c3", "Lb4-c4"]
+    page.uncheck("#hide-values")
+    assert page.locator("#value").is_visible()
+    assert page.locator("#moves tbody tr").first.get_attribute("class").startswith("win")

@@ -429,8 +429,10 @@ function renderMoves() {
   // No list once the game is over (the box above says why).
   $("moves").hidden = !state.probe || Boolean(state.error) || Boolean(state.final) || !state.probe.moves.length;
   if ($("moves").hidden) return;
-  const moves = state.probe.moves;
-  const best = moverValue(moves[0]);
+  // Without the values, the order would give the best move away: list the moves by name.
+  const hidden = $("hide-values").checked;
+  const moves = hidden ? [...state.probe.moves].sort((a, b) => (a.move < b.move ? -1 : 1)) : state.probe.moves;
+  const best = moverValue(state.probe.moves[0]);
   const clickable = canMove();
   for (const m of moves) {
     const value = moverValue(m), isBest = sameValue(value, best);
@@ -784,7 +786,10 @@ function init() {
   $("play-gote").addEventListener("click", () => startPlaying("gote"));
   $("play-stop").addEventListener("click", () => navigate({ position: state.position, final: state.final, play: null },
     { record: state.record, last: state.last }));
-  $("hide-values").addEventListener("change", (ev) => document.body.classList.toggle("hide-values", ev.target.checked));
+  $("hide-values").addEventListener("change", (ev) => {
+    document.body.classList.toggle("hide-values", ev.target.checked);
+    renderMoves();
+  });
   $("line-show").addEventListener("click", showLine);
   $("line-prev").addEventListener("click", () => stepLine(-1));
   $("line-next").addEventListener("click", () => stepLine(1));
