@@ -209,9 +209,10 @@ async function load() {
   } else if (!result.ok) {
     state.position = null;
   }
-  if (state.final && state.probe && !finalMove()) {
-    state.error = { status: 400, message: `${state.final} is not a move that captures the lion here` };
+  if (state.final && !finalMove()) {
+    // Not a move that captures the lion here (an edited address): show the position alone.
     state.final = null;
+    history.replaceState(history.state, "", urlFor({ position: state.position, play: state.play }));
   }
   render();
   document.body.dataset.state = state.error ? "error" : "ready";
