@@ -47,3 +47,27 @@ def lion_chick_tb(tmp_path_factory):
 
     path = tmp_path_factory.mktemp("tb") / "lion-chick.h5"
     return build_tablebase(path, LION_CHICK, progress=False)
+
+
+@pytest.fixture(scope="session")
+def web_server(lion_chick_tb):
+    """``dobutsu-tb serve`` on the lion-and-chick tablebase, on a free port of 127.0.0.1, in a
+    child process for the session; yields the page's address (``http://127.0.0.1:PORT/``)."""
+    import re
+    import subprocess
+
+    proc = subprocess.Popen([sys.executable, "-m", "dobutsu_tb.analysis.cli", "serve", "--tb", str(lion_chick_tb.path),
+                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:\d+/", first)
+        if found is None:
+            proc.kill()
+            pytest.fail(f"dobutsu-tb serve did not start: {first}{proc.stderr.read()}")
+        yield found.group(0)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

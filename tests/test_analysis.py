@@ -1,5 +1,7 @@
 """Line verification, the file verifier, statistics and pictures (issue 3)."""
 
+import json
+
 import h5py
 import numpy as np
 
@@ -72,8 +74,6 @@ def test_verify_line_cli(cli, lion_chick_tb, tmp_path):
     games.write_text("# two games\n1. Lb4-c3 Cb2xb3\nLb4-a3\n")
     result = cli("verify-line", "--start", LION_CHICK, "--tb", tb, "--file", str(games), "--json")
     assert result.exit_code == 0
-    import json
-
     data = json.loads(result.output)
     assert [len(g["plies"]) for g in data] == [2, 1]
     pngs = tmp_path / "png"
@@ -144,6 +144,11 @@ def test_stats(cli, lion_chick_tb, tmp_path):
     result = cli("stats", str(lion_chick_tb.path), "--plot", str(tmp_path / "plot.png"))
     assert result.exit_code == 0 and "longest wins" in result.output
     assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    data = json.loads(cli("stats", str(lion_chick_tb.path), "--json", "--longest", "3").output)
+    assert sum(data["dtm_wins"]) == m.wins and sum(data["dtm_losses"]) == m.losses
+    assert sum(row["positions"] for row in data["material"]) == m.nonterminal
+    assert [w["dtm"] for w in data["longest"]] == [21, 21, 21]
+    assert data["start_value"] == {"category": "win", "dtm": 15}
 
 
 def test_show(cli, tmp_path):

@@ -100,3 +100,15 @@ def test_full_hash_table_exit_1(cli, tmp_path, monkeypatch):
 def test_usage_error_exit_2(cli):
     assert cli("probe").exit_code == 2
     assert cli("nonsense").exit_code == 2
+
+
+def test_line_json(cli, lion_chick_tb):
+    result = cli("line", LION_CHICK, "--tb", str(lion_chick_tb.path), "--json")
+    assert result.exit_code == 0
+    data = json.loads(result.output)
+    assert (data["category"], data["dtm"]) == ("win", 15)
+    assert [p["ply"] for p in data["moves"]] == list(range(1, 16))
+    assert [p["side"] for p in data["moves"][:2]] == ["sente", "gote"]
+    # Each ply's DTM counts down to the capture that ends the line.
+    assert [abs(p["dtm"]) for p in data["moves"]] == list(range(14, -1, -1))
+    assert data["moves"][-1]["terminal"] == "lion captured" and data["end"] == "Sente captures the lion"

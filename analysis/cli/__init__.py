@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from dobutsu_tb.analysis.cli import checks, puzzles, tables
+from dobutsu_tb.analysis.cli import checks, puzzles, serve, tables
 from dobutsu_tb.analysis.cli.common import ErrorHandlingGroup
 
 
@@ -26,7 +26,7 @@ def main():
 
 
 for command in (tables.build, tables.probe, tables.show, tables.line, checks.verify_line_cmd, checks.verify,
-                checks.stats, puzzles.puzzle):
+                checks.stats, puzzles.puzzle, serve.serve):
     main.add_command(command)
 
 

@@ -61,6 +61,7 @@ def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
     1 when a move is illegal.
     """
     from dobutsu_tb.analysis.lines import read_games, verify_line
+    from dobutsu_tb.analysis.reports import line_report_json
     from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
     from dobutsu_tb.tablebase.values import describe_value
 
@@ -97,27 +98,9 @@ def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
             click.echo(f"{ply:>3}  {move}: ILLEGAL: {reason}")
         click.echo(report.verdict())
     if as_json:
-        click.echo(json.dumps([_line_json(r) for r in results], indent=2))
+        click.echo(json.dumps([line_report_json(r) for r in results], indent=2))
     if illegal:
         sys.exit(1)
-
-
-def _line_json(report):
-    from dobutsu_tb.tablebase.values import WDL_NAMES
-
-    def value(v):
-        return None if v[0] is None else {"category": WDL_NAMES[v[0]], "dtm": v[1]}
-
-    mistake = report.first_mistake
-    return {
-        "start": report.start.text(), "start_value": value(report.start_value),
-        "plies": [{"ply": p.ply, "side": ("sente", "gote")[p.side], "move": p.move,
-                   "before": value(p.before), "after": value(p.after), "result": value(p.result),
-                   "optimal": p.optimal, "best": p.best, "ending": p.ending} for p in report.plies],
-        "illegal": None if report.illegal is None else dict(zip(("ply", "move", "reason"), report.illegal)),
-        "perfect": report.perfect, "first_mistake": mistake.ply if mistake else None,
-        "verdict": report.verdict(),
-    }
 
 
 @click.command()
@@ -155,13 +138,15 @@ def verify(path, max_problems):
 @click.option("--longest", default=10, show_default=True, help="How many of the longest wins to list.")
 @click.option("--plot", "plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Draw positions per DTM (wins and losses) into this PNG file.")
-def stats(path, longest, plot):
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def stats(path, longest, plot, as_json):
     """Counts of a tablebase (default: $DOBUTSU_TB or dobutsu.h5): per value, per DTM, per
     material on the board and in hand, and the longest wins."""
+    from dobutsu_tb.analysis.reports import stats_json
     from dobutsu_tb.analysis.stats import tablebase_stats
 
     result = tablebase_stats(path or default_tb(), longest)
-    click.echo(result.text())
+    click.echo(json.dumps(stats_json(result), indent=2) if as_json else result.text())
     if plot is not None:
         result.plot(plot)
-        click.echo(f"plot written to {plot}")
+        click.echo(f"plot written to {plot}", err=as_json)

@@ -39,14 +39,6 @@ def build(start, out, quiet):
     click.echo(result.summary())
 
 
-def _move_json(mv):
-    from dobutsu_tb.tablebase.values import WDL_NAMES
-
-    return {"move": mv.move, "position": mv.position.text() if mv.position else None,
-            "category": "unknown" if mv.wdl is None else WDL_NAMES[mv.wdl], "dtm": mv.dtm,
-            "terminal": mv.terminal}
-
-
 @click.command()
 @click.argument("position")
 @tb_option
@@ -58,19 +50,18 @@ def probe(position, tb_path, as_json):
     after it, for the side then to move: a move to a 'loss' wins.
     """
     from dobutsu_tb.analysis.lines import mover_value
+    from dobutsu_tb.analysis.reports import probe_json
     from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
     from dobutsu_tb.tablebase.probe import open_tablebase
-    from dobutsu_tb.tablebase.values import WDL_NAMES, describe_value, signed_dtm
+    from dobutsu_tb.tablebase.values import WDL_NAMES, describe_value
 
     pos = Position.from_text(position)
     with open_tablebase(tb_path) as tb:
+        if as_json:
+            click.echo(json.dumps(probe_json(tb, pos), indent=2))
+            return
         wdl, dtm, terminal = tb.value(pos)
         moves = tb.probe_moves(pos)
-    if as_json:
-        click.echo(json.dumps({"position": pos.text(), "category": WDL_NAMES[wdl],
-                               "dtm": signed_dtm(wdl, dtm), "terminal": terminal,
-                               "moves": [_move_json(m) for m in moves]}, indent=2))
-        return
     side = SIDE_NAMES[pos.turn]
     note = {"catch": " (it can capture the enemy lion)",
             "try": " (the enemy lion has reached its home rank: the game is over)"}.get(terminal, "")
@@ -104,14 +95,19 @@ def show(position, png):
 @click.option("--max-plies", default=200, show_default=True, help="Stop a drawn line after this many plies.")
 @click.option("--png-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Also draw the board after every ply into this folder.")
-def line(position, tb_path, max_plies, png_dir):
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (no pictures).")
+def line(position, tb_path, max_plies, png_dir, as_json):
     """A perfect-play line from POSITION to the end of the game, move by move with the board."""
+    from dobutsu_tb.analysis.reports import perfect_line_json
     from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
     from dobutsu_tb.tablebase.probe import open_tablebase
     from dobutsu_tb.tablebase.values import describe_value
 
     pos = Position.from_text(position)
     with open_tablebase(tb_path) as tb:
+        if as_json:
+            click.echo(json.dumps(perfect_line_json(tb, pos, max_plies), indent=2))
+            return
         wdl, dtm, _ = tb.value(pos)
         pv = tb.principal_variation(pos, max_plies=max_plies)
     click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {SIDE_NAMES[pos.turn]}")

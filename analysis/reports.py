@@ -1,0 +1,176 @@
+"""Machine-readable reports: the JSON of ``--json`` on the command line and of the web API.
+
+One builder per report, shared by both front ends, so that ``dobutsu-tb probe --json`` and
+``GET /api/probe`` (likewise ``verify-line --json`` and ``POST /api/verify-line``, ``line --json``
+and ``GET /api/line``, ``stats --json`` and ``GET /api/stats``) cannot drift apart. Every builder
+returns plain ``dict``/``list``/``str``/``int`` values, ready for :func:`json.dumps`.
+
+Values follow the Lichess tablebase API: ``category`` is ``"win"``, ``"draw"``, ``"loss"`` (or
+``"unknown"`` for a move to a position the file does not cover) and ``dtm`` is the signed
+distance to mate in plies, both for the side to move of the position they describe; a move's
+values are those of the position after it.
+"""
+
+from __future__ import annotations
+
+from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position, PositionError
+from dobutsu_tb.tablebase.probe import MoveValue, Tablebase
+from dobutsu_tb.tablebase.values import DRAW, WDL_NAMES, signed_dtm
+
+#: Side names in JSON, indexed by SENTE / GOTE.
+JSON_SIDES = ("sente", "gote")
+
+
+def parse_position(text: str) -> Position:
+    """A position in our notation (``S/gle/-c-/-C-/ELG/-``) or Fairy-Stockfish's FEN
+    (``gle/1c1/1C1/ELG[-] w 0 1``): a ``[`` marks a FEN.
+
+    Raises
+    ------
+    tablebase.game.position.PositionError
+        If the text is malformed or the position impossible.
+    """
+    try:
+        return Position.from_fen(text) if "[" in text else Position.from_text(text)
+    except PositionError:
+        raise
+    except ValueError as exc:  # Position.from_fen reads a digit such as '²' with int()
+        raise PositionError(f"{text!r} is not a position: {exc}") from None
+
+
+def move_json(m: MoveValue) -> dict:
+    """One move of :func:`probe_json`: its text, the position after it (None once the lion is
+    captured), that position's category and signed DTM (plies), and its terminal class."""
+    return {"move": m.move, "position": m.position.text() if m.position else None,
+            "category": "unknown" if m.wdl is None else WDL_NAMES[m.wdl], "dtm": m.dtm,
+            "terminal": m.terminal}
+
+
+def probe_json(tb: Tablebase, position: Position) -> dict:
+    """The value of ``position`` and of every legal move, best first (``probe --json``).
+
+    Returns
+    -------
+    dict
+        ``position`` (text), ``category``, ``dtm`` (signed, plies), ``terminal`` (``"catch"``,
+        ``"try"`` or None) and ``moves``, a list of :func:`move_json` dicts.
+
+    Raises
+    ------
+    tablebase.probe.MissingPositionError
+        If the tablebase does not cover the position.
+    """
+    wdl, dtm, terminal = tb.value(position)
+    moves = tb.probe_moves(position)
+    return {"position": position.text(), "category": WDL_NAMES[wdl], "dtm": signed_dtm(wdl, dtm),
+            "terminal": terminal, "moves": [move_json(m) for m in moves]}
+
+
+def perfect_line_json(tb: Tablebase, position: Position, max_plies: int = 200) -> dict:
+    """A perfect-play line from ``position`` (``line --json``).
+
+    Parameters
+    ----------
+    tb : Tablebase
+    position : Position
+    max_plies : int, optional
+        The most plies (a drawn line goes on for ever; a longer win stops there too).
+
+    Returns
+    -------
+    dict
+        ``position``, ``category``, ``dtm`` and ``terminal`` as :func:`probe_json`; ``moves``, the
+        plies of :meth:`Tablebase.principal_variation`, each a :func:`move_json` dict with ``ply``
+        (1 for the first) and ``side`` (who plays it) in front; ``end``, how the line ends
+        (``"Sente captures the lion"``, ``"Gote's lion reaches the far rank safely"``, ``"draw"``
+        for a drawn position, whose line stops at ``max_plies`` or a repetition), or None when
+        the game is already over or a win stops at ``max_plies`` before its end.
+
+    Raises
+    ------
+    tablebase.probe.MissingPositionError
+        If the tablebase does not cover the position.
+    """
+    wdl, dtm, terminal = tb.value(position)
+    line = tb.principal_variation(position, max_plies=max_plies)
+    plies = [{"ply": n, "side": JSON_SIDES[(position.turn + n - 1) % 2], **move_json(m)}
+             for n, m in enumerate(line, 1)]
+    end = "draw" if wdl == DRAW else None
+    if line and line[-1].terminal in ("lion captured", "try"):
+        mover = SIDE_NAMES[(position.turn + len(line) - 1) % 2]
+        end = (f"{mover} captures the lion" if line[-1].terminal == "lion captured"
+               else f"{mover}'s lion reaches the far rank safely")
+    return {"position": position.text(), "category": WDL_NAMES[wdl], "dtm": signed_dtm(wdl, dtm),
+            "terminal": terminal, "moves": plies, "end": end}
+
+
+def value_json(value: tuple) -> dict | None:
+    """``{"category": ..., "dtm": ...}`` of a ``(wdl, dtm)`` pair, None when the WDL is unknown."""
+    return None if value[0] is None else {"category": WDL_NAMES[value[0]], "dtm": value[1]}
+
+
+def line_report_json(report) -> dict:
+    """One judged line of ``verify-line --json`` (an :class:`analysis.lines.LineReport`).
+
+    Returns
+    -------
+    dict
+        ``start``, ``start_value``, ``plies`` (per ply: ``ply``, ``side``, ``move``, ``before``
+        and ``result`` for the mover with unsigned DTM, ``after`` for the opponent with signed
+        DTM, ``optimal``, ``best``, ``ending``), ``illegal`` (``ply``, ``move``, ``reason``, or
+        None), ``perfect``, ``first_mistake`` (a ply number or None) and ``verdict`` (text).
+    """
+    mistake = report.first_mistake
+    return {
+        "start": report.start.text(), "start_value": value_json(report.start_value),
+        "plies": [{"ply": p.ply, "side": JSON_SIDES[p.side], "move": p.move,
+                   "before": value_json(p.before), "after": value_json(p.after), "result": value_json(p.result),
+                   "optimal": p.optimal, "best": p.best, "ending": p.ending} for p in report.plies],
+        "illegal": None if report.illegal is None else dict(zip(("ply", "move", "reason"), report.illegal)),
+        "perfect": report.perfect, "first_mistake": mistake.ply if mistake else None,
+        "verdict": report.verdict(),
+    }
+
+
+def metadata_json(meta) -> dict:
+    """What a tablebase file says about itself (a :class:`tablebase.storage.Metadata`).
+
+    Returns
+    -------
+    dict
+        ``start``; the counts ``reachable``, ``nonterminal``, ``catch_terminal``,
+        ``try_terminal``, ``wins``, ``draws``, ``losses``; ``start_value`` (``category`` and
+        signed ``dtm`` in plies).
+    """
+    return {
+        "start": meta.start, "reachable": meta.reachable, "nonterminal": meta.nonterminal,
+        "catch_terminal": meta.catch_terminal, "try_terminal": meta.try_terminal,
+        "wins": meta.wins, "draws": meta.draws, "losses": meta.losses,
+        "start_value": {"category": WDL_NAMES[meta.start_wdl], "dtm": signed_dtm(meta.start_wdl, meta.start_dtm)},
+    }
+
+
+def stats_json(stats) -> dict:
+    """What a tablebase holds (``stats --json``), from an :class:`analysis.stats.Stats`.
+
+    Returns
+    -------
+    dict
+        The :func:`metadata_json` fields; ``dtm_wins`` and ``dtm_losses``, stored positions per
+        DTM (list index = plies); ``material``, rows of ``on_board``, ``in_hand`` (pieces other
+        than the lions), ``positions``, ``wins``, ``draws``, ``losses``; ``longest``, the longest
+        wins as ``position`` and ``dtm`` (plies).
+    """
+    material = []
+    for board in range(stats.material.shape[0]):
+        for hand in range(stats.material.shape[1]):
+            loss, draw, win = (int(x) for x in stats.material[board, hand])
+            if loss + draw + win:
+                material.append({"on_board": board, "in_hand": hand, "positions": loss + draw + win,
+                                 "wins": win, "draws": draw, "losses": loss})
+    return {
+        **metadata_json(stats.metadata),
+        "dtm_wins": [int(x) for x in stats.dtm_wins], "dtm_losses": [int(x) for x in stats.dtm_losses],
+        "material": material,
+        "longest": [{"position": p.text(), "dtm": int(d)} for p, d in stats.longest],
+    }

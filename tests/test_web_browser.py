@@ -1,0 +1,277 @@
+"""The web explorer in a real browser (issue 10): Debian's headless Chromium, driven by Playwright's
+Python API, against ``dobutsu-tb serve`` on 127.0.0.1 with the lion-and-chick tablebase.
+
+Needs Chromium (``apt-get install chromium``; another binary with ``DOBUTSU_TB_CHROMIUM``) and
+Playwright (``pip install -e '.[test]'``); without them the tests are skipped, unless
+``DOBUTSU_TB_REQUIRE_BROWSER=1`` (as ``.ci/run`` sets) makes that a failure. Screenshots go to a
+temporary folder, and those the README shows also to ``$DOBUTSU_TB_SCREENSHOTS`` (e.g. ``docs``)
+when it is set: ``DOBUTSU_TB_SCREENSHOTS=docs python -m pytest tests/test_web_browser.py``.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import LION_CHICK
+
+CHROMIUM = os.environ.get("DOBUTSU_TB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SEED_LINE = "Lb4-c3 Cb2xb3 Lc3xb3 C*b2 Lb3-c3 Lb1-c1 C*a2 Lc1-b1 Ca2-a1+ Lb1xa1 Lc3-c2".split()
+TIMEOUT_MS = 10_000
+
+
+def _missing() -> str | None:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright is not installed (pip install -e '.[test]')"
+    if not Path(CHROMIUM).exists():
+        return f"no Chromium at {CHROMIUM} (apt-get install chromium, or set DOBUTSU_TB_CHROMIUM)"
+    return None
+
+
+if _missing() and os.environ.get("DOBUTSU_TB_REQUIRE_BROWSER") == "1":
+    raise RuntimeError(f"the browser tests cannot run: {_missing()}")
+pytestmark = pytest.mark.skipif(_missing() is not None, reason=str(_missing()))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)  # a fresh profile each launch
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, web_server):
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    errors = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    # The API's 400 and 404 answers are expected; anything else on the console is not.
+    pg.on("console", lambda msg: errors.append(msg.text)
+          if msg.type == "error" and not msg.text.startswith("Failed to load resource") else None)
+    pg.goto(web_server)
+    yield pg
+    context.close()
+    assert errors == [], f"errors in the page: {errors}"
+
+
+@pytest.fixture(scope="module")
+def shot(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("screenshots")
+    extra = os.environ.get("DOBUTSU_TB_SCREENSHOTS")
+
+    def take(pg, name, docs=True):
+        pg.screenshot(path=folder / f"{name}.png", full_page=True)
+        if extra and docs:  # the README shows these
+            Path(extra).mkdir(parents=True, exist_ok=True)
+            pg.screenshot(path=Path(extra) / f"web-{name}.png", full_page=True)
+
+    return take
+
+
+@pytest.fixture(scope="module")
+def tb(lion_chick_tb):
+    from dobutsu_tb.tablebase.probe import open_tablebase
+
+    with open_tablebase(lion_chick_tb.path) as t:
+        yield t
+
+
+def after(tb, position, *moves):
+    """The position text after ``moves``, by the Python API (not the page's)."""
+    for move in moves:
+        position = next(m for m in tb.probe_moves(position) if m.move == move).position.text()
+    return position
+
+
+def ready(pg, position):
+    """Wait until the page shows ``position`` with its value and moves."""
+    pg.wait_for_function("p => document.body.dataset.position === p && document.body.dataset.state !== 'loading'",
+                         arg=position)
+
+
+def click_move(pg, move, side):
+    """Play ``move`` by clicking on the board: the piece (or the piece in hand), then the square."""
+    if move[1] == "*":
+        pg.click(f'[data-hand="{move[0]}"][data-side="{side}"]')
+    else:
+        pg.click(f'[data-square="{move[1:3]}"]')
+    pg.click(f'[data-square="{move[-3:-1] if move.endswith("+") else move[-2:]}"]')
+
+
+def test_start_click_back_forward_reload(page, tb, shot):
+    ready(page, LION_CHICK)
+    assert page.inner_text("#value") == "Sente wins in 15 plies"
+    rows = page.locator("#moves tbody tr")
+    assert rows.count() == 5 and page.locator("#moves tbody tr.best").count() == 2
+    assert sorted(r.get_attribute("data-move") for r in page.locator("#moves tr.best").all()) == ["Lb4-a3", "Lb4-c3"]
+    assert page.locator("#moves tr.win").count() == 2 and page.locator("#moves tr.loss").count() == 3
+    shot(page, "start")
+
+    click_move(page, "Lb4-c3", "sente")
+    second = after(tb, LION_CHICK, "Lb4-c3")
+    ready(page, second)
+    assert page.url.endswith(f"?position={second}")
+    assert page.inner_text("#value") == "Sente wins in 14 plies"
+    assert page.locator("#moves tbody tr").first.get_attribute("data-move") == "Cb2xb3"
+    assert "loss in 14 plies" in page.locator("#moves tbody tr").first.inner_text()
+    assert page.locator('[data-square="c3"] rect.last').count() == 1  # the last move is marked
+
+    page.go_back()
+    ready(page, LION_CHICK)
+    assert page.inner_text("#value") == "Sente wins in 15 plies"
+    page.go_forward()
+    ready(page, second)
+    page.reload()
+    ready(page, second)
+
+    page.click('#moves tr[data-move="Cb2xb3"]')  # a move from the list
+    third = after(tb, second, "Cb2xb3")
+    ready(page, third)
+    assert page.inner_text("#value") == "Sente wins in 13 plies"
+    assert page.locator('[data-hand="C"][data-side="gote"]').count() == 1
+
+
+def test_drop_and_promotion_by_clicking(page, tb):
+    position = after(tb, LION_CHICK, *SEED_LINE[:3])  # Gote to move, a chick in each hand
+    page.goto(page.url.split("?")[0] + f"?position={position}")
+    ready(page, position)
+    click_move(page, "C*b2", "gote")
+    ready(page, after(tb, position, "C*b2"))
+    position = after(tb, LION_CHICK, *SEED_LINE[:8])
+    page.goto(page.url.split("?")[0] + f"?position={position}")
+    ready(page, position)
+    click_move(page, "Ca2-a1+", "sente")  # a2 then a1: the chick promotes by itself
+    ready(page, after(tb, position, "Ca2-a1+"))
+    assert page.locator('[data-square="a1"] [data-piece="R"]').count() == 1
+
+
+def test_paste_positions(page, shot):
+    ready(page, LION_CHICK)
+    page.fill("#position-input", "hello, world")
+    page.click("#position-form button[type=submit]")
+    error = page.locator("#position-error")
+    error.wait_for(state="visible")
+    assert "expected 6 fields" in error.inner_text()
+    assert page.url.endswith(f"?position={LION_CHICK}")
+    shot(page, "bad-input", docs=False)
+
+    page.fill("#position-input", "S/gle/-c-/-C-/ELG/-")  # the standard start: not in this file
+    page.press("#position-input", "Enter")
+    ready(page, "S/gle/-c-/-C-/ELG/-")
+    assert error.is_hidden()
+    assert page.inner_text("#value") == "Not in this tablebase"
+    assert "not reachable from S/-l-/-c-/-C-/-L-/-" in page.inner_text("#value-detail")
+    assert page.locator('[data-square="b1"] [data-piece="l"]').count() == 1  # the board is drawn all the same
+
+    page.fill("#position-input", "1l1/1c1/1C1/1L1[-] w 0 1")  # the lion-and-chick start as a FEN
+    page.press("#position-input", "Enter")
+    ready(page, LION_CHICK)
+    assert "win in 15" in page.inner_text("#value-detail")
+    assert page.inner_text("#value") == "Sente wins in 15 plies"
+    assert page.url.endswith(f"?position={LION_CHICK}")
+
+
+def _play_to_the_end(pg, human):
+    """Play the page's best move for ``human`` until the game ends; return the values seen after
+    each of the tablebase's answers (plies, for the side that wins)."""
+    values = []
+    while True:
+        pg.wait_for_function("() => document.querySelector('#play-status').textContent.startsWith('Your move')"
+                             " || !document.querySelector('#game-over').hidden")
+        if pg.locator("#game-over").is_visible():
+            return values
+        values.append(int(pg.inner_text("#value").split(" in ")[1].split()[0]))
+        before = pg.get_attribute("body", "data-position")
+        click_move(pg, pg.locator("#moves tbody tr.best").first.get_attribute("data-move"), human)
+        # A capture of the lion ends the game on the same position (the URL gains &final=MOVE).
+        pg.wait_for_function("p => document.body.dataset.position !== p"
+                             " || !document.querySelector('#game-over').hidden", arg=before)
+
+
+def test_play_against_perfect_play(page, shot):
+    ready(page, LION_CHICK)
+    page.click("#play-sente")
+    values = _play_to_the_end(page, "sente")
+    # Sente plays best, and the tablebase (Gote) resists as long as possible: two plies a move.
+    assert values == [15, 13, 11, 9, 7, 5, 3, 1]
+    assert page.inner_text("#game-over").startswith("You win! Sente captures the lion")
+    assert page.inner_text("#record").count(".") == 15
+    assert "play=sente" in page.url
+    shot(page, "play")
+
+    page.click("#play-again")
+    page.click("#play-gote")  # the tablebase (Sente) moves first, at once
+    page.wait_for_function("() => document.querySelector('#play-status').textContent.startsWith('Your move')")
+    assert page.inner_text("#value") == "Sente wins in 14 plies"
+    assert page.locator("#board text.coord").first.text_content() == "c"  # Gote's view
+    values = _play_to_the_end(page, "gote")
+    assert values == [14, 12, 10, 8, 6, 4, 2]
+    assert page.inner_text("#game-over").startswith("The tablebase wins.")
+
+
+def test_judge_the_seed_line(page, tb, shot):
+    ready(page, LION_CHICK)
+    page.click("#judge-panel summary")
+    page.click("#judge-example")
+    page.locator("#judge-table tbody tr").first.wait_for()
+    assert page.locator("#judge-table tbody tr").count() == 11
+    flagged = page.locator("#judge-table tr.first-mistake")
+    assert flagged.count() == 1 and page.locator("#judge-table tr.mistake").count() == 1
+    assert flagged.get_attribute("data-ply") == "10"
+    assert "Lb1xa1" in flagged.inner_text() and "best Lb1-c1 (loss in 6)" in flagged.inner_text()
+    assert "the first mistake is ply 10" in page.inner_text("#judge-verdict")
+    shot(page, "judge")
+    flagged.click()  # the board after the mistake
+    ready(page, after(tb, LION_CHICK, *SEED_LINE[:10]))
+    assert page.inner_text("#value") == "Sente wins in 3 plies"
+
+    page.fill("#judge-moves", "Lb4-c3 Lb1-b3")
+    page.click("#judge-form button[type=submit]")
+    page.locator("#judge-error").wait_for(state="visible")
+    assert "ply 2 (Lb1-b3) is illegal" in page.inner_text("#judge-error")
+    assert page.locator("#judge-table tr.illegal").count() == 1
+
+
+def test_perfect_line_and_histogram(page, shot):
+    ready(page, LION_CHICK)
+    page.click("#line-panel summary")
+    page.click("#line-show")
+    page.locator("#line-moves li").nth(14).wait_for()
+    assert page.locator("#line-moves li").count() == 15
+    assert "Sente captures the lion" in page.inner_text("#line-summary")
+    page.click("#line-next")
+    page.wait_for_function("() => document.body.dataset.position !== 'S/-l-/-c-/-C-/-L-/-'")
+    assert page.locator("#line-moves li.current").count() == 1
+    page.click('#line-moves button[data-ply="15"]')
+    page.locator("#game-over").wait_for(state="visible")
+    assert "Sente captures the lion" in page.inner_text("#game-over")
+    page.go_back()
+    page.wait_for_function("() => document.querySelector('#game-over').hidden")
+
+    page.click("#stats-panel summary")
+    page.locator("#histogram rect.win").first.wait_for()
+    assert page.locator("#histogram rect.win").count() == 11  # wins in 1, 3, ..., 21 plies
+    assert page.locator("#longest li").count() == 10
+    shot(page, "line-and-stats")
+
+
+def test_hide_the_values(page):
+    ready(page, LION_CHICK)
+    page.check("#hide-values")
+    assert page.locator("#value").is_hidden()
+    # Listed by name, so that the order gives nothing away.
+    assert [r.get_attribute("data-move") for r in page.locator("#moves tbody tr").all()] == [
+        "Cb3xb2", "Lb4-a3", "Lb4-a4", "Lb4-c3", "Lb4-c4"]
+    page.uncheck("#hide-values")
+    assert page.locator("#value").is_visible()
+    assert page.locator("#moves tbody tr").first.get_attribute("class").startswith("win")
