@@ -95,6 +95,14 @@ def test_counts_match_naive_enumeration(name):
     assert result.solutions == naive_solutions(start, 1 << 16)
 
 
+@pytest.mark.parametrize("name", ["plus", "arrow"])
+def test_counts_same_with_one_and_two_threads(name):
+    start = lastone.read_board(os.path.join(DATA, f"{name}.txt"))
+    one, two = lastone.count(start, threads=1), lastone.count(start, threads=2)
+    assert (one.levels, one.solutions) == (two.levels, two.solutions)
+    assert one.solutions > 0
+
+
 def test_count_cli(cli):
     result = cli("puzzle", "lastone", os.path.join(DATA, "t-shape.txt"), "--count")
     assert result.exit_code == 0
