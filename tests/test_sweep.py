@@ -35,6 +35,14 @@ def test_solutions_pass_the_simulator(name):
     assert sweep.simulate(p, result.routes)[0] == []
 
 
+@pytest.mark.parametrize("name", ["sample", "q44", "q46", "q49"])
+def test_sweepoptimizer_problems_solve(name):
+    """SweepOptimizer's problems (data/sweep/sweepoptimizer/), replayed by the simulator."""
+    p = sweep.read_problem(os.path.join(DATA, "sweepoptimizer", f"{name}.txt"))
+    result = sweep.solve(p)
+    assert result.routes is not None and sweep.simulate(p, result.routes)[0] == []
+
+
 def test_meetings_needed():
     p = problem("meeting-5x5")
     result = sweep.solve(p)
