@@ -69,7 +69,28 @@ numba.config.CACHE_DIR = _cache_dir()
 
 #: ``numba.njit`` with the project's cache settings; use as ``@njit`` or ``@njit(parallel=True)``.
 njit = functools.partial(numba.njit, cache=True, nogil=True)
+#: For the callbacks of :func:`~dobutsu_tb.encoding.search.depth_first` (``@njit_callback``):
+#: ``njit`` without reference counting. A callback gets its context, a tuple of many arrays,
+#: on loan from the driver; with counting, numba would count every member of the tuple up and
+#: down around each branch of the callback, which costs more than the search itself. Such a
+#: function may not allocate arrays.
+njit_callback = functools.partial(numba.njit, cache=True, nogil=True, _nrt=False)
 prange = numba.prange
+
+
+def njit_driver(func=None, **options):
+    """Decorator for kernels that take jitted callbacks as arguments (the search drivers):
+    ``@njit_driver`` or ``@njit_driver(parallel=True)``; ``njit`` without the on-disk cache.
+
+    numba's cache cannot serve such a kernel: the signature holds the callbacks' dispatcher
+    types, which never compare equal to those of another process (every run misses), and
+    saving an index that already holds other signatures can fail ("underlying object has
+    vanished"). So these kernels are compiled once per process; the callbacks they call are
+    cached as usual.
+    """
+    if func is None:
+        return lambda f: numba.njit(f, nogil=True, **options)
+    return numba.njit(func, nogil=True, **options)
 
 
 def jit_kernels(*modules) -> dict:

@@ -95,6 +95,27 @@ def test_counts_match_naive_enumeration(name):
     assert result.solutions == naive_solutions(start, 1 << 16)
 
 
+@pytest.mark.parametrize("name,goal", [("plus", 16), ("pyramid", 16), ("arrow", 16), ("t-shape", 16),
+                                       ("cross", 16), ("plus", 9), ("pyramid", 28), ("diamond", 16)])
+def test_folded_counts_match_the_enumeration_of_every_board(name, goal):
+    """The enumeration over one board per symmetry class (class totals of jump sequences) gives
+    the figures of the enumeration of every board, for symmetric and lopsided starts and goals
+    that fewer symmetries fix."""
+    start = lastone.read_board(os.path.join(DATA, f"{name}.txt"))
+    folded, every = lastone.count(start, goal), lastone.count(start, goal, fold=False)
+    assert (folded.levels, folded.solutions) == (every.levels, every.solutions)
+    if name == "pyramid" and goal == 16:
+        assert folded.solutions == naive_solutions(start, 1 << 16)
+
+
+@pytest.mark.parametrize("name", ["plus", "arrow"])
+def test_counts_same_with_one_and_two_threads(name):
+    start = lastone.read_board(os.path.join(DATA, f"{name}.txt"))
+    one, two = lastone.count(start, threads=1), lastone.count(start, threads=2)
+    assert (one.levels, one.solutions) == (two.levels, two.solutions)
+    assert one.solutions > 0
+
+
 def test_count_cli(cli):
     result = cli("puzzle", "lastone", os.path.join(DATA, "t-shape.txt"), "--count")
     assert result.exit_code == 0

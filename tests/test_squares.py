@@ -79,3 +79,13 @@ def test_bad_grids(cli, tmp_path, text, message):
     path.write_text(text)
     result = cli("puzzle", "squares", str(path))
     assert result.exit_code == 1 and message in result.output and result.output.count("\n") == 1
+
+
+@pytest.mark.parametrize("name", ["seed", "stairs-6x6", "open-3x3"])
+def test_one_and_two_threads_agree(name):
+    """The search deals the first cell's digits out to the threads; the answer is the same,
+    solutions in the same order."""
+    grid = squares.read_grid(os.path.join(DATA, f"{name}.txt"))
+    one, two = squares.solve(grid, limit=30, threads=1), squares.solve(grid, limit=30, threads=2)
+    assert (one.count, one.solutions, one.complete) == (two.count, two.solutions, two.complete)
+    assert one.count == {"seed": 3, "stairs-6x6": 1650, "open-3x3": 13}[name]

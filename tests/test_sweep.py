@@ -35,6 +35,14 @@ def test_solutions_pass_the_simulator(name):
     assert sweep.simulate(p, result.routes)[0] == []
 
 
+@pytest.mark.parametrize("name", ["sample", "q44", "q46", "q49"])
+def test_sweepoptimizer_problems_solve(name):
+    """SweepOptimizer's problems (data/sweep/sweepoptimizer/), replayed by the simulator."""
+    p = sweep.read_problem(os.path.join(DATA, "sweepoptimizer", f"{name}.txt"))
+    result = sweep.solve(p)
+    assert result.routes is not None and sweep.simulate(p, result.routes)[0] == []
+
+
 def test_meetings_needed():
     p = problem("meeting-5x5")
     result = sweep.solve(p)
@@ -110,3 +118,17 @@ def test_bad_problem_files(cli, tmp_path, text, message):
     path.write_text(text)
     result = cli("puzzle", "sweep", str(path))
     assert result.exit_code == 1 and message in result.output and result.output.count("\n") == 1
+
+
+@pytest.mark.parametrize("name", ["tiny", "short-budget", "items-4x4", "trio-5x5", "meeting-5x5", "six-7x7",
+                                  "meeting-7x7"])
+def test_one_and_two_threads_agree(name):
+    """Either thread count solves the same problems (and proves the same ones unsolvable), with
+    or without meetings alike; the routes may differ, and each set is checked by the simulator."""
+    p = problem(name)
+    one, two = sweep.solve(p, threads=1), sweep.solve(p, threads=2)
+    assert (one.routes is None, one.with_meetings) == (two.routes is None, two.with_meetings)
+    assert (one.routes is None) == (name == "short-budget")
+    for result in (one, two):
+        if result.routes is not None:
+            assert sweep.simulate(p, result.routes)[0] == []

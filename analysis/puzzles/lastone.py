@@ -67,10 +67,14 @@ def _symmetries():
 SYMMETRIES = _symmetries()
 
 
-def _params(goal_hole: int) -> np.ndarray:
+def _image(state: int, perm) -> int:
+    return sum(1 << perm[i] for i in range(N_HOLES) if (state >> i) & 1)
+
+
+def _params(goal_hole: int, start: int | None = None) -> np.ndarray:
     """params: [goal board, number of symmetries k, k*5*256 byte tables of those symmetries
-    that fix the goal hole]."""
-    syms = [p for p in SYMMETRIES if p[goal_hole] == goal_hole]
+    that fix the goal hole (and the ``start`` board, when given)], the identity first."""
+    syms = [p for p in SYMMETRIES if p[goal_hole] == goal_hole and (start is None or _image(start, p) == start)]
     tables = np.zeros((len(syms), 5, 256), np.int64)
     for s, perm in enumerate(syms):
         for chunk in range(5):
@@ -163,6 +167,20 @@ def _canonical_many(states, params, out):
         out[i] = _canonical(states[i], params)
 
 
+@njit(parallel=True)
+def _orbit_total(states, params):
+    """The number of boards in the classes of ``states`` (each its class's representative): a
+    class has k / (symmetries fixing its board) boards."""
+    total = 0
+    for i in prange(states.shape[0]):
+        fixed = 0
+        for s in range(params[1]):
+            if _transform(states[i], params, s) == states[i]:
+                fixed += 1
+        total += params[1] // fixed
+    return total
+
+
 # --- text ------------------------------------------------------------------------------------
 
 
@@ -238,14 +256,16 @@ def solve(start: int, goal: int = CENTRE) -> list[int] | None:
                      max_moves=MAX_JUMPS)
 
 
-def fewest_moves(start: int, goal: int = CENTRE, max_depth: int = 40):
+def fewest_moves(start: int, goal: int = CENTRE, max_depth: int = 40, threads: int | None = None):
     """A solution with the fewest moves (a move: one or more consecutive jumps of one peg).
 
-    Breadth-first over moves. Returns the boards after each move, or None.
+    Breadth-first over moves, one board of each class under the symmetries that fix the goal
+    hole and the start (the goal board is a class of its own). Returns the boards after each
+    move, or None.
     """
     _check(start, goal)
-    result = bfs_shortest(start, _expand_moves, _is_goal, _params(goal), MAX_MOVES, max_depth=max_depth,
-                          count=False)
+    result = bfs_shortest(start, _expand_moves, _is_goal, _params(goal, start), MAX_MOVES, max_depth=max_depth,
+                          count=False, canonical=_canonical, threads=threads)
     return result.path
 
 
@@ -274,35 +294,48 @@ class CountResult:
         return sum(s for _, _, s in self.levels)
 
 
-def count(start: int, goal: int = CENTRE, threads: int | None = None, on_level=None) -> CountResult:
+def count(start: int, goal: int = CENTRE, threads: int | None = None, on_level=None, fold: bool = True) -> CountResult:
     """Boards reachable from ``start`` per peg count (distinct and up to symmetry), and the number
     of distinct jump sequences that solve the puzzle.
 
     Level-by-level enumeration (:func:`encoding.search.enumerate_levels`): a jump removes a
     peg, so the boards with k pegs form one level, and the number of jump sequences reaching a
-    board is summed over its parents.
+    board is summed over its parents. With ``fold`` (the default) the enumeration goes over one
+    board of each class under the symmetries that fix both the goal hole and the start (all 8 for
+    the central game), with each class's total of sequences (exact: see
+    :mod:`dobutsu_tb.encoding.search.levels`); the boards of a class are all reachable, so the
+    distinct boards are the sum of the class sizes. ``fold=False`` enumerates every board.
     """
     from dobutsu_tb.encoding import config
 
     _check(start, goal)
     params = _params(goal)
+    folding = _params(goal, start) if fold else None
     levels = []
     solutions = 0
     goal_board = 1 << goal
 
     def record(level):
         nonlocal solutions
-        canon = np.empty_like(level.states)
-        _canonical_many(level.states, params, canon)
-        up_to = np.unique(canon).shape[0]
-        levels.append((pegs(int(level.states[0])), level.states.shape[0], up_to))
+        if folding is None:
+            distinct = level.states.shape[0]
+        else:
+            distinct = int(_orbit_total(level.states, folding))
+        if folding is not None and folding[1] == params[1]:
+            up_to = level.states.shape[0]
+        else:
+            canon = np.empty_like(level.states)
+            _canonical_many(level.states, params, canon)
+            up_to = np.unique(canon).shape[0]
+        levels.append((pegs(int(level.states[0])), distinct, up_to))
         i = np.searchsorted(level.states, goal_board)
         if i < level.states.shape[0] and level.states[i] == goal_board:
             solutions = int(level.paths[i])
         if on_level is not None:
             on_level(levels[-1])
 
-    enumerate_levels(start, _expand, params, MAX_JUMPS, threads or config.THREADS, record)
+    enumerate_levels(start, _expand, folding if fold else params, MAX_JUMPS, threads or config.THREADS, record,
+                     canonical=_canonical if fold else None)
     return CountResult(levels, solutions)
 
 

@@ -115,6 +115,26 @@ def _fill_children(level, offsets, out, parent):
             parent[offsets[i] + k] = i
 
 
+@njit(parallel=True)
+def _count_goal_children(level, colour, counts):
+    """The children of each row that leave only one colour (only ``colour``: 0 Black, 1 White,
+    -1 either): a placement that flips every disc of the opponent, who then has none."""
+    for i in prange(level.shape[0]):
+        turn = level[i, 2]
+        own, opp = (level[i, 0], level[i, 1]) if turn == BLACK else (level[i, 1], level[i, 0])
+        m = _moves(own, opp)
+        if m == 0:
+            turn = 1 - turn
+            own, opp = opp, own
+            m = _moves(own, opp)
+        n = 0
+        if colour < 0 or colour == turn:
+            for sq in range(64):
+                if (m >> sq) & 1 and _flips(own, opp, sq) == opp:
+                    n += 1
+        counts[i] = n
+
+
 def square_name(sq: int) -> str:
     return "abcdefgh"[sq % 8] + str(sq // 8 + 1)
 
@@ -178,7 +198,7 @@ class OthelloResult:
     count : int
         The number of shortest placement sequences.
     level_sizes : list of int
-        Distinct positions after each number of placements.
+        Distinct positions after each number of placements, up to the one before the goal.
     """
 
     placements: int | None
@@ -208,7 +228,9 @@ def solve(start=None, colour: str | None = None, max_placements: int = 12) -> Ot
         b, w = states[:, 0], states[:, 1]
         return ((b == 0) | (w == 0)) if colour is None else (w == 0) if colour == "black" else (b == 0)
 
-    result = bfs_wide_levels([black, white, turn], _count_children, _fill_children, goal_mask, max_placements)
+    code = -1 if colour is None else BLACK if colour == "black" else WHITE
+    result = bfs_wide_levels([black, white, turn], _count_children, _fill_children, goal_mask, max_placements,
+                             lambda level, counts: _count_goal_children(level, code, counts))
     return OthelloResult(result.depth, [square_name(sq) for sq in result.labels],
                          [tuple(int(v) for v in row) for row in result.path], result.count, result.level_sizes)
 

@@ -6,7 +6,9 @@ leading zero. A white cell in no such run takes any digit.
 
 The search fills cells in reading order and prunes with prefixes: after a digit is placed, the
 digits so far of the cell's across and down runs must be the start of some perfect square of
-that run's length (tables of all such prefixes, per run length and prefix length).
+that run's length (tables of all such prefixes, per run length and prefix length). It runs on the
+shared depth-first driver (:func:`dobutsu_tb.encoding.search.depth_first`), the first cell's
+digits dealt out to the threads.
 
 Grid files: rows of ``.`` (white) and ``#`` (black), a rectangle of at most 8 x 8; blank lines
 and lines starting with ``;`` are ignored.
@@ -17,11 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import isqrt
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from dobutsu_tb.analysis.puzzles import PuzzleInputError
-from dobutsu_tb.encoding.jit import njit
+from dobutsu_tb.encoding.config import THREADS
+from dobutsu_tb.encoding.jit import njit, njit_callback
+from dobutsu_tb.encoding.search import depth_first
 
 MAX_SIDE = 8
 
@@ -56,62 +61,92 @@ def _is_prefix(value, length, k):
     return j < hi and PREFIX[j] == value
 
 
-@njit
-def _search(cells, row_start, row_len, row_pos, col_start, col_len, col_pos, width, limit, out):
-    """DFS over the white cells (reading order). Returns (solutions found, stored); up to
-    ``limit`` solutions are stored in ``out`` (one row of digits per solution, -1 for black)."""
-    n = cells.shape[0]
-    digit = -np.ones(n, np.int64)
-    grid = -np.ones(out.shape[1], np.int64)
-    found = 0
-    stored = 0
-    i = 0
-    while i >= 0:
-        if i == n:
-            if stored < limit:
-                for c in range(n):
-                    grid[cells[c]] = digit[c]
-                out[stored, :] = grid
-                stored += 1
-            found += 1
-            i -= 1
-            continue
-        d = digit[i] + 1
-        placed = False
-        while d <= 9:
-            cell = cells[i]
-            ok = True
-            # A run of two or more cells: no leading zero, and the digits so far a prefix.
-            for direction in range(2):
-                if direction == 0:
-                    length, pos, start, step = row_len[cell], row_pos[cell], row_start[cell], 1
-                else:
-                    length, pos, start, step = col_len[cell], col_pos[cell], col_start[cell], width
-                if length < 2:
-                    continue
-                if pos == 0 and d == 0:
-                    ok = False
-                    break
-                value = np.int64(0)
-                for q in range(pos):
-                    value = value * 10 + _digit_at(digit, cells, start + q * step)
-                value = value * 10 + d
-                if not _is_prefix(value, length, pos + 1):
-                    ok = False
-                    break
-            if ok:
-                digit[i] = d
-                placed = True
+class _Context(NamedTuple):
+    """One thread's search (see :func:`dobutsu_tb.encoding.search.depth_first`): the run tables
+    of :func:`solve`, the digits placed so far (``digit[i]``: white cell i, reading order) and the
+    solutions kept (``out``, up to ``limit`` rows, with the root choice of each in ``tag``)."""
+
+    cells: np.ndarray
+    row_start: np.ndarray
+    row_len: np.ndarray
+    row_pos: np.ndarray
+    col_start: np.ndarray
+    col_len: np.ndarray
+    col_pos: np.ndarray
+    width: int
+    limit: int
+    digit: np.ndarray
+    valid: np.ndarray  # valid[i]: the digits white cell i can take, given the cells before it
+    out: np.ndarray
+    tag: np.ndarray
+    found: np.ndarray  # [solutions found, solutions stored]
+
+
+@njit_callback
+def _is_goal(ctx, i):
+    return i == ctx.cells.shape[0]
+
+
+@njit_callback
+def _on_goal(ctx, i):
+    """Keep the solution while there is room (one row of digits, -1 for black); count it."""
+    stored = ctx.found[1]
+    if stored < ctx.limit:
+        for c in range(ctx.out.shape[1]):
+            ctx.out[stored, c] = -1
+        for c in range(ctx.cells.shape[0]):
+            ctx.out[stored, ctx.cells[c]] = ctx.digit[c]
+        ctx.tag[stored] = ctx.digit[0]
+        ctx.found[1] = stored + 1
+    ctx.found[0] += 1
+    return False
+
+
+@njit_callback
+def _prune(ctx, i):
+    return False
+
+
+@njit_callback
+def _run_prefix(ctx, cell, length, pos, start, step):
+    """The digits so far of a run as a number (-1 when the cell starts the run)."""
+    if pos == 0:
+        return np.int64(-1)
+    value = np.int64(0)
+    for q in range(pos):
+        value = value * 10 + _digit_at(ctx.digit, ctx.cells, start + q * step)
+    return value
+
+
+@njit_callback
+def _options(ctx, i):
+    """The digits that white cell ``i`` can take, ascending: every run of two or more cells
+    through it must have no leading zero and read, so far, as the start of a square of its
+    length (both runs' digits so far are read once, then each digit is looked up)."""
+    cell = ctx.cells[i]
+    row = _run_prefix(ctx, cell, ctx.row_len[cell], ctx.row_pos[cell], ctx.row_start[cell], 1)
+    col = _run_prefix(ctx, cell, ctx.col_len[cell], ctx.col_pos[cell], ctx.col_start[cell], ctx.width)
+    n = 0
+    for d in range(10):
+        ok = True
+        for direction in range(2):
+            length, pos, value = ((ctx.row_len[cell], ctx.row_pos[cell], row) if direction == 0
+                                  else (ctx.col_len[cell], ctx.col_pos[cell], col))
+            if length < 2:
+                continue
+            if (pos == 0 and d == 0) or not _is_prefix(max(value, 0) * 10 + d, length, pos + 1):
+                ok = False
                 break
-            d += 1
-        if placed:
-            i += 1
-            if i < n:
-                digit[i] = -1
-        else:
-            digit[i] = -1
-            i -= 1
-    return found, stored
+        if ok:
+            ctx.valid[i, n] = d
+            n += 1
+    return n
+
+
+@njit_callback
+def _place(ctx, i, k):
+    ctx.digit[i] = ctx.valid[i, k]
+    return True
 
 
 @njit
@@ -183,7 +218,7 @@ class SquaresResult:
     complete: bool = True
 
 
-def solve(grid: Grid, limit: int | None = None, count_all: bool = True) -> SquaresResult:
+def solve(grid: Grid, limit: int | None = None, count_all: bool = True, threads: int | None = None) -> SquaresResult:
     """Every solution of ``grid`` (or the first ``limit``), and their number.
 
     Parameters
@@ -192,6 +227,9 @@ def solve(grid: Grid, limit: int | None = None, count_all: bool = True) -> Squar
         Keep at most this many solutions (all by default).
     count_all : bool
         Count every solution even beyond ``limit`` (otherwise the search stops at ``limit``).
+    threads : int, optional
+        Threads sharing the search (the first cell's digits are dealt out); default
+        :data:`~dobutsu_tb.encoding.config.THREADS`.
     """
     h, w = grid.height, grid.width
     cells = [r * w + c for r in range(h) for c in range(w) if grid.white[r][c]]
@@ -216,9 +254,21 @@ def solve(grid: Grid, limit: int | None = None, count_all: bool = True) -> Squar
             arrays["rs"][i], arrays["rl"][i], arrays["rp"][i] = r * w + c0, c1 - c0 + 1, c - c0
             arrays["cs"][i], arrays["cl"][i], arrays["cp"][i] = r0 * w + c, r1 - r0 + 1, r - r0
     keep = limit if limit is not None else 100_000
-    out = np.empty((max(1, keep), h * w), np.int64)  # solutions beyond ``keep`` are counted only
-    found, stored = _search(np.array(cells, np.int64), arrays["rs"], arrays["rl"], arrays["rp"],
-                            arrays["cs"], arrays["cl"], arrays["cp"], w, keep, out)
+    cells = np.array(cells, np.int64)
+    # Solutions beyond ``keep`` are counted only; each thread keeps the first ``keep`` of its share.
+    contexts = [_Context(cells, arrays["rs"], arrays["rl"], arrays["rp"], arrays["cs"], arrays["cl"], arrays["cp"],
+                         w, keep, np.zeros(cells.shape[0], np.int64), np.zeros((cells.shape[0], 10), np.int64),
+                         np.empty((max(1, keep), h * w), np.int64),
+                         np.empty(max(1, keep), np.int64), np.zeros(2, np.int64))
+                for _ in range(threads or THREADS)]
+    depth_first(contexts, _is_goal, _on_goal, _prune, _options, _place, cells.shape[0])
+    found = sum(int(ctx.found[0]) for ctx in contexts)
+    # The threads' solutions in the order of one search: by the first cell's digit (each
+    # thread's share of them), then as each thread found them.
+    out = np.concatenate([ctx.out[: ctx.found[1]] for ctx in contexts])
+    tags = np.concatenate([ctx.tag[: ctx.found[1]] for ctx in contexts])
+    out = out[np.argsort(tags, kind="stable")][:keep]
+    stored = out.shape[0]
     texts = ["\n".join("".join("#" if out[s, r * w + c] < 0 else str(out[s, r * w + c])
                                for c in range(w)) for r in range(h)) for s in range(stored)]
     return SquaresResult(int(found), texts, complete=limit is None or found <= keep)

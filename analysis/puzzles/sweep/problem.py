@@ -1,0 +1,129 @@
+"""Room Sweeper problems and routes: the tile codes, :class:`Problem`, the problem file format
+and the routes' text form (SPEC §2.4).
+
+Problem files: ``W H``, then H rows of W tile codes, then for boys, girls and robots in turn a
+count and that many step budgets (given to that kind's cells in reading order). Text after a
+``#`` on a line is a comment (our addition to the format).
+
+Routes (output of the solver, input of ``--check``): one line per cleaner, boys, girls, robots,
+each in reading order: ``boy 2,3 RRDL`` (kind, start row and column from 1, steps U D L R, or
+``-`` for none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from dobutsu_tb.analysis.puzzles import PuzzleInputError
+
+#: Tile codes of SPEC §2.4.
+DIRTY, CLEAN, BOY, GIRL, ROBOT, PUDDLE, APPLE, BOTTLE, BIN, BOX, OBSTACLE = range(11)
+KINDS = ("boy", "girl", "robot")
+#: A step's letter and its (row, column) offset; a direction's number is its index in DIRS.
+STEPS = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
+DIRS = "UDLR"
+#: Largest board, in cells.
+MAX_CELLS = 64
+
+
+@dataclass
+class Problem:
+    """A Room Sweeper problem.
+
+    Attributes
+    ----------
+    width, height : int
+    tiles : list of list of int
+        Tile codes, ``tiles[row][col]``.
+    cleaners : list of (str, int, int, int)
+        (kind, row, col, step budget) in file order: boys, girls, robots, each in reading order.
+    """
+
+    width: int
+    height: int
+    tiles: list
+    cleaners: list
+
+    def board_text(self, tiles=None) -> str:
+        tiles = tiles or self.tiles
+        return "\n".join(" ".join(f"{t:2d}" for t in row) for row in tiles)
+
+
+def parse_problem(text: str) -> Problem:
+    """Read the problem format of SPEC §2.4.
+
+    Raises
+    ------
+    PuzzleInputError
+        For a malformed file: missing numbers, an unknown tile code, a budget count that does not
+        match the board's cleaners, no cleaner at all, a board of more than 64 cells.
+    """
+    text = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
+    try:
+        nums = [int(tok) for tok in text.split()]
+    except ValueError as exc:
+        raise PuzzleInputError(f"the problem holds something that is not an integer: {exc}") from None
+    if len(nums) < 2:
+        raise PuzzleInputError("the problem must start with the width and the height")
+    w, h = nums[0], nums[1]
+    if w < 1 or h < 1 or w * h > MAX_CELLS:
+        raise PuzzleInputError(f"a {w} x {h} board: width and height must be >= 1, at most {MAX_CELLS} cells")
+    if len(nums) < 2 + w * h:
+        raise PuzzleInputError(f"the board needs {w * h} tile codes, the file has {len(nums) - 2}")
+    flat = nums[2: 2 + w * h]
+    for i, t in enumerate(flat):
+        if not 0 <= t <= 10:
+            raise PuzzleInputError(f"row {i // w + 1}, column {i % w + 1}: unknown tile code {t} (0..10)")
+    tiles = [flat[r * w:(r + 1) * w] for r in range(h)]
+    rest = nums[2 + w * h:]
+    cleaners = []
+    for kind, code in zip(KINDS, (BOY, GIRL, ROBOT)):
+        cells = [(r, c) for r in range(h) for c in range(w) if tiles[r][c] == code]
+        if not rest:
+            raise PuzzleInputError(f"the {kind} count is missing")
+        n, rest = rest[0], rest[1:]
+        if n != len(cells):
+            raise PuzzleInputError(f"the file gives {n} {kind} budgets but the board has {len(cells)} {kind}s")
+        if len(rest) < n:
+            raise PuzzleInputError(f"{n} {kind} budgets announced, {len(rest)} given")
+        for (r, c), budget in zip(cells, rest[:n]):
+            if budget < 0:
+                raise PuzzleInputError(f"a step budget must be >= 0, got {budget}")
+            cleaners.append((kind, r, c, budget))
+        rest = rest[n:]
+    if rest:
+        raise PuzzleInputError(f"{len(rest)} numbers left over after the robots' budgets")
+    if not cleaners:
+        raise PuzzleInputError("the board has no cleaner")
+    return Problem(w, h, tiles, cleaners)
+
+
+def read_problem(path) -> Problem:
+    return parse_problem(Path(path).read_text())
+
+
+def routes_text(problem: Problem, routes: list[str]) -> str:
+    return "\n".join(f"{kind} {r + 1},{c + 1} {route or '-'}"
+                     for (kind, r, c, _), route in zip(problem.cleaners, routes))
+
+
+def parse_routes(problem: Problem, text: str) -> list[str]:
+    """Routes in the format :func:`routes_text` writes (lines that do not start with a kind of
+    cleaner are ignored, so the solver's whole output can be read back).
+
+    Raises
+    ------
+    PuzzleInputError
+        For a wrong number of lines or a line that names another cleaner.
+    """
+    lines = [ln.split() for ln in text.splitlines() if ln.split() and ln.split()[0] in KINDS]
+    if len(lines) != len(problem.cleaners):
+        raise PuzzleInputError(f"{len(lines)} route lines for {len(problem.cleaners)} cleaners")
+    routes = []
+    for k, (parts, (kind, r, c, _)) in enumerate(zip(lines, problem.cleaners), 1):
+        if len(parts) != 3 or parts[0] != kind or parts[1] != f"{r + 1},{c + 1}":
+            raise PuzzleInputError(f"route line {k} must read '{kind} {r + 1},{c + 1} STEPS'")
+        routes.append("" if parts[2] == "-" else parts[2].upper())
+    return routes
+

@@ -1,0 +1,37 @@
+"""Search drivers shared by the puzzle solvers.
+
+A puzzle supplies small jitted functions and the drivers do the rest. The drivers over
+bit-packed int64 states take ``params``, an int64 array the puzzle fills (goal, tables, ...), so
+one compiled function serves every instance:
+
+- ``expand(state, out, params) -> n``: write the successor states into ``out``, return n;
+- ``is_goal(state, params) -> bool``;
+- ``canonical(state, params) -> int64``: the representative of the state's symmetry class (the
+  state itself when symmetries are not folded). Every key a driver stores must be positive.
+
+Drivers, one module each:
+
+- :func:`dfs_solve` (``dfs``): depth-first search for one path to a goal, with a transposition
+  table of dead states (from which no goal can be reached) in the shared hash table;
+- :func:`depth_first` (``dfs``): the generic depth-first driver for states wider than an int64,
+  kept by the puzzle in a context of per-depth arrays, with a goal test, a pruning bound and the
+  root's choices dealt out to threads (the thread pool is :func:`run_threads`, ``pool``);
+- :func:`bfs_shortest` (``bfs``): breadth-first search with parent links for a shortest path,
+  the number of shortest paths, and the size of each level; states seen at any earlier level are
+  skipped;
+- :func:`enumerate_levels` (``levels``): level-by-level enumeration for puzzles whose every move
+  leads to the next level (a jump removes a peg): distinct states and the number of paths to
+  each, level by level, in hash tables with one thread per shard;
+- :func:`bfs_wide_levels` (``wide``): breadth-first search by levels for states wider than one
+  int64 (an Othello position) whose levels are disjoint, each level de-duplicated exactly by
+  sorting rows.
+"""
+
+from dobutsu_tb.encoding.search.bfs import ShortestResult, bfs_shortest
+from dobutsu_tb.encoding.search.dfs import depth_first, dfs_solve
+from dobutsu_tb.encoding.search.levels import Level, enumerate_levels
+from dobutsu_tb.encoding.search.pool import run_threads
+from dobutsu_tb.encoding.search.wide import WideResult, bfs_wide_levels
+
+__all__ = ["Level", "ShortestResult", "WideResult", "bfs_shortest", "bfs_wide_levels", "depth_first", "dfs_solve",
+           "enumerate_levels", "run_threads"]
