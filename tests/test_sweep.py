@@ -132,3 +132,66 @@ def test_one_and_two_threads_agree(name):
     for result in (one, two):
         if result.routes is not None:
             assert sweep.simulate(p, result.routes)[0] == []
+
+
+def test_an_item_goes_to_whoever_reaches_it_first():
+    """Two robots pass the bottle: the one on the right reaches it at step 1 (and could never
+    dump it), the one on the left at step 2. Only the left one may fetch it; routes in which the
+    right one walks over it first leave it holding the bottle."""
+    p = sweep.parse_problem("6 1\n1 4 0 7 4 9\n0\n0\n2 3 4")
+    assert sweep.simulate(p, ["RRR", "LLLL"])[0] == ["the robot from 1,5 still holds 1 item(s)"]
+    assert sweep.simulate(p, ["RRR", ""])[0] == []
+    assert brute_force_solvable(p)
+    for threads in (1, 2):
+        result = sweep.solve(p, threads=threads)
+        assert result.routes is not None and sweep.simulate(p, result.routes)[0] == []
+
+
+def legal_routes(p, r, c, budget):
+    """Every route of at most ``budget`` steps that stays on enterable cells and never steps
+    straight back (the simulator would reject the others anyway)."""
+    out = [""]
+
+    def walk(r, c, prev, route):
+        if len(route) == budget:
+            return
+        for d, (dr, dc) in sweep.STEPS.items():
+            rr, cc = r + dr, c + dc
+            if (0 <= rr < p.height and 0 <= cc < p.width and (rr, cc) != prev
+                    and p.tiles[rr][cc] not in (sweep.BIN, sweep.BOX, sweep.OBSTACLE)):
+                out.append(route + d)
+                walk(rr, cc, (r, c), route + d)
+
+    walk(r, c, None, "")
+    return out
+
+
+def test_items_by_arrival_time_agree_with_brute_force():
+    """200 small random boards with two girls or two robots and their items: the solver's answer
+    (routes replayed by the simulator, or no solution) agrees with brute force over all legal
+    routes."""
+    import random
+
+    rng = random.Random(2)
+    for _ in range(200):
+        w, h = rng.choice([(3, 2), (4, 2), (5, 1), (6, 1), (3, 3)])
+        tiles = [sweep.DIRTY] * (w * h)
+        cells = rng.sample(range(w * h), w * h)
+        kind = rng.choice(["girl", "robot"])
+        code, item, dump = ((sweep.GIRL, sweep.APPLE, sweep.BIN) if kind == "girl"
+                            else (sweep.ROBOT, sweep.BOTTLE, sweep.BOX))
+        tiles[cells[0]] = tiles[cells[1]] = code
+        tiles[cells[2]] = dump
+        for c in cells[3:]:
+            roll = rng.random()
+            tiles[c] = item if roll < 0.3 else sweep.CLEAN if roll < 0.45 else sweep.DIRTY
+        counts = ["0", "0", "0"]
+        counts[sweep.KINDS.index(kind)] = f"2 {rng.randint(1, 5)} {rng.randint(1, 5)}"
+        text = f"{w} {h}\n" + "\n".join(" ".join(map(str, tiles[r * w:(r + 1) * w])) for r in range(h))
+        p = sweep.parse_problem(text + "\n" + "\n".join(counts))
+        solvable = any(not sweep.simulate(p, list(routes))[0] for routes in itertools.product(
+            *[legal_routes(p, r, c, b) for _, r, c, b in p.cleaners]))
+        result = sweep.solve(p, threads=1)
+        assert (result.routes is not None) == solvable, text
+        if result.routes is not None:
+            assert sweep.simulate(p, result.routes)[0] == [], text

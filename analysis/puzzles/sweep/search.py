@@ -49,7 +49,8 @@ class _Board(NamedTuple):
     """What the searches know of the problem (:func:`_tables`): per cleaner its kind (0 boy,
     1 girl, 2 robot), start cell and budget; per cell its neighbours (-1: none), tile code, the
     distances to every cell, to the nearest cell next to a bin and to a box, whether it is next
-    to a bin or a box, and the cells of its 3x3 block (-1 padded)."""
+    to a bin or a box, the cells of its 3x3 block (-1 padded), its tile code, and the number of
+    the apple or bottle on it (-1: none)."""
 
     kind: np.ndarray
     start: np.ndarray
@@ -62,6 +63,7 @@ class _Board(NamedTuple):
     box_dist: np.ndarray
     block: np.ndarray
     tiles: np.ndarray
+    item_of: np.ndarray
 
 
 @njit
@@ -288,7 +290,13 @@ def _step_apply(ctx, t, k):
 
 class _RouteContext(NamedTuple):
     """One thread's search without meetings; row d holds the state at depth d, where cleaner
-    ``cur[d]`` has taken ``step[d]`` steps and the cleaners before it have finished."""
+    ``cur[d]`` has taken ``step[d]`` steps and the cleaners before it have finished.
+
+    An apple or bottle goes to whoever of its kind reaches it first in time (the lowest number
+    on a tie), as in the game: when the current cleaner steps onto one that a cleaner before it
+    picked up later (``taken``), it takes the item over. The earlier cleaner's route stays
+    valid, since a route only ends once its items are dumped and holding one fewer changes no
+    dump."""
 
     board: _Board
     pos: np.ndarray  # (D + 1, cleaners)
@@ -301,6 +309,7 @@ class _RouteContext(NamedTuple):
     opts: np.ndarray  # (D + 1, 5): its options, best first
     choice: np.ndarray  # (D + 1,): the option taken
     rem: np.ndarray  # (cleaners,) scratch: steps left
+    taken: np.ndarray  # (D + 1, items): the time step at which each apple or bottle was picked up (INF: not yet)
     out_moves: np.ndarray  # (T + 1, cleaners): out_moves[k, i], the k-th step of cleaner i, -1 past its end
     result: np.ndarray  # [rows of out_moves filled, or -1]
 
@@ -368,6 +377,8 @@ def _route_apply(ctx, d, k):
         ctx.hold[d + 1, j] = ctx.hold[d, j]
     for q in range(4):
         ctx.masks[d + 1, q] = ctx.masks[d, q]
+    for q in range(ctx.taken.shape[1]):
+        ctx.taken[d + 1, q] = ctx.taken[d, q]
     if c == STOP:
         ctx.active[d + 1, i] = False
         ctx.cur[d + 1] = i + 1
@@ -379,6 +390,13 @@ def _route_apply(ctx, d, k):
         ctx.cur[d + 1] = i
         ctx.step[d + 1] = ctx.step[d] + 1
         ctx.prev[d + 1] = ctx.pos[d, i]
+        item, kind, tile = ctx.board.item_of[to], ctx.board.kind[i], ctx.board.tiles[to]
+        if item >= 0 and ((kind == 1 and tile == APPLE) or (kind == 2 and tile == BOTTLE)):
+            s = ctx.step[d] + 1  # the time of this step
+            if ctx.taken[d, item] > s:
+                if ctx.taken[d, item] < INF:  # taken over from a cleaner before (picked up below otherwise)
+                    ctx.hold[d + 1, i] += 1
+                ctx.taken[d + 1, item] = s
         _step_onto(ctx.board, ctx.masks, ctx.hold, d + 1, i, to)
     return True
 
@@ -446,8 +464,11 @@ def _tables(problem: Problem) -> _Board:
     kinds = np.array([KINDS.index(k) for k, _, _, _ in problem.cleaners], np.int64)
     start = np.array([r * problem.width + c for _, r, c, _ in problem.cleaners], np.int64)
     budget = np.array([b for _, _, _, b in problem.cleaners], np.int64)
+    items = [x for x in range(n) if flat[x] in (APPLE, BOTTLE)]
+    item_of = -np.ones(n, np.int64)
+    item_of[items] = np.arange(len(items))
     return _Board(kinds, start, budget, nbr, dist, bin_adj, box_adj, bin_dist, box_dist, block,
-                  np.array(flat, np.int64))
+                  np.array(flat, np.int64), item_of)
 
 
 def _root_masks(board: _Board, rows: int) -> np.ndarray:
@@ -482,6 +503,7 @@ def _route_context(board: _Board) -> _RouteContext:
     return _RouteContext(board, pos, active, np.zeros((rows, n_cl), np.int64), _root_masks(board, rows),
                          np.zeros(rows, np.int64), np.zeros(rows, np.int64), np.full(rows, -1, np.int64),
                          np.zeros((rows, 5), np.int64), np.zeros(rows, np.int64), np.zeros(n_cl, np.int64),
+                         np.full((rows, max(1, int((board.item_of >= 0).sum()))), INF, np.int64),
                          np.full((int(board.budget.max()) + 1, n_cl), -1, np.int64), np.full(1, -1, np.int64))
 
 
