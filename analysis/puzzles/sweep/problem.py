@@ -23,8 +23,8 @@ KINDS = ("boy", "girl", "robot")
 #: A step's letter and its (row, column) offset; a direction's number is its index in DIRS.
 STEPS = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
 DIRS = "UDLR"
-#: Largest board, in cells.
-MAX_CELLS = 64
+#: Largest board, in cells (16 x 16: a wide bit set of four int64 words).
+MAX_CELLS = 256
 
 
 @dataclass
@@ -57,7 +57,7 @@ def parse_problem(text: str) -> Problem:
     ------
     PuzzleInputError
         For a malformed file: missing numbers, an unknown tile code, a budget count that does not
-        match the board's cleaners, no cleaner at all, a board of more than 64 cells.
+        match the board's cleaners, no cleaner at all, a board of more than 256 cells.
     """
     text = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
     try:
