@@ -166,11 +166,14 @@ def verify_file(path, limit: int = 20, progress=None) -> VerifyReport:
         meta = f.metadata
         keys, values = f.read_all()
         dtm_wins, dtm_losses = f.read_stats()
+        index_problems = f.check_hdf5_index()
     wdl, dtm = decode_values(values)
     del values
     report.seconds["read"] = time.perf_counter() - t
 
     t = time.perf_counter()
+    for problem in index_problems:
+        report.add("HDF5 chunk index", problem)
     n = keys.shape[0]
     bad = _strictly_ascending(keys)
     if bad >= 0:

@@ -27,6 +27,7 @@ import types
 from pathlib import Path
 
 import numba
+import numpy as np
 
 from dobutsu_tb.encoding.config import KEEP_CACHES
 
@@ -98,7 +99,9 @@ def jit_kernels(*modules) -> dict:
 
     Each kernel is copied with a globals dictionary in which every listed kernel (of any of
     ``modules``) is replaced by its jitted version, so a jitted kernel calls jitted kernels, and
-    the plain originals stay plain Python (usable without numba).
+    the plain originals stay plain Python (usable without numba). Module-level lists of ints
+    (tables kept as lists because plain Python indexes them fastest) become int64 arrays in
+    the jitted copies.
 
     Parameters
     ----------
@@ -132,8 +135,13 @@ def jit_kernels(*modules) -> dict:
         jitted[name] = njit(copy)
         by_identity[id(func)] = jitted[name]
         namespaces.append(namespace)
+    arrays = {}
     for namespace in namespaces:  # globals are looked up when a kernel is first compiled
         for key, value in list(namespace.items()):
             if isinstance(value, types.FunctionType) and id(value) in by_identity:
                 namespace[key] = by_identity[id(value)]
+            elif isinstance(value, list) and value and all(type(v) is int for v in value[:16]):
+                if id(value) not in arrays:
+                    arrays[id(value)] = np.asarray(value, np.int64)
+                namespace[key] = arrays[id(value)]
     return jitted

@@ -1,8 +1,8 @@
 """Batch lookups of canonical keys in a tablebase (``Tablebase.probe_many``).
 
-The keys are sorted once; then, in memory, one ``searchsorted`` over the sorted keys (numpy
-narrows each search from the previous one, so a sorted batch costs far less than random
-searches); lazily, each chunk of ``/keys`` that holds some of them is read once.
+In memory, a kernel searches ``/index`` (the first key of each chunk: small enough to stay in
+cache) and then the one chunk of keys that can hold each key, in parallel. Lazily, the keys are
+sorted and each chunk of ``/keys`` that holds some of them is read once.
 """
 
 from __future__ import annotations
@@ -30,19 +30,14 @@ def probe_keys(tb, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     TablebaseFileError
         If a chunk read is damaged.
     """
-    order = np.argsort(keys, kind="stable")
-    sorted_keys = keys[order]
     codes = np.zeros(keys.shape[0], np.uint8)
     found = np.zeros(keys.shape[0], np.bool_)
     if tb._all is not None:
         stored, values = tb._all
-        i = np.searchsorted(stored, sorted_keys)
-        inside = i < stored.shape[0]
-        hit = np.zeros(sorted_keys.shape[0], np.bool_)
-        hit[inside] = stored[i[inside]] == sorted_keys[inside]
-        found[order] = hit
-        codes[order[hit]] = values[i[hit]]
+        _find_in_memory(stored, values, tb._file.index, tb._file.key_chunk, keys, codes, found)
         return codes, found
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
     f = tb._file
     chunk_ids = np.searchsorted(f.index, sorted_keys, side="right") - 1
     bounds = np.flatnonzero(np.diff(chunk_ids)) + 1
@@ -61,3 +56,9 @@ def probe_keys(tb, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         for entry, dest in zip((c * f.key_chunk + i[hit]).tolist(), where[hit].tolist()):
             codes[dest] = tb._value_byte(entry)
     return codes, found
+
+
+def _find_in_memory(stored, values, index, chunk, keys, codes, found):
+    from dobutsu_tb.tablebase.lookup_kernels import find_sorted
+
+    find_sorted(stored, values, index, chunk, keys, codes, found)

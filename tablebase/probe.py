@@ -160,8 +160,10 @@ class Tablebase:
         c = self._file.chunk_of(key)
         if c < 0:
             return -1
-        keys = self._cached(self._key_cache, c, self._file.read_keys)
-        i = int(np.searchsorted(keys, key))
+        keys = self._key_cache.get(c)
+        if keys is None:
+            keys = self._cached(self._key_cache, c, self._file.read_keys)
+        i = int(keys.searchsorted(key))
         if i >= keys.shape[0] or keys[i] != key:
             return -1
         return c * self._file.key_chunk + i
@@ -170,7 +172,8 @@ class Tablebase:
         if self._all is not None:
             return int(self._all[1][i])
         chunk = self._file.value_chunk
-        return int(self._cached(self._value_cache, i // chunk, self._file.read_values)[i % chunk])
+        code = int(self._cached(self._value_cache, i // chunk, self._file.read_values)[i % chunk])
+        return self._file.check_value(code, i)
 
     def lookup_key(self, key: int) -> tuple[int, int] | None:
         """``(wdl, dtm)`` stored for a canonical key (DTM unsigned, plies), or None if absent.
@@ -243,17 +246,17 @@ class Tablebase:
             If the tablebase does not cover the position.
         """
         position = _to_position(position)
-        state = np.int64(position.state())
+        state = position.state()
+        found = self.lookup_key(int(canonical_key(state)))  # terminal positions are never stored
+        if found is not None:
+            return found[0], found[1], None
         cls = classify(state)
         if cls == CATCH:
             return WIN, CATCH_DTM, "catch"
         if cls == TRY:
             return LOSS, TRY_DTM, "try"
-        found = self.lookup_key(int(canonical_key(state)))
-        if found is None:
-            raise MissingPositionError(f"{position.text()} is not in this tablebase "
-                                       f"(not reachable from {self.metadata.start})")
-        return found[0], found[1], None
+        raise MissingPositionError(f"{position.text()} is not in this tablebase "
+                                   f"(not reachable from {self.metadata.start})")
 
     # --- the probing API -----------------------------------------------------------------
 

@@ -8,6 +8,9 @@ Layout::
                                a win when the DTM is odd; chunks of VALUE_CHUNK, deflate + fletcher32
     /index    int64 <i8, (m,)  the first key of each chunk of /keys (m = ceil(n / KEY_CHUNK));
                                its CRC-32 is the attribute index_crc32
+    /chunk_table  int64 <i8, (m + m', 2)   byte offset and size in the file of each chunk of
+                               /keys, then of /values, as HDF5's chunk index records them; its
+                               CRC-32 is the attribute chunk_table_crc32
     /stats/dtm_wins, /stats/dtm_losses   int64 <i8: positions per DTM (index = plies)
 
 The root attributes hold the metadata (:class:`Metadata`): format and version, rules, start
@@ -16,16 +19,19 @@ seconds of each build phase. Terminal positions are not stored: the rules answer
 
 Reading trusts nothing (:class:`TablebaseFile`): on open, the attributes, dataset names,
 dtypes, shapes, chunking and filters are checked against this layout and the metadata, and the
-index against its CRC and its order; every chunk is read raw, and refused if HDF5 would have
-skipped one of its filters (a damaged filter mask), if its zlib stream or the stream's Adler-32
-fails, if it inflates to the wrong size, if its keys are out of order or disagree with the
+index and the chunk table against their CRCs and their order. Chunks are read raw at the
+offsets of the chunk table (a probe then costs one small read, not a walk of HDF5's chunk
+index) and decoded by our own pipeline, so a damaged filter mask in HDF5's index cannot make us
+skip a filter; a chunk is refused if its zlib stream or the stream's Adler-32 fails, if it inflates to the wrong size, if its keys are out of order or disagree with the
 index, or if a value byte is out of range. Whole-file reads (verify, statistics, in-memory
 probing) also check each chunk's fletcher32 (it covers the same bytes as the zlib checks, so a
 single probe skips it). Each failure raises :class:`TablebaseFileError` naming the place.
 
 Files are written to a temporary name in the target folder, chunk by chunk (compressed in
 parallel, written with HDF5's direct chunk writes), and renamed into place when complete, so a
-failed or interrupted write never leaves a file that looks complete.
+failed or interrupted write never leaves a file that looks complete. The verifier
+(``dobutsu-tb verify``) also checks HDF5's own chunk index against the chunk table, filter
+masks included, so that any HDF5 reader can read the file.
 """
 
 from __future__ import annotations
@@ -35,12 +41,16 @@ import math
 import os
 import tempfile
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import h5py
 import numpy as np
+
+try:  # zlib-ng inflates the same streams two to three times faster (a probe inflates two chunks)
+    from zlib_ng import zlib_ng as _inflater
+except ImportError:  # pragma: no cover - zlib-ng is a dependency; stay correct without it
+    _inflater = zlib
 
 from dobutsu_tb.encoding import config
 from dobutsu_tb.tablebase.game.key import KEY_SHIFT
@@ -55,6 +65,7 @@ VALUE_LAYOUT = "uint8: 0 draw, otherwise DTM + 1 in plies; an odd DTM is a win, 
 #: A sort record (uint64): a key's code bits above its value byte.
 RECORD_VALUE_BITS = 8
 RECORD_VALUE_MASK = (1 << RECORD_VALUE_BITS) - 1
+_KEY_DTYPE, _VALUE_DTYPE = np.dtype("<i8"), np.dtype("u1")
 #: The fletcher32 filter appends this many checksum bytes to a chunk.
 _CHECKSUM_BYTES = 4
 
@@ -142,15 +153,15 @@ def inflate_chunk(chunk: bytes, dtype: np.dtype, count: int, shuffle: bool) -> n
     if len(chunk) <= _CHECKSUM_BYTES:
         raise ValueError("too short")
     try:
-        raw = zlib.decompress(memoryview(chunk)[:-_CHECKSUM_BYTES])
-    except zlib.error as exc:
+        raw = _inflater.decompress(memoryview(chunk)[:-_CHECKSUM_BYTES])
+    except (zlib.error, _inflater.error) as exc:
         raise ValueError(f"damaged deflate stream ({exc})") from None
     if len(raw) != count * dtype.itemsize:
         raise ValueError(f"inflates to {len(raw)} bytes, not {count * dtype.itemsize}")
-    buf = np.frombuffer(raw, np.uint8)
     if shuffle and dtype.itemsize > 1:
-        buf = buf.reshape(dtype.itemsize, count).T.copy().reshape(-1)
-    return buf.view(dtype)
+        planes = np.frombuffer(raw, np.uint8).reshape(dtype.itemsize, count)
+        return np.ascontiguousarray(planes.T).view(dtype).reshape(count)
+    return np.frombuffer(raw, dtype)
 
 
 # --- writing ---------------------------------------------------------------------------------
@@ -239,6 +250,8 @@ def write_tablebase(path, records: np.ndarray, meta: Metadata, progress=None) ->
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent or ".")
     os.close(fd)
     try:
+        from concurrent.futures import ThreadPoolExecutor
+
         with h5py.File(tmp, "w", libver=("v110", "latest")) as f, ThreadPoolExecutor(config.THREADS) as pool:
             for name, dtype, chunk, shuffle in (("keys", "<i8", key_chunk, True), ("values", "u1", value_chunk, False)):
                 dset = f.create_dataset(name, shape=(n,), dtype=dtype, chunks=(max(1, chunk),), compression="gzip",
@@ -246,6 +259,9 @@ def write_tablebase(path, records: np.ndarray, meta: Metadata, progress=None) ->
                 _write_chunks(dset, records, chunk, name == "keys", pool, progress)
             index = record_keys(records[::key_chunk]).astype("<i8")
             f.create_dataset("index", data=index)
+            table = np.concatenate([hdf5_chunk_table(f["keys"]), hdf5_chunk_table(f["values"])])[:, :2]
+            f.create_dataset("chunk_table", data=np.ascontiguousarray(table).astype("<i8"), compression="gzip",
+                             shuffle=True)
             stats = f.create_group("stats")
             stats.create_dataset("dtm_wins", data=dtm_wins[:top].astype("<i8"))
             stats.create_dataset("dtm_losses", data=dtm_losses[:top].astype("<i8"))
@@ -262,6 +278,7 @@ def write_tablebase(path, records: np.ndarray, meta: Metadata, progress=None) ->
                 a[f"seconds_{phase}"] = float(secs)
             a["created"] = meta.created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
             a["index_crc32"] = np.int64(zlib.crc32(index.tobytes()))
+            a["chunk_table_crc32"] = np.int64(zlib.crc32(np.ascontiguousarray(table).astype("<i8").tobytes()))
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -273,6 +290,28 @@ def write_tablebase(path, records: np.ndarray, meta: Metadata, progress=None) ->
 
 
 # --- reading ---------------------------------------------------------------------------------
+
+
+def hdf5_chunk_table(dset: h5py.Dataset) -> np.ndarray:
+    """HDF5's own record of a one-dimensional chunked dataset's chunks, in chunk order.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (chunks, 3)
+        Byte offset in the file, size in bytes and filter mask of each chunk (-1 rows for
+        chunks that were never written).
+    """
+    n_chunks = math.ceil(dset.shape[0] / dset.chunks[0])
+    out = np.full((n_chunks, 3), -1, np.int64)
+
+    def take(info):
+        c = info.chunk_offset[0] // dset.chunks[0]
+        if 0 <= c < n_chunks:
+            out[c] = (info.byte_offset, info.size, info.filter_mask)
+
+    dset.id.chunk_iter(take)
+    return out
+
 
 
 def read_metadata(f: h5py.File, check_counts: bool = True) -> Metadata:
@@ -355,6 +394,7 @@ class TablebaseFile:
     index : numpy.ndarray of int64, shape (ceil(n / key_chunk),)
         The first key of each chunk of /keys.
 
+
     Raises
     ------
     TablebaseFileError
@@ -415,11 +455,28 @@ class TablebaseFile:
         if m and (index[0] <= 0 or (m > 1 and not np.all(index[1:] > index[:-1]))):
             raise self._fail("/index is not strictly ascending: the file is damaged")
         self.index = index.astype(np.int64)
-        self._index_list = self.index.tolist()
-        self._key_id, self._value_id = self._keys.id, self._values.id
+        m_values = math.ceil(n / self.value_chunk)
+        table_dset = self._dataset("chunk_table", "<i8", (m + m_values, 2), False, False)
+        try:
+            table = table_dset[()]
+            crc = int(self._file.attrs["chunk_table_crc32"])
+        except Exception as exc:
+            raise self._fail(f"/chunk_table is unreadable ({exc})") from None
+        if zlib.crc32(table.tobytes()) != crc:
+            raise self._fail("/chunk_table fails its CRC-32 check: the file is damaged")
+        size = self.path.stat().st_size
+        if table.size and (table[:, 0].min() <= 0 or table[:, 1].min() <= _CHECKSUM_BYTES
+                           or (table[:, 0] + table[:, 1]).max() > size):
+            raise self._fail("/chunk_table points outside the file: the file is damaged")
+        self._chunks = {"keys": (table[:m, 0].copy(), table[:m, 1].copy()),
+                        "values": (table[m:, 0].copy(), table[m:, 1].copy())}
+        self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
 
     def close(self) -> None:
         self._file.close()
+        if getattr(self, "_fd", None) is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def __enter__(self) -> "TablebaseFile":
         return self
@@ -432,24 +489,33 @@ class TablebaseFile:
         """The open h5py file (for the statistics datasets)."""
         return self._file
 
-    def _raw(self, dset_id, name: str, c: int, chunk: int) -> bytes:
+    def _raw(self, name: str, c: int) -> bytes:
+        """The stored bytes of chunk ``c`` of /keys or /values, read at the chunk table's offset."""
+        offsets, sizes = self._chunks[name]
+        offset, size = int(offsets[c]), int(sizes[c])
         try:
-            mask, data = dset_id.read_direct_chunk((c * chunk,))
-        except Exception as exc:
+            data = os.pread(self._fd, size, offset) if hasattr(os, "pread") else self._read_at(offset, size)
+        except OSError as exc:
             raise self._fail(f"chunk {c} of /{name} is unreadable ({exc})") from None
-        if mask != 0:
-            raise self._fail(f"chunk {c} of /{name} is marked as stored without some of its filters "
-                             f"(filter mask {mask:#x}): the file is damaged")
+        if len(data) != size:
+            raise self._fail(f"chunk {c} of /{name} is cut short: the file is truncated")
         return data
+
+    def _read_at(self, offset: int, size: int) -> bytes:  # pragma: no cover - systems without pread
+        import threading
+
+        with self.__dict__.setdefault("_read_lock", threading.Lock()):
+            os.lseek(self._fd, offset, os.SEEK_SET)
+            return os.read(self._fd, size)
 
     def chunk_count(self, values: bool = False) -> int:
         """Chunks of /keys (or of /values)."""
         return math.ceil(self.n / (self.value_chunk if values else self.key_chunk))
 
     def read_keys(self, c: int, raw: bytes | None = None) -> np.ndarray:
-        """The keys of chunk ``c`` of /keys (int64), checked: the filter mask, the zlib stream and
-        its Adler-32, the order of the keys and their agreement with the index. (The chunk's
-        fletcher32, which covers the same bytes, is checked by :meth:`read_all`.)
+        """The keys of chunk ``c`` of /keys (int64), checked: the zlib stream and its Adler-32,
+        the order of the keys and their agreement with the index. (The chunk's fletcher32, which
+        covers the same bytes, is checked by :meth:`read_all`.)
 
         Raises
         ------
@@ -458,12 +524,13 @@ class TablebaseFile:
         """
         count = min(self.key_chunk, self.n - c * self.key_chunk)
         try:
-            keys = inflate_chunk(raw if raw is not None else self._raw(self._key_id, "keys", c, self.key_chunk),
-                                 np.dtype("<i8"), self.key_chunk, True)[:count]
+            keys = inflate_chunk(raw if raw is not None else self._raw("keys", c), _KEY_DTYPE,
+                                 self.key_chunk, True)[:count]
         except ValueError as exc:
             raise self._fail(f"chunk {c} of /keys is damaged: {exc}") from None
-        if count <= 0 or keys[0] != self._index_list[c] or (count > 1 and not (keys[1:] > keys[:-1]).all()) \
-                or (c + 1 < len(self._index_list) and keys[-1] >= self._index_list[c + 1]):
+        index = self.index
+        if count <= 0 or keys[0] != index[c] or not (keys[1:] > keys[:-1]).all() \
+                or (c + 1 < index.shape[0] and keys[-1] >= index[c + 1]):
             raise self._fail(f"chunk {c} of /keys is out of order or disagrees with /index: the file is damaged")
         return keys
 
@@ -478,22 +545,33 @@ class TablebaseFile:
         """
         count = min(self.value_chunk, self.n - c * self.value_chunk)
         try:
-            values = inflate_chunk(raw if raw is not None else self._raw(self._value_id, "values", c, self.value_chunk),
-                                   np.dtype("u1"), self.value_chunk, False)[:count]
+            values = inflate_chunk(raw if raw is not None else self._raw("values", c), _VALUE_DTYPE,
+                                   self.value_chunk, False)[:count]
         except ValueError as exc:
             raise self._fail(f"chunk {c} of /values is damaged: {exc}") from None
-        if count <= 0 or values.max() > self.metadata.max_dtm + 1:
-            raise self._fail(f"chunk {c} of /values holds a value beyond the longest DTM: the file is damaged")
+        if count <= 0:
+            raise self._fail(f"chunk {c} of /values is out of range: the file is damaged")
         return values
+
+    def check_value(self, code: int, i: int) -> int:
+        """``code``, the value byte of entry ``i``, after a range check.
+
+        Raises
+        ------
+        TablebaseFileError
+            If it is beyond the longest DTM of the metadata.
+        """
+        if code > self.metadata.max_dtm + 1:
+            raise self._fail(f"the value byte of entry {i} ({code}) is beyond the longest DTM: the file is damaged")
+        return code
 
     def chunk_of(self, key: int) -> int:
         """The chunk of /keys that would hold ``key``, or -1 if it is below every key."""
-        from bisect import bisect_right
-
-        return bisect_right(self._index_list, key) - 1
+        return int(self.index.searchsorted(key, "right")) - 1
 
     def read_all(self, progress=None) -> tuple[np.ndarray, np.ndarray]:
         """Every key and value byte, each chunk checked, its fletcher32 included (in parallel).
+        Whole-file readers also call :meth:`check_hdf5_index`.
 
         Returns
         -------
@@ -505,6 +583,8 @@ class TablebaseFile:
         TablebaseFileError
             If a chunk is damaged.
         """
+        from concurrent.futures import ThreadPoolExecutor
+
         from dobutsu_tb.encoding.checksums import checksums
 
         keys = np.empty(self.n, np.int64)
@@ -513,9 +593,8 @@ class TablebaseFile:
         step = 2048
         groups = [jobs[i:i + step] for i in range(0, len(jobs), step)]
 
-        def fetch(part):  # raw reads go through h5py one at a time
-            return [self._raw(self._key_id if name == "keys" else self._value_id, name, c,
-                              self.key_chunk if name == "keys" else self.value_chunk) for name, c in part]
+        def fetch(part):
+            return [self._raw(name, c) for name, c in part]
 
         def work(part, raws):
             sums = checksums([memoryview(r)[:-_CHECKSUM_BYTES] for r in raws])
@@ -527,6 +606,9 @@ class TablebaseFile:
                     keys[c * self.key_chunk: c * self.key_chunk + arr.shape[0]] = arr
                 else:
                     arr = self.read_values(c, raw)
+                    if arr.max() > self.metadata.max_dtm + 1:
+                        raise self._fail(f"chunk {c} of /values holds a value beyond the longest DTM: "
+                                         f"the file is damaged")
                     values[c * self.value_chunk: c * self.value_chunk + arr.shape[0]] = arr
             return len(part)
 
@@ -543,6 +625,29 @@ class TablebaseFile:
                 if progress is not None:
                     progress(done, len(jobs))
         return keys, values
+
+    def check_hdf5_index(self) -> list[str]:
+        """Compare HDF5's own chunk index with the chunk table: offsets, sizes, filter masks.
+
+        Returns
+        -------
+        list of str
+            The disagreements (empty when every HDF5 reader reads what we read).
+        """
+        problems = []
+        for name, dset in (("keys", self._keys), ("values", self._values)):
+            try:
+                theirs = hdf5_chunk_table(dset)
+            except Exception as exc:
+                return [f"HDF5's chunk index of /{name} is unreadable ({exc})"]
+            ours = np.stack(self._chunks[name], axis=1)
+            for c in np.flatnonzero((theirs[:, :2] != ours).any(axis=1))[:5]:
+                problems.append(f"chunk {c} of /{name}: HDF5's index says offset {theirs[c, 0]}, size {theirs[c, 1]}; "
+                                f"the chunk table says {ours[c, 0]}, {ours[c, 1]}")
+            for c in np.flatnonzero(theirs[:, 2] != 0)[:5]:
+                problems.append(f"chunk {c} of /{name}: HDF5's filter mask is {theirs[c, 2]:#x}, so HDF5 readers "
+                                f"would skip some of its filters")
+        return problems
 
     def read_stats(self) -> tuple[np.ndarray, np.ndarray]:
         """/stats/dtm_wins and /stats/dtm_losses (int64), or empty arrays if missing."""

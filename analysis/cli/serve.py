@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import webbrowser
-
 import click
 
 from dobutsu_tb.analysis.cli.common import tb_option
@@ -27,6 +24,9 @@ def serve(tb_path, host, port, open_browser, in_memory, access_log):
     Prints the page's address, then serves until Ctrl-C. The tablebase file is fixed at start.
     Loopback only unless --host says otherwise.
     """
+    import threading
+    import webbrowser
+
     from dobutsu_tb.analysis.web import create_app, listen
     from dobutsu_tb.analysis.web.server import serve as run
     from dobutsu_tb.analysis.web.server import url_of

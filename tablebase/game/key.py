@@ -65,7 +65,7 @@ MAX_KEY_BITS = 44
 KEY_TOP_BIT = 62
 KEY_SHIFT = KEY_TOP_BIT + 1 - MAX_KEY_BITS
 
-__kernels__ = ("encode_state", "canonical_key", "decode_key", "mirror_state", "flip_state", "_code", "join_codes")
+__kernels__ = ("encode_state", "canonical_key", "decode_key", "mirror_state", "flip_state", "_codes", "join_codes")
 
 _PIECE_CODE = {ELEPHANT: (0b100, 3), GIRAFFE: (0b101, 3), LION: (0b110, 3),
                CHICK: (0b1110, 4), HEN: (0b1111, 4)}
@@ -83,82 +83,87 @@ def _cell_code(nibble: int) -> tuple[int, int]:
 
 
 def _rank_tables():
+    """Code, code length, mirror image and flipped rank of every 12-bit rank (numpy, vectorised
+    over the 4096 ranks: this runs at every import)."""
+    cell = np.array([_cell_code(nib) for nib in range(16)], np.int64)  # (code, length) per nibble
+    t = np.arange(4096, dtype=np.int64)
+    cells = [(t >> (CELL_BITS * f)) & CELL_MASK for f in range(3)]
     code = np.zeros(4096, np.int64)
     length = np.zeros(4096, np.int64)
-    mirror = np.zeros(4096, np.int64)
-    flip = np.zeros(4096, np.int64)
-    for t in range(4096):
-        cells = [(t >> (CELL_BITS * f)) & CELL_MASK for f in range(3)]
-        c, n = 0, 0
-        for nib in cells:
-            cc, cn = _cell_code(nib)
-            if cn == 0:
-                c, n = 0, 0
-                break
-            c, n = (c << cn) | cc, n + cn
-        code[t], length[t] = c, n
-        mirror[t] = cells[2] | cells[1] << 4 | cells[0] << 8
-        swapped = [nib ^ OPPONENT if nib else 0 for nib in cells]
-        flip[t] = swapped[2] | swapped[1] << 4 | swapped[0] << 8
+    for nib in cells:
+        code = (code << cell[nib, 1]) | cell[nib, 0]
+        length += cell[nib, 1]
+    valid = np.all([cell[nib, 1] > 0 for nib in cells], axis=0)
+    code, length = np.where(valid, code, 0), np.where(valid, length, 0)
+    mirror = cells[2] | cells[1] << 4 | cells[0] << 8
+    swapped = [np.where(nib != 0, nib ^ OPPONENT, 0) for nib in cells]
+    flip = swapped[2] | swapped[1] << 4 | swapped[0] << 8
     return code, length, mirror, flip
 
 
 def _hand_tables():
+    """Code, code length and swapped hands of every 12-bit hand field (vectorised)."""
+    h = np.arange(4096, dtype=np.int64)
+    counts = [(h >> (COUNT_BITS * k)) & COUNT_MASK for k in range(6)]
+    count_code = np.array([0, 0b10, 0b11, 0], np.int64)
+    count_len = np.array([1, 2, 2, 0], np.int64)
     code = np.zeros(4096, np.int64)
     length = np.zeros(4096, np.int64)
-    swap = np.zeros(4096, np.int64)
-    for h in range(4096):
-        counts = [(h >> (2 * k)) & 3 for k in range(6)]
-        c, n = 0, 0
-        for k in counts:
-            if k == 3:
-                c, n = 0, 0
-                break
-            cc, cn = ((0, 1), (0b10, 2), (0b11, 2))[k]
-            c, n = (c << cn) | cc, n + cn
-        code[h], length[h] = c, n
-        swap[h] = (h >> 6) | ((h & 63) << 6)
-    return code, length, swap
+    for k in counts:
+        code = (code << count_len[k]) | count_code[k]
+        length += count_len[k]
+    valid = np.all([k != 3 for k in counts], axis=0)
+    swap = (h >> 6) | ((h & 63) << 6)
+    return np.where(valid, code, 0), np.where(valid, length, 0), swap
 
+
+_RANK = _rank_tables()
+_HAND = _hand_tables()
+_RANK_CODE_MIRRORED = _RANK[0][_RANK[2]]  # a rank's code length is the same mirrored
+_RANK_PACKED = (_RANK[0] << 19) | (_RANK_CODE_MIRRORED << 4) | _RANK[1]
+
+# The tables below are Python lists: the kernels index them fast when they run as plain Python
+# (probing), and jit_kernels hands numba int64 arrays of them.
 
 #: Per 12-bit rank: its code and code length (0 for an invalid rank), its mirror image, and
 #: the rank seen from the other side (cells reversed, colours swapped).
-RANK_CODE, RANK_LEN, RANK_MIRROR, RANK_FLIP = _rank_tables()
+RANK_CODE, RANK_LEN, RANK_MIRROR, RANK_FLIP = (t.tolist() for t in _RANK)
 #: Per 12-bit hand field: its code and code length (0 for a count of 3), and the hands swapped.
-HAND_CODE, HAND_LEN, HAND_SWAP = _hand_tables()
-#: The code of a rank's mirror image (a rank's code length is the same mirrored).
-RANK_CODE_MIRRORED = RANK_CODE[RANK_MIRROR]
+HAND_CODE, HAND_LEN, HAND_SWAP = (t.tolist() for t in _HAND)
+#: The code of a rank's mirror image.
+RANK_CODE_MIRRORED = _RANK_CODE_MIRRORED.tolist()
 #: A rank's code, its mirror image's code and its length in one int64 (one table load), for
 #: keys joined from ranks (:func:`join_codes`)::
 #:
 #:     bits 33 .. 19   code          bits 18 .. 4   mirrored code          bits 3 .. 0   length
 PACK_CODE_SHIFT, PACK_MIRROR_SHIFT, PACK_CODE_MASK, PACK_LEN_MASK = 19, 4, (1 << 15) - 1, 15
-RANK_PACKED = (RANK_CODE << PACK_CODE_SHIFT) | (RANK_CODE_MIRRORED << PACK_MIRROR_SHIFT) | RANK_LEN
+RANK_PACKED = _RANK_PACKED.tolist()
 #: The same after the board is turned for the other side (what a move's child, which is
 #: flipped, shows of the mover's rank); lengths do not change.
-RANK_PACKED_FLIPPED = RANK_PACKED[RANK_FLIP]
+RANK_PACKED_FLIPPED = _RANK_PACKED[_RANK[3]].tolist()
 #: The code of a hand field once the hands are swapped.
-HAND_CODE_SWAPPED = HAND_CODE[HAND_SWAP]
+HAND_CODE_SWAPPED = _HAND[0][_HAND[2]].tolist()
 
 
-def _code(state, rank_code):
-    """The key of ``state`` with ranks coded by ``rank_code``; 0 for an invalid state."""
-    acc = np.int64(0)
-    n = np.int64(0)
+def _codes(state):
+    """The code of ``state``, the code of its mirror image and their length in bits (a rank's
+    code is as long mirrored), or (0, 0, 0) for an invalid state."""
+    a = 0
+    b = 0
+    n = 0
     for r in range(N_RANKS):
         t = (state >> (RANK_BITS * r)) & RANK_MASK
         ln = RANK_LEN[t]
         if ln == 0:
-            return np.int64(0)
-        acc = (acc << ln) | rank_code[t]
+            return 0, 0, 0
+        a = (a << ln) | RANK_CODE[t]
+        b = (b << ln) | RANK_CODE_MIRRORED[t]
         n += ln
     h = (state >> HAND_SHIFT) & HAND_MASK
     ln = HAND_LEN[h]
     if ln == 0:
-        return np.int64(0)
-    acc = (acc << ln) | HAND_CODE[h]
-    n += ln
-    return acc << (KEY_TOP_BIT + 1 - n)
+        return 0, 0, 0
+    return (a << ln) | HAND_CODE[h], (b << ln) | HAND_CODE[h], n + ln
 
 
 def join_codes(p0, p1, p2, p3, hand_code, hand_len):
@@ -181,20 +186,20 @@ def join_codes(p0, p1, p2, p3, hand_code, hand_len):
 
 def encode_state(state):
     """Key of a packed state (no mirror folding); 0 if the state has an invalid nibble/count."""
-    return _code(state, RANK_CODE)
+    a, _, n = _codes(state)
+    return a << (KEY_TOP_BIT + 1 - n) if n else 0
 
 
 def canonical_key(state):
     """Canonical key of a packed state: the smaller key of it and of its mirror image (0 if invalid)."""
-    a = _code(state, RANK_CODE)
-    b = _code(state, RANK_CODE_MIRRORED)
-    return b if b < a else a
+    a, b, n = _codes(state)
+    return (b if b < a else a) << (KEY_TOP_BIT + 1 - n) if n else 0
 
 
 def decode_key(key):
     """Packed state of a key (the inverse of :func:`encode_state` on valid keys)."""
-    pos = np.int64(KEY_TOP_BIT)
-    state = np.int64(0)
+    pos = KEY_TOP_BIT
+    state = 0
     for i in range(N_CELLS):
         if (key >> pos) & 1 == 0:
             pos -= 1
@@ -225,7 +230,7 @@ def decode_key(key):
 
 def mirror_state(state):
     """Left-right mirror image (files a and c swapped) of a packed state."""
-    out = state & ~np.int64(BOARD_MASK)
+    out = state & ~BOARD_MASK
     for r in range(N_RANKS):
         t = (state >> (RANK_BITS * r)) & RANK_MASK
         out |= RANK_MIRROR[t] << (RANK_BITS * r)

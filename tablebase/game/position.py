@@ -132,12 +132,11 @@ class Position:
 
     def state(self) -> int:
         """The normalised packed state (side to move as Sente; :mod:`encoding.key`)."""
-        s = 0
-        for cell, code in enumerate(self.board):
-            s |= code << (CELL_BITS * cell)
-        for slot, count in enumerate(self.hands):
-            s |= count << (HAND_SHIFT + COUNT_BITS * slot)
-        return int(flip_state(np.int64(s))) if self.turn == GOTE else s
+        b, h = self.board, self.hands  # two cells a byte, then the hand counts
+        s = int.from_bytes(bytes([b[0] | b[1] << 4, b[2] | b[3] << 4, b[4] | b[5] << 4, b[6] | b[7] << 4,
+                                  b[8] | b[9] << 4, b[10] | b[11] << 4,
+                                  h[0] | h[1] << 2 | h[2] << 4 | h[3] << 6, h[4] | h[5] << 2]), "little")
+        return int(flip_state(s)) if self.turn == GOTE else s
 
     @classmethod
     def from_state(cls, state: int, turn: int = SENTE) -> "Position":
