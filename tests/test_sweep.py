@@ -2,7 +2,9 @@
 problems are cross-checked by brute force over all routes."""
 
 import itertools
+import math
 import os
+import random
 
 import pytest
 
@@ -195,3 +197,76 @@ def test_items_by_arrival_time_agree_with_brute_force():
         assert (result.routes is not None) == solvable, text
         if result.routes is not None:
             assert sweep.simulate(p, result.routes)[0] == [], text
+
+
+def random_problem(rng, w, h, near=None, cleaners=3, max_budget=4, max_combos=3000):
+    """A random problem with a few cleaners of any kind (dirt, puddles, items, walls, a bin and a
+    box); with ``near`` (a cell number) everything but clean floor lies within 3 steps of it, so
+    that short routes matter on a large board. Budgets are drawn until brute force over all legal
+    routes stays under ``max_combos`` combinations."""
+    n = w * h
+    centre = near if near is not None else rng.randrange(n)
+    close = [x for x in range(n) if abs(x // w - centre // w) + abs(x % w - centre % w) <= 3]
+    tiles = [sweep.CLEAN] * n
+    for x in close:
+        roll = rng.random()
+        tiles[x] = (sweep.DIRTY if roll < 0.45 else sweep.CLEAN if roll < 0.6 else sweep.PUDDLE if roll < 0.7
+                    else sweep.APPLE if roll < 0.78 else sweep.BOTTLE if roll < 0.86 else sweep.OBSTACLE)
+    spots = rng.sample(close, min(len(close), cleaners + 2))
+    tiles[spots[0]], tiles[spots[1]] = sweep.BIN, sweep.BOX
+    codes = [rng.choice([sweep.BOY, sweep.GIRL, sweep.ROBOT]) for _ in spots[2:]]
+    for x, code in zip(spots[2:], codes):
+        tiles[x] = code
+    text = f"{w} {h}\n" + "\n".join(" ".join(map(str, tiles[r * w:(r + 1) * w])) for r in range(h))
+    while True:
+        counts = [[b for b in [rng.randint(1, max_budget) for _ in range(codes.count(code))]]
+                  for code in (sweep.BOY, sweep.GIRL, sweep.ROBOT)]
+        p = sweep.parse_problem(text + "\n" + "\n".join(" ".join(map(str, [len(c)] + c)) for c in counts))
+        per = [legal_routes(p, r, c, b) for _, r, c, b in p.cleaners]
+        if math.prod(len(x) for x in per) <= max_combos:
+            return p, per
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_boards_agree_with_brute_force(seed):
+    """Random small boards with up to three cleaners of any kind, walls, items and room for
+    meetings, and random boards wider than 64 cells (up to 16 x 16) whose dirt lies across the
+    words of the bit sets: the solver (one and two threads) and brute force over all legal routes
+    agree on solvability, and every answer is replayed by the simulator."""
+    rng = random.Random(seed)
+    for k in range(40):
+        if k % 2:
+            w, h = rng.choice([(3, 3), (4, 3), (4, 4), (5, 2)])
+            p, per = random_problem(rng, w, h)
+        else:
+            w, h = rng.choice([(16, 16), (13, 5), (9, 9), (70, 1), (11, 7)])
+            p, per = random_problem(rng, w, h, near=rng.choice([63, 64, 127, 128, 200]) % (w * h))
+        solvable = any(not sweep.simulate(p, list(routes))[0] for routes in itertools.product(*per))
+        for threads in (1, 2):
+            result = sweep.solve(p, threads=threads)
+            assert (result.routes is not None) == solvable, (threads, p)
+            if result.routes is not None:
+                assert sweep.simulate(p, result.routes)[0] == [], p
+
+
+@pytest.mark.parametrize("name", ["wide-10x10", "wide-16x16"])
+def test_boards_wider_than_64_cells(name):
+    """Generated problems on 100 and 256 cells, solved and replayed by the simulator."""
+    p = problem(name)
+    assert p.width * p.height > 64
+    result = sweep.solve(p)
+    assert result.routes is not None and sweep.simulate(p, result.routes)[0] == []
+
+
+def test_unsolvable_wide_board_reports_the_search(cli, tmp_path):
+    """A 16 x 16 board on which one boy cannot clean both dirty cells: proved, and the command
+    says how much was searched."""
+    rows = [["1"] * 16 for _ in range(16)]
+    rows[0][0], rows[0][6], rows[15][15] = "2", "0", "0"
+    text = "16 16\n" + "\n".join(" ".join(r) for r in rows) + "\n1 29\n0\n0"
+    result = sweep.solve(sweep.parse_problem(text))
+    assert result.routes is None and result.complete and result.nodes >= 1
+    path = tmp_path / "unsolvable.txt"
+    path.write_text(text)
+    out = cli("puzzle", "sweep", path)
+    assert out.exit_code == 0 and out.output.startswith("No solution") and "nodes" in out.output

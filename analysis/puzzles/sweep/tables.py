@@ -97,6 +97,16 @@ def bitset(cells, words: int) -> np.ndarray:
     return out.view(np.int64)
 
 
+def _pack(member: np.ndarray, words: int) -> np.ndarray:
+    """Wide bit sets from a boolean array whose last axis is over the cells: the same shape, the
+    last axis replaced by ``words`` int64 words."""
+    *lead, n = member.shape
+    padded = np.zeros((*lead, words * WORD), np.bool_)
+    padded[..., :n] = member
+    packed = np.packbits(padded.reshape(*lead, words, WORD), axis=-1, bitorder="little")
+    return np.ascontiguousarray(packed).view("<u8").reshape(*lead, words).astype(np.uint64).view(np.int64)
+
+
 def _distances(n, nbr, enterable):
     dist = np.full((n, n), INF, np.int64)
     for s in range(n):
@@ -169,10 +179,7 @@ def tables(problem: Problem) -> Tables:
     block_dirt = np.array([bitset([y for y in b if flat[y] == DIRTY], W) for b in blocks]).reshape(n, W)
     finite = dist[dist < INF]
     radius = int(finite.max()) if finite.size else 0
-    ball = np.zeros((n, radius + 1, W), np.int64)
-    for x in range(n):
-        for r in range(radius + 1):
-            ball[x, r] = bitset(np.flatnonzero(dist[x] <= r), W)
+    ball = _pack(dist[:, None, :] <= np.arange(radius + 1)[None, :, None], W)
     pair_meet = np.zeros((n_cl, n_cl, W), np.int64)
     for a in range(n_cl):
         for b in range(n_cl):
