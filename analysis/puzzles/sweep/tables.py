@@ -24,6 +24,7 @@ from dobutsu_tb.analysis.puzzles.sweep.problem import (
     DIRS,
     DIRTY,
     KINDS,
+    MAX_CLEANERS,
     OBSTACLE,
     PUDDLE,
     STEPS,
@@ -37,8 +38,6 @@ INF = 1 << 20
 ANY, NOTHING = -1, -2
 #: Bits of a word of a wide bit set.
 WORD = 64
-#: Most cleaners (a set of cleaners is one int64).
-MAX_CLEANERS = 62
 
 
 class Tables(NamedTuple):
@@ -85,12 +84,33 @@ class Tables(NamedTuple):
 
 
 def words_for(cells: int) -> int:
-    """int64 words of a wide bit set over ``cells`` cells."""
+    """int64 words of a wide bit set over ``cells`` cells.
+
+    Parameters
+    ----------
+    cells : int
+
+    Returns
+    -------
+    int
+        ``ceil(cells / 64)``, at least 1.
+    """
     return max(1, -(-cells // WORD))
 
 
 def bitset(cells, words: int) -> np.ndarray:
-    """The wide bit set (int64, shape (words,)) of an iterable of cell numbers."""
+    """The wide bit set of some cells.
+
+    Parameters
+    ----------
+    cells : iterable of int
+        Cell numbers, each below ``64 * words``.
+    words : int
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (words,)
+    """
     out = np.zeros(words, np.uint64)
     for x in cells:
         out[x // WORD] |= np.uint64(1) << np.uint64(x % WORD)
@@ -126,7 +146,25 @@ def _distances(n, nbr, enterable):
 
 
 def tables(problem: Problem) -> Tables:
-    """The :class:`Tables` of ``problem``."""
+    """What the search needs to know of a problem, computed once.
+
+    Parameters
+    ----------
+    problem : Problem
+        As :func:`.parse_problem` accepts it (at most 256 cells and :data:`MAX_CLEANERS`
+        cleaners).
+
+    Returns
+    -------
+    Tables
+
+    Raises
+    ------
+    ValueError
+        If the problem has more than :data:`MAX_CLEANERS` cleaners.
+    """
+    if len(problem.cleaners) > MAX_CLEANERS:
+        raise ValueError(f"at most {MAX_CLEANERS} cleaners, the problem has {len(problem.cleaners)}")
     w, h = problem.width, problem.height
     n = w * h
     W = words_for(n)
