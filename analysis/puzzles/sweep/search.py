@@ -45,16 +45,15 @@ from dobutsu_tb.analysis.puzzles.sweep.problem import DIRS, Problem
 from dobutsu_tb.analysis.puzzles.sweep.tables import INF, Tables, tables
 from dobutsu_tb.encoding.bits import lowest_bit_word, wide_copy, wide_empty, wide_has, wide_remove
 from dobutsu_tb.encoding.config import SWEEP_DEAD_STATES, SWEEP_TASKS, THREADS
-
-#: The searches :func:`solve` runs in turn: without meetings, with the bounds allowing for at most
-#: 2 and 4 meetings (quick when few meetings are needed), then the complete search.
-SWEEP_PHASES = (NO_MEETINGS, 2, 4, UNLIMITED)
 from dobutsu_tb.encoding.hashtable import FingerprintSet, fingerprint_find, fingerprint_insert
 from dobutsu_tb.encoding.jit import njit_callback
 from dobutsu_tb.encoding.search import depth_first, split_depth_for
 
 #: The option code of ending the route (0..3 are the directions of DIRS).
 STOP = 4
+#: The searches :func:`solve` runs in turn: without meetings, with the bounds allowing for at most
+#: 2 and 4 meetings (quick when few meetings are needed), then the complete search.
+SWEEP_PHASES = (NO_MEETINGS, 2, 4, UNLIMITED)
 
 
 class _Context(NamedTuple):
