@@ -29,7 +29,7 @@ def brute_force_solvable(p):
 
 
 @pytest.mark.parametrize("name", ["tiny", "meeting-5x5", "items-4x4", "trio-5x5", "six-7x7", "six-7x7-long",
-                                  "meeting-7x7"])
+                                  "seven-8x8", "meeting-7x7", "wide-10x10", "wide-16x16"])
 def test_solutions_pass_the_simulator(name):
     p = problem(name)
     result = sweep.solve(p)
