@@ -10,6 +10,7 @@ is perfect play, and the first ply where either side went wrong.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ def mover_value(m: MoveValue) -> tuple[int | None, int | None]:
     return -m.wdl, abs(m.dtm) + 1
 
 
-@dataclass
+@dataclass(slots=True)
 class PlyReport:
     """One ply of a verified line.
 
@@ -82,6 +83,12 @@ class PlyReport:
         return None if self.state is None else Position.from_state(self.state, 1 - self.side)
 
 
+@functools.lru_cache(maxsize=64)
+def _text_of(position: Position) -> str:
+    """``position.text()``, made once for the start of many games."""
+    return position.text()
+
+
 @dataclass
 class LineReport:
     """A verified line: its plies and the verdict.
@@ -115,10 +122,9 @@ class LineReport:
     def verdict(self) -> str:
         """One paragraph: the true value, perfect play or not, the first mistake."""
         side = SIDE_NAMES[self.start.turn]
-        lines = [f"The start position {self.start.text()} is a "
-                 f"{describe_value(*self.start_value)} for {side} (the side to move)."
-                 if self.start_value[0] != DRAW else
-                 f"The start position {self.start.text()} is a draw."]
+        start = _text_of(self.start)
+        lines = [f"The start position {start} is a {describe_value(*self.start_value)} for {side} (the side to "
+                 "move)." if self.start_value[0] != DRAW else f"The start position {start} is a draw."]
         if self.illegal:
             ply, move, reason = self.illegal
             lines.append(f"Ply {ply} ({move}) is illegal: {reason}.")
@@ -256,72 +262,100 @@ def verify_games(tb: Tablebase, start, games: list[list[str]], progress=None) ->
     return _judged_reports(judged, pos, start_value, games)
 
 
-def _judged_reports(judged, start: Position, start_value: tuple, games) -> Iterator[LineReport]:
-    """The LineReports of :func:`verify_games` from the arrays of ``replay.replay_games``."""
+#: Games whose reports :func:`verify_games` makes at a time (their plies column by column).
+REPORT_GAMES = 4096
+#: A value as one integer in :func:`_judged_reports`: ``wdl * _WDL_SCALE + dtm + _DTM_BIAS``
+#: (a signed dtm of at most 511 plies either way).
+_WDL_SCALE, _DTM_BIAS = 1024, 512
+
+
+def _objects(codes: np.ndarray, cache: dict, make) -> list:
+    """``[make(c) for c in codes]``, one shared object per distinct code (kept in ``cache``)."""
+    for c in np.unique(codes).tolist():
+        if c not in cache:
+            cache[c] = make(c)
+    return [cache[c] for c in codes.tolist()]
+
+
+def _value(code: int) -> tuple:
+    """(wdl, dtm) of a value code (:data:`_WDL_SCALE`), (None, None) for an unknown value."""
+    from dobutsu_tb.tablebase.replay import UNKNOWN_WDL
+
+    wdl, dtm = divmod(code, _WDL_SCALE)
+    return (None, None) if wdl == UNKNOWN_WDL else (wdl, dtm - _DTM_BIAS)
+
+
+def _best_text(code: int) -> str:
+    """``'Lb4-a3 (win in 7)'`` of ``text * 2**16 + rank`` (a best move's text code and rank)."""
     from dobutsu_tb.tablebase import replay
 
-    texts: dict = {}
-    values: dict = {}
-    movers: dict = {}
-    best_of: dict = {}
+    text, rank = divmod(code, 1 << 16)
+    return f"{replay.move_text_of(text)} ({describe_value(*replay.mover_value_of_rank(rank), unit=False)})"
 
-    def value(wdl, dtm):  # one shared tuple per value
-        key = (wdl, dtm)
-        return values.get(key) or values.setdefault(key, key)
 
-    def move_text_of(code):
-        return texts.get(code) or texts.setdefault(code, replay.move_text_of(code))
+def _judged_reports(judged, start: Position, start_value: tuple, games) -> Iterator[LineReport]:
+    """The LineReports of :func:`verify_games` from the arrays of ``replay.replay_games``, made
+    :data:`REPORT_GAMES` games at a time: each column of their plies at once from the arrays,
+    each distinct value, move text or ending made once, then one :class:`PlyReport` a ply."""
+    from dobutsu_tb.tablebase import replay
 
-    def mover_of(rank):
-        return movers.get(rank) or movers.setdefault(rank, replay.mover_value_of_rank(rank))
-
-    cols = [a.tolist() for a in (judged.status, judged.before_wdl, judged.before_dtm, judged.text, judged.after_wdl,
-                                 judged.after_dtm, judged.terminal, judged.rank, judged.best_rank,
-                                 judged.state_after, judged.n_best)]
-    status, before_wdl, before_dtm, text, after_wdl, after_dtm, terminal, rank, best_rank, state_after, n_best = cols
-    best_text, best_start = judged.best_text.tolist(), judged.best_start.tolist()
-    ply_start = judged.ply_start.tolist()
-    next_best = 0
-    for g, moves in enumerate(games):
-        report = LineReport(start, start_value)
-        first = ply_start[g]
-        over = None
-        for n, move in enumerate(moves):
-            i = first + n
-            side = (start.turn + n) % 2
-            st = status[i]
-            if st == replay.OVER:
-                report.illegal = (n + 1, shorten(move), f"the game is over ({over})")
-                break
-            if st == replay.ILLEGAL:
-                here = Position.from_state(int(judged.state_before[i]), side)
-                try:
-                    parse_move(here, move)
-                except IllegalMoveError as exc:
-                    report.illegal = (n + 1, shorten(move), _reason(exc))
-                    break
-                raise AssertionError(f"the replay found {move!r} illegal in {here.text()}, parse_move did not")
-            if st != replay.OK:
-                break
-            term = replay.TERMINAL_NAMES[terminal[i]]
-            if after_wdl[i] == replay.UNKNOWN_WDL:
-                after = result = (None, None)
-            else:
-                after = value(after_wdl[i], after_dtm[i])
-                result = mover_of(rank[i])
-            best = []
-            if n_best[i]:
-                verdict = describe_value(*mover_of(best_rank[i]), unit=False)
-                for code in best_text[best_start[next_best]:best_start[next_best + 1]]:
-                    key = (code, verdict)
-                    best.append(best_of.get(key) or best_of.setdefault(key, f"{move_text_of(code)} ({verdict})"))
-                next_best += 1
-            over = _ending(term, side)
-            report.plies.append(PlyReport(n + 1, side, move_text_of(text[i]), value(before_wdl[i], before_dtm[i]),
-                                          after, result, rank[i] == best_rank[i], best,
-                                          None if state_after[i] < 0 else state_after[i], over))
-        yield report
-
+    texts, values, movers, bests = {}, {}, {}, {}
+    endings = [_ending(replay.TERMINAL_NAMES[t], side) for t in range(len(replay.TERMINAL_NAMES)) for side in (0, 1)]
+    ok_all = judged.status == replay.OK
+    best_ordinal = np.cumsum(judged.n_best > 0) - 1  # a ply's row in best_start, when it has one
+    ply_start = judged.ply_start
+    for g0 in range(0, len(games), REPORT_GAMES):
+        g1 = min(len(games), g0 + REPORT_GAMES)
+        lo, hi = int(ply_start[g0]), int(ply_start[g1])
+        ok = ok_all[lo:hi]
+        done = np.zeros(hi - lo + 1, np.int64)  # plies judged before each ply of the block
+        np.cumsum(ok, out=done[1:])
+        idx = np.flatnonzero(ok) + lo
+        n = idx - np.repeat(ply_start[g0:g1], np.diff(done[ply_start[g0:g1 + 1] - lo]))
+        side = (start.turn + n) % 2
+        before_code = judged.before_wdl[idx].astype(np.int64) * _WDL_SCALE + judged.before_dtm[idx] + _DTM_BIAS
+        after_code = judged.after_wdl[idx].astype(np.int64) * _WDL_SCALE + judged.after_dtm[idx] + _DTM_BIAS
+        best_list = [[] for _ in range(idx.size)]
+        has_best = np.flatnonzero(judged.n_best[idx] > 0)
+        if has_best.size:  # the best moves' texts, "Lb4-a3 (win in 7)", one after another
+            row = best_ordinal[idx[has_best]]
+            b0, b1 = int(judged.best_start[row[0]]), int(judged.best_start[row[-1] + 1])
+            ends = (judged.best_start[row + 1] - b0).tolist()
+            counts = np.diff(judged.best_start[row[0]:row[-1] + 2])  # the rows are consecutive
+            ranks = np.repeat(judged.best_rank[idx[has_best]].astype(np.int64), counts)
+            best_texts = _objects(judged.best_text[b0:b1].astype(np.int64) * (1 << 16) + ranks, bests, _best_text)
+            begin = 0
+            for k, end in zip(has_best.tolist(), ends):
+                best_list[k] = best_texts[begin:end]
+                begin = end
+        state = [None if s < 0 else s for s in judged.state_after[idx].tolist()]
+        plies = list(map(
+            PlyReport, (n + 1).tolist(), side.tolist(), _objects(judged.text[idx], texts, replay.move_text_of),
+            _objects(before_code, values, _value), _objects(after_code, values, _value),
+            _objects(judged.rank[idx], movers, replay.mover_value_of_rank),
+            (judged.rank[idx] == judged.best_rank[idx]).tolist(), best_list, state,
+            [endings[c] for c in (judged.terminal[idx].astype(np.int64) * 2 + side).tolist()]))
+        bounds = done[ply_start[g0:g1 + 1] - lo].tolist()
+        for g in range(g0, g1):
+            moves = games[g]
+            first, last = bounds[g - g0], bounds[g - g0 + 1]
+            report = LineReport(start, start_value, plies[first:last])
+            judged_plies = last - first
+            if judged_plies < len(moves):  # the replay stopped at this ply
+                i = int(ply_start[g]) + judged_plies
+                text = shorten(moves[judged_plies])
+                if judged.status[i] == replay.OVER:
+                    report.illegal = (judged_plies + 1, text, f"the game is over ({report.plies[-1].ending})")
+                else:
+                    here = Position.from_state(int(judged.state_before[i]), (start.turn + judged_plies) % 2)
+                    try:
+                        parse_move(here, moves[judged_plies])
+                    except IllegalMoveError as exc:
+                        report.illegal = (judged_plies + 1, text, _reason(exc))
+                    else:
+                        raise AssertionError(f"the replay found {text!r} illegal in {here.text()}, "
+                                             "parse_move did not")
+            yield report
 
 
 _MOVE_NUMBER = re.compile(r"^\d+\.+$")

@@ -92,8 +92,14 @@ def _random_games(tb, start, n_games, rng):
     return games
 
 
-def test_verify_games_is_verify_line(lion_chick_tb):
-    """The batch replay gives verify_line's report for every game, lazily and in memory."""
+def test_verify_games_is_verify_line(lion_chick_tb, monkeypatch):
+    """The batch replay gives verify_line's report for every game, lazily and in memory, with
+    games split over many blocks."""
+    from dobutsu_tb.analysis import lines
+    from dobutsu_tb.tablebase import replay
+
+    monkeypatch.setattr(lines, "REPORT_GAMES", 7)
+    monkeypatch.setattr(replay, "BLOCK_PLIES", 50)
     rng = np.random.default_rng(9)
     for in_memory in (False, True):
         with open_tablebase(lion_chick_tb.path, in_memory=in_memory) as tb:

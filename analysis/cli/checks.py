@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from pathlib import Path
@@ -65,9 +66,8 @@ def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
     from dobutsu_tb.analysis.lines import read_games, reads_whole_file
     from dobutsu_tb.analysis.reports import line_report_json
     from dobutsu_tb.analysis.textfiles import InputFileError
-    from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
+    from dobutsu_tb.tablebase.game.position import Position
     from dobutsu_tb.tablebase.probe import open_tablebase
-    from dobutsu_tb.tablebase.values import describe_value
 
     start_pos = Position.start() if start is None else Position.from_text(start)
     games = read_games(move_file) if move_file else []
@@ -77,6 +77,7 @@ def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
         games.insert(0, list(moves))
     if not games:
         raise click.UsageError("give the moves as arguments or with --file")
+    gc.freeze()  # the games live to the end: the collector need not walk their lists again and again
     with _tablebase_for(start_pos, tb_path) as tb:
         if reads_whole_file(tb, sum(len(g) for g in games)):
             if sys.stderr.isatty():
@@ -86,6 +87,7 @@ def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
         else:
             reports = _judge(tb, start_pos, games)
     out = _Output()
+    described = _Described()
     illegal = False
     with tqdm(reports, desc="report", unit=" games", total=len(games), disable=None, file=sys.stderr) as bar:
         if as_json:
@@ -101,25 +103,44 @@ def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
                 continue
             if len(games) > 1:
                 out.write(f"game {n}:")
-            out.write(f"{'ply':>3}  {'side':<5} {'move':<9} {'before (mover)':<15} {'after (opponent)':<17} verdict")
-            for p in report.plies:
-                after = (describe_value(*p.after, unit=False) if not (p.ending and "captures" in p.ending)
-                         else "lion lost")
-                mark = ("optimal" if p.optimal
-                        else f"MISTAKE: {describe_value(*p.result, unit=False)}; best {', '.join(p.best)}")
-                out.write(f"{p.ply:>3}  {SIDE_NAMES[p.side]:<5} {p.move:<9} "
-                          f"{describe_value(*p.before, unit=False):<15} {after:<17} {mark}")
-                if p.ending:
-                    out.write(f"     {p.ending}: the game is over")
-            if report.illegal:
-                ply, move, reason = report.illegal
-                out.write(f"{ply:>3}  {move}: ILLEGAL: {reason}")
-            out.write(report.verdict())
+            _write_text(out, report, described)
         if as_json:
             out.write("\n]")
     out.flush()
     if illegal:
         sys.exit(1)
+
+
+#: The head of a verify-line report's table.
+_HEAD = f"{'ply':>3}  {'side':<5} {'move':<9} {'before (mover)':<15} {'after (opponent)':<17} verdict"
+
+
+def _write_text(out, report, described) -> None:
+    """The text of one game's report: a row per ply, the illegal move, the verdict."""
+    from dobutsu_tb.tablebase.game.position import SIDE_NAMES
+
+    lines = [_HEAD]
+    for p in report.plies:
+        after = "lion lost" if p.ending and "captures" in p.ending else described[p.after]
+        mark = "optimal" if p.optimal else f"MISTAKE: {described[p.result]}; best {', '.join(p.best)}"
+        lines.append(f"{p.ply:>3}  {SIDE_NAMES[p.side]:<5} {p.move:<9} {described[p.before]:<15} {after:<17} {mark}")
+        if p.ending:
+            lines.append(f"     {p.ending}: the game is over")
+    if report.illegal:
+        ply, move, reason = report.illegal
+        lines.append(f"{ply:>3}  {move}: ILLEGAL: {reason}")
+    lines.append(report.verdict())
+    out.write("\n".join(lines))
+
+
+class _Described(dict):
+    """``describe_value(*value, unit=False)`` of each (wdl, dtm), made once."""
+
+    def __missing__(self, value):
+        from dobutsu_tb.tablebase.values import describe_value
+
+        text = self[value] = describe_value(*value, unit=False)
+        return text
 
 
 def _judge(tb, start, games):
