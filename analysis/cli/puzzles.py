@@ -8,7 +8,14 @@ from pathlib import Path
 
 import click
 
+from dobutsu_tb.analysis.textfiles import parse_file, shorten
 from dobutsu_tb.encoding.config import MAX_THREADS
+
+#: Largest step budget ``puzzle sweep`` accepts for one cleaner (the search keeps a row of
+#: state per step).
+MAX_SWEEP_BUDGET = 1000
+#: An integer of a Room Sweeper problem file: ASCII digits, an optional sign.
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 @click.group()
@@ -34,7 +41,7 @@ def lastone_cmd(file, goal, do_count, fewest_moves):
 
     if do_count and fewest_moves:
         raise click.UsageError("--count and --fewest-moves exclude each other")
-    start = lastone.read_board(file)
+    start = _read(file, lastone.parse_board)
     if start == 1 << goal and not do_count:
         click.echo(f"The goal already holds: one peg is left, in hole {goal}; no jump is needed.")
         click.echo(lastone.board_text(start))
@@ -121,7 +128,7 @@ def othello_cmd(start_file, to_move, colour, do_count, check):
 
     if start_file is None and to_move != "black":
         raise click.UsageError("--to-move is the side to move in --start: give --start too")
-    start = othello.read_board(start_file, to_move) if start_file else None
+    start = _read(start_file, lambda text: othello.parse_board(text, to_move)) if start_file else None
     moves = othello.parse_moves(check) if check is not None else None
     result = othello.solve(start, colour)
     if check is not None:
@@ -164,7 +171,7 @@ def squares_cmd(file, first, count_only):
 
     if first is not None and count_only:
         raise click.UsageError("--first and --count exclude each other")
-    grid = squares.read_grid(file)
+    grid = _read(file, squares.parse_grid)
     result = squares.solve(grid, limit=0 if count_only else first)
     for k, text in enumerate(result.solutions, 1):
         click.echo(f"solution {k}:\n{text}\n")
@@ -185,18 +192,18 @@ def sweep_cmd(file, routes_file, threads):
     """
     from dobutsu_tb.analysis.puzzles import sweep
 
-    problem = sweep.read_problem(file)
+    problem = _read(file, _sweep_problem)
+    if routes_file is None and _room_is_clean(problem):
+        click.echo("The room is already clean: no cleaner needs to move.")
+        click.echo(problem.board_text())
+        return
     if routes_file is not None:
-        routes = sweep.read_routes(problem, routes_file)
+        routes = _read(routes_file, lambda text: sweep.parse_routes(problem, text))
         problems, tiles = sweep.simulate(problem, routes)
         if problems:
             click.echo("not a solution: " + "; ".join(problems))
             sys.exit(1)
         click.echo("valid: the routes leave the room clean")
-        return
-    if problem.is_clean():
-        click.echo("The room is already clean: no cleaner needs to move.")
-        click.echo(problem.board_text())
         return
     result = sweep.solve(problem, threads=threads)
     if result.routes is None:
@@ -206,3 +213,34 @@ def sweep_cmd(file, routes_file, threads):
     _, tiles = sweep.simulate(problem, result.routes)
     click.echo(("found with meetings" if result.with_meetings else "found without meetings") + "; final board:")
     click.echo(problem.board_text(tiles))
+
+
+def _read(path, parse):
+    """``parse`` of a puzzle file's text, read strictly (UTF-8, no NUL byte), the file's name in
+    front of the message of a :class:`PuzzleInputError`."""
+    from dobutsu_tb.analysis.puzzles import PuzzleInputError
+
+    return parse_file(path, parse, PuzzleInputError)
+
+
+def _sweep_problem(text: str):
+    """``sweep.parse_problem``, stricter: ASCII integers only (``int`` would also take ``'1_0'``
+    or Arabic-Indic digits) and step budgets up to :data:`MAX_SWEEP_BUDGET`."""
+    from dobutsu_tb.analysis.puzzles import PuzzleInputError, sweep
+
+    tokens = "\n".join(line.split("#", 1)[0] for line in text.splitlines()).split()
+    bad = next((tok for tok in tokens if not _INTEGER.fullmatch(tok)), None)
+    if bad is not None:
+        raise PuzzleInputError(f"the problem holds something that is not an integer: {shorten(bad)!r}")
+    problem = sweep.parse_problem(text)
+    for _, _, _, budget in problem.cleaners:
+        if budget > MAX_SWEEP_BUDGET:
+            raise PuzzleInputError(f"a step budget must be 0..{MAX_SWEEP_BUDGET}, got {budget}")
+    return problem
+
+
+def _room_is_clean(problem) -> bool:
+    """The goal already holds: no dirty floor, puddle, apple or bottle in the room."""
+    from dobutsu_tb.analysis.puzzles import sweep
+
+    return not any(t in (sweep.DIRTY, sweep.PUDDLE, sweep.APPLE, sweep.BOTTLE) for row in problem.tiles for t in row)

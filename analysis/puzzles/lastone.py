@@ -13,11 +13,11 @@ is reported as an error rather than silently skipped.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from dobutsu_tb.analysis.puzzles import PuzzleInputError
-from dobutsu_tb.analysis.textfiles import parse_file
 from dobutsu_tb.encoding.bits import popcount
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.encoding.search import bfs_shortest, dfs_solve, enumerate_levels
@@ -208,18 +208,8 @@ def parse_board(text: str) -> int:
 
 
 def read_board(path) -> int:
-    """:func:`parse_board` of a file's text.
-
-    Raises
-    ------
-    PuzzleInputError
-        If the file is malformed (the message starts with the file's name).
-    dobutsu_tb.analysis.textfiles.InputFileError
-        If the file is not UTF-8 text.
-    OSError
-        If the file cannot be read.
-    """
-    return parse_file(path, parse_board, PuzzleInputError)
+    """:func:`parse_board` of a file's text."""
+    return parse_board(Path(path).read_text())
 
 
 def board_text(state: int) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dobutsu_tb.analysis.puzzles import PuzzleInputError
-from dobutsu_tb.analysis.textfiles import parse_file, shorten
+from dobutsu_tb.analysis.textfiles import shorten
 from dobutsu_tb.encoding.bits import popcount
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.encoding.search import bfs_wide_levels
@@ -282,21 +282,6 @@ def _check_squares(moves) -> None:
     for k, mv in enumerate(moves, 1):
         if not isinstance(mv, str) or not _SQUARE.fullmatch(mv):
             raise PuzzleInputError(f"placement {k}: {shorten(str(mv))!r} is not a square a1 to h8")
-
-
-def read_board(path, to_move: str = "black") -> tuple[int, int, int]:
-    """:func:`parse_board` of a file's text.
-
-    Raises
-    ------
-    PuzzleInputError
-        If the file is malformed (the message starts with the file's name).
-    dobutsu_tb.analysis.textfiles.InputFileError
-        If the file is not UTF-8 text.
-    OSError
-        If the file cannot be read.
-    """
-    return parse_file(path, lambda text: parse_board(text, to_move), PuzzleInputError)
 
 
 def replay(moves: list[str], start=None) -> tuple[list[str], tuple]:

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import isqrt
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 from dobutsu_tb.analysis.puzzles import PuzzleInputError
-from dobutsu_tb.analysis.textfiles import parse_file
 from dobutsu_tb.encoding.config import THREADS
 from dobutsu_tb.encoding.jit import njit, njit_callback
 from dobutsu_tb.encoding.search import depth_first
@@ -206,18 +206,7 @@ def parse_grid(text: str) -> Grid:
 
 
 def read_grid(path) -> Grid:
-    """:func:`parse_grid` of a file's text.
-
-    Raises
-    ------
-    PuzzleInputError
-        If the file is malformed (the message starts with the file's name).
-    dobutsu_tb.analysis.textfiles.InputFileError
-        If the file is not UTF-8 text.
-    OSError
-        If the file cannot be read.
-    """
-    return parse_file(path, parse_grid, PuzzleInputError)
+    return parse_grid(Path(path).read_text())
 
 
 @dataclass

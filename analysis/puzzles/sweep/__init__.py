@@ -43,7 +43,6 @@ from dobutsu_tb.analysis.puzzles.sweep.problem import (
     parse_problem,
     parse_routes,
     read_problem,
-    read_routes,
     routes_text,
 )
 from dobutsu_tb.analysis.puzzles.sweep.search import SweepResult, solve
@@ -51,4 +50,4 @@ from dobutsu_tb.analysis.puzzles.sweep.simulator import simulate
 
 __all__ = ["APPLE", "BIN", "BOTTLE", "BOX", "BOY", "CLEAN", "DIRS", "DIRTY", "GIRL", "KINDS", "MAX_CELLS", "OBSTACLE",
            "PUDDLE", "ROBOT", "STEPS", "Problem", "SweepResult", "parse_problem", "parse_routes", "read_problem",
-           "read_routes", "routes_text", "simulate", "solve"]
+           "routes_text", "simulate", "solve"]

@@ -490,18 +490,8 @@ def solve(problem: Problem, threads: int = 2) -> SweepResult:
 
     First searched without meetings, cleaner by cleaner (tight bounds; any solution found is
     valid, since meetings only clean more), then with meetings, all cleaners step by step. Each
-    search deals the root's choices out to ``threads`` threads. A room that is already clean
-    gets empty routes at once (no search).
-
-    Raises
-    ------
-    ValueError
-        If ``threads`` is less than 1.
+    search deals the root's choices out to ``threads`` threads.
     """
-    if threads < 1:
-        raise ValueError(f"the number of threads must be >= 1, got {threads}")
-    if problem.is_clean():
-        return SweepResult([""] * len(problem.cleaners), False)
     board = _tables(problem)
     searches = ((False, _route_context, (_route_goal, _route_found, _route_prune, _route_options, _route_apply)),
                 (True, _step_context, (_step_goal, _found, _step_prune, _step_options, _step_apply)))
