@@ -407,6 +407,31 @@ def _slot_bits(expected: int, load_factor: float, n_shards: int, code_bits: int)
     return bits
 
 
+def table_nbytes(expected: int, code_bits: int, load_factor: float = LOAD_FACTOR, n_shards: int = 1) -> int:
+    """Bytes of the slots of a :class:`CompactTable` made for ``expected`` keys (its other arrays
+    are a few bytes a shard); for memory estimates before building one.
+
+    Raises
+    ------
+    CompactTableFullError
+        If no table can hold that many keys.
+    """
+    return 4 << min(_slot_bits(expected, load_factor, _shards(n_shards), code_bits), code_bits)
+
+
+def set_nbytes(expected: int, code_bits: int, shift: int, load_factor: float = SET_LOAD_FACTOR,
+               n_shards: int = 1) -> int:
+    """Bytes of the entries of a :class:`CompactSet` made for ``expected`` keys.
+
+    Raises
+    ------
+    CompactTableFullError
+        If no set can hold that many keys.
+    """
+    bits = _slot_bits(expected, load_factor, _shards(n_shards), code_bits)
+    return (1 << bits) * int(make_layout(code_bits, shift, bits, _shards(n_shards), SET_DISP_BITS)[L_ENTRY])
+
+
 def _shards(n: int) -> int:
     """The smallest power of two >= n (shards must be a power of two)."""
     return 1 << max(0, (int(n) - 1).bit_length())
