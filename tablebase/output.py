@@ -133,8 +133,11 @@ class ReservedOutput:
                 break
             os.close(fd)
         self._lock_fd = fd
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        try:  # who holds it, for the message of a job that finds it locked (on a full disk: nobody says)
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError:
+            pass
 
     def _check_target(self) -> None:
         if self.force or self.replaceable is None or not os.path.lexists(self.path):
