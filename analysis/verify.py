@@ -181,7 +181,7 @@ def verify_file(path, limit: int = 20, progress=None) -> VerifyReport:
         return report
     counts = {"nonterminal": n, "wins": int(np.count_nonzero(wdl == WIN)),
               "draws": int(np.count_nonzero(wdl == DRAW)), "losses": int(np.count_nonzero(wdl == LOSS)),
-              "max_dtm": int(dtm.max()) if n else 0}
+              "max_dtm": int(dtm.max()) if n else 0, "no_moves": int(np.count_nonzero((wdl == LOSS) & (dtm == 0)))}
     for name, value in counts.items():
         if getattr(meta, name) != value:
             report.add("metadata", f"{name} is {getattr(meta, name):,} but the data has {value:,}")

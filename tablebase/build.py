@@ -20,8 +20,9 @@ from dobutsu_tb.tablebase.enumeration import enumerate_positions
 from dobutsu_tb.tablebase.game.key import KEY_SHIFT, MAX_KEY_BITS
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.game.rules import STANDARD_NONTERMINAL, STANDARD_REACHABLE
-from dobutsu_tb.tablebase.storage import RECORD_VALUE_BITS, Metadata, record_values, reserve_output, write_file
-from dobutsu_tb.tablebase.values import UNDECIDED, decode_value, describe_value
+from dobutsu_tb.tablebase.storage import (RECORD_VALUE_BITS, Metadata, record_values, reserve_output, value_counts,
+                                          write_file)
+from dobutsu_tb.tablebase.values import decode_value, describe_value
 
 @dataclass
 class BuildResult:
@@ -305,12 +306,9 @@ def _build(tmp: Path, start: Position, expected, progress, phase, memory_check) 
     records = sorted_records(table, values)
     del table, values
     interrupt.check()
-    per_code = np.bincount(record_values(records), minlength=256)
-    dtms = np.arange(per_code.shape[0] - 1)
-    decided = per_code[1:]
-    meta = Metadata(start=start.text(), wins=int(decided[dtms % 2 == 1].sum()), draws=int(per_code[UNDECIDED]),
-                    losses=int(decided[dtms % 2 == 0].sum()), start_wdl=start_wdl, start_dtm=start_dtm,
-                    max_dtm=int(np.flatnonzero(decided).max()) if decided.any() else 0,
+    found = value_counts(np.bincount(record_values(records), minlength=256))
+    meta = Metadata(start=start.text(), wins=found["wins"], draws=found["draws"], losses=found["losses"],
+                    start_wdl=start_wdl, start_dtm=start_dtm, max_dtm=found["max_dtm"],
                     seconds={"enumeration": enum_seconds, "retrograde": retro_seconds}, **counts)
     meta.seconds["sort"] = time.perf_counter() - t
     phase("write")
