@@ -9,8 +9,9 @@ the key (quotienting, as in Cleary's compact hash tables), so nothing is lost.
 
 - :class:`CompactTable` (linear probing, uint32 slots): a key never moves once inserted, so its
   slot indexes value arrays that run alongside (a tag, a counter, a value per position);
-- :class:`CompactSet` (Robin Hood probing, entries of 3 to 8 bytes): a set that only counts and
-  answers membership, as small as the remainder allows (3 bytes an entry at ``2**28`` slots).
+- :class:`~dobutsu_tb.encoding.compact_set.CompactSet` (Robin Hood probing, entries of 3 to 8
+  bytes): a set that only counts and answers membership, as small as the remainder allows
+  (3 bytes an entry at ``2**28`` slots).
 
 Both are split into ``n_shards`` (a power of two) contiguous shards picked by the top bits of the
 home slot; probing wraps inside the shard, so one thread per shard inserts without atomics
@@ -19,7 +20,7 @@ home slot; probing wraps inside the shard, so one thread per shard inserts witho
     bits 31 .. r    displacement from the home slot + 1 (0: empty slot)
     bits r-1 .. 0   remainder: the low r = code_bits - q bits of the hash
 
-An entry of a :class:`CompactSet` is the same, little-endian in ``entry_bytes`` bytes, with an
+An entry of a ``CompactSet`` is the same, little-endian in ``entry_bytes`` bytes, with an
 8-bit displacement field.
 
 The kernels take the structure's ``layout``, an int64 array (fields ``L_*``), so one compiled
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dobutsu_tb.encoding.config import LOAD_FACTOR, SET_LOAD_FACTOR
+from dobutsu_tb.encoding.config import LOAD_FACTOR
 from dobutsu_tb.encoding.jit import njit, prange
 
 #: Fields of a layout array.
@@ -44,8 +45,6 @@ _M2 = 0xBF58476D1CE4E5B9
 #: Smallest and largest numbers of slot bits (2**16 slots; 2**33 slots of 4 bytes are 32 GiB).
 MIN_SLOT_BITS = 16
 MAX_SLOT_BITS = 33
-#: Bits of a CompactSet entry's displacement field.
-SET_DISP_BITS = 8
 
 
 class CompactTableFullError(RuntimeError):
@@ -65,7 +64,7 @@ def make_layout(code_bits: int, shift: int, slot_bits: int, n_shards: int, disp_
         A power of two, at most the number of slots.
     disp_bits : int, optional
         Width of the displacement field: default ``32 - remainder bits`` (a uint32 slot);
-        a :class:`CompactSet` passes :data:`SET_DISP_BITS`.
+        a ``CompactSet`` passes its own.
 
     Returns
     -------
@@ -253,9 +252,10 @@ def _rehash(old, old_layout, new, new_layout, counts, remap):
 
 
 @njit(parallel=True)
-def _keys_in_slot_order(slots, layout, n_blocks, offsets, out):
-    """out[offsets[b]:...] = the keys of block b's occupied slots, in slot order."""
+def _keys_in_slot_order(slots, layout, offsets, out):
+    """out[offsets[b]:offsets[b + 1]] = the keys of block b's occupied slots, in slot order."""
     size = slots.shape[0]
+    n_blocks = offsets.shape[0] - 1
     per = (size + n_blocks - 1) // n_blocks
     for b in prange(n_blocks):
         j = offsets[b]
@@ -277,121 +277,31 @@ def _count_blocks(slots, n_blocks, counts):
         counts[b] = n
 
 
-# --- the set ---------------------------------------------------------------------------------
+#: Blocks of slots that kernels walking every occupied slot split the table into.
+BLOCKS = 256
 
 
-@njit
-def _entry_at(buf, nbytes, s):
-    v = np.int64(0)
-    base = s * nbytes
-    for j in range(nbytes):
-        v |= np.int64(buf[base + j]) << (8 * j)
-    return v
+def block_offsets(slots: np.ndarray) -> np.ndarray:
+    """Where each block's occupied slots start in a list of all of them, for kernels that write
+    one entry per occupied slot in parallel: block b of ``BLOCKS`` equal blocks of ``slots``
+    writes ``[offsets[b], offsets[b + 1])``.
 
-
-@njit
-def _put_entry(buf, nbytes, s, v):
-    base = s * nbytes
-    for j in range(nbytes):
-        buf[base + j] = (v >> (8 * j)) & 0xFF
-
-
-@njit
-def set_add(buf, layout, h):
-    """Add the key with hash ``h`` to a :class:`CompactSet`'s ``buf``: 1 if it is new, 0 if it
-    was there, -1 (nothing changed) when a displacement would not fit: grow the set and add again.
-
-    Robin Hood probing: the key goes to the first slot of its probe sequence whose entry is
-    nearer to its own home, and the run of entries from there to the next empty slot moves one
-    slot on; this keeps every displacement short. Only the owner of the key's shard
-    (:func:`shard_of`) may call this."""
-    r = layout[L_R]
-    nbytes = layout[L_ENTRY]
-    rem_mask = layout[L_REM_MASK]
-    disp_max = layout[L_DISP_MAX]
-    rem = h & rem_mask
-    size_mask = (np.int64(1) << layout[L_SHARD_BITS]) - 1
-    home = h >> r
-    base = home & ~size_mask
-    s = home
-    d = np.int64(0)
-    while True:  # find the key, or where it goes
-        v = _entry_at(buf, nbytes, s)
-        if v == 0:
-            break
-        vd = (v >> r) - 1
-        if vd == d and (v & rem_mask) == rem:
-            return 0
-        if vd < d:
-            break
-        d += 1
-        if d > disp_max:
-            return -1
-        s = base + ((s + 1) & size_mask)
-    t = s  # the run from s to the next empty slot moves on by one; check it fits first
-    while True:
-        v = _entry_at(buf, nbytes, t)
-        if v == 0:
-            break
-        if (v >> r) > disp_max:
-            return -1
-        t = base + ((t + 1) & size_mask)
-        if t == s:
-            return -1
-    one = np.int64(1) << r
-    while t != s:
-        prev = base + ((t - 1) & size_mask)
-        _put_entry(buf, nbytes, t, _entry_at(buf, nbytes, prev) + one)
-        t = prev
-    _put_entry(buf, nbytes, s, ((d + 1) << r) | rem)
-    return 1
-
-
-@njit(parallel=True)
-def _set_add_many(buf, layout, n_shards, counts, hashes, out):
-    failed = 0
-    for shard in prange(n_shards):
-        added = 0
-        bad = 0
-        for i in range(hashes.shape[0]):
-            h = hashes[i]
-            if shard_of(h, layout) != shard:
-                continue
-            a = set_add(buf, layout, h)
-            out[i] = a
-            if a == 1:
-                added += 1
-            elif a < 0:
-                bad += 1
-        counts[shard] += added
-        failed += bad
-    return failed
-
-
-@njit
-def _set_rehash(old, old_layout, new, new_layout, counts):
-    r = old_layout[L_R]
-    nbytes = old_layout[L_ENTRY]
-    size_mask = (np.int64(1) << old_layout[L_SHARD_BITS]) - 1
-    failed = 0
-    for s in range(old.shape[0] // nbytes):
-        v = _entry_at(old, nbytes, s)
-        if v == 0:
-            continue
-        home = (s & ~size_mask) + ((s - ((v >> r) - 1)) & size_mask)
-        h = (home << r) | (v & old_layout[L_REM_MASK])
-        a = set_add(new, new_layout, h)
-        if a < 0:
-            failed += 1
-        else:
-            counts[shard_of(h, new_layout)] += a
-    return failed
+    Returns
+    -------
+    numpy.ndarray of int64, shape (BLOCKS + 1,)
+        Starts, then the total.
+    """
+    counts = np.zeros(BLOCKS, np.int64)
+    _count_blocks(slots, BLOCKS, counts)
+    offsets = np.zeros(BLOCKS + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return offsets
 
 
 # --- the classes -----------------------------------------------------------------------------
 
 
-def _slot_bits(expected: int, load_factor: float, n_shards: int, code_bits: int) -> int:
+def slot_bits_for(expected: int, load_factor: float, n_shards: int, code_bits: int) -> int:
     """log2 of the slots for ``expected`` keys under ``load_factor``.
 
     Raises
@@ -409,35 +319,58 @@ def _slot_bits(expected: int, load_factor: float, n_shards: int, code_bits: int)
 
 def table_nbytes(expected: int, code_bits: int, load_factor: float = LOAD_FACTOR, n_shards: int = 1) -> int:
     """Bytes of the slots of a :class:`CompactTable` made for ``expected`` keys (its other arrays
-    are a few bytes a shard); for memory estimates before building one.
-
-    Raises
-    ------
-    CompactTableFullError
-        If no table can hold that many keys.
-    """
-    return 4 << min(_slot_bits(expected, load_factor, _shards(n_shards), code_bits), code_bits)
+    take a few bytes a shard), for memory estimates; raises :class:`CompactTableFullError` if no
+    table can hold that many keys."""
+    return 4 << min(slot_bits_for(expected, load_factor, shards_for(n_shards), code_bits), code_bits)
 
 
-def set_nbytes(expected: int, code_bits: int, shift: int, load_factor: float = SET_LOAD_FACTOR,
-               n_shards: int = 1) -> int:
-    """Bytes of the entries of a :class:`CompactSet` made for ``expected`` keys.
-
-    Raises
-    ------
-    CompactTableFullError
-        If no set can hold that many keys.
-    """
-    bits = _slot_bits(expected, load_factor, _shards(n_shards), code_bits)
-    return (1 << bits) * int(make_layout(code_bits, shift, bits, _shards(n_shards), SET_DISP_BITS)[L_ENTRY])
-
-
-def _shards(n: int) -> int:
+def shards_for(n: int) -> int:
     """The smallest power of two >= n (shards must be a power of two)."""
     return 1 << max(0, (int(n) - 1).bit_length())
 
 
-class CompactTable:
+class ShardedKeys:
+    """What the compact structures share: shards, counts, the load limit, the growth rule.
+
+    Subclasses set ``capacity``, ``layout``, ``counts``, ``n_shards``, ``code_bits``, ``shift``
+    and ``load_factor``.
+    """
+
+    def __len__(self) -> int:
+        return int(self.counts.sum())
+
+    @property
+    def limit(self) -> int:
+        """Most keys one shard may hold under the load factor."""
+        return int(self.capacity // self.n_shards * self.load_factor)
+
+    def room(self) -> int:
+        """Keys that can surely still be inserted under the load factor (the least room of any shard)."""
+        return int(self.limit - self.counts.max())
+
+    def _grown_bits(self, expected: int):
+        """Slot bits to try when growing, smallest first (at least one more than now).
+
+        Raises
+        ------
+        CompactTableFullError
+            Once the hash has no more bits (or :data:`MAX_SLOT_BITS` is reached).
+        """
+        bits = int(self.code_bits - self.layout[L_R]) + 1
+        try:
+            bits = max(bits, slot_bits_for(max(int(expected), 2 * len(self)), self.load_factor, self.n_shards,
+                                           self.code_bits))
+        except CompactTableFullError:
+            bits = MAX_SLOT_BITS + 1
+        while True:
+            if bits > min(self.code_bits, MAX_SLOT_BITS):
+                raise CompactTableFullError(f"hash table is full: {len(self):,} keys, and it cannot grow beyond "
+                                            f"2**{min(self.code_bits, MAX_SLOT_BITS)} slots")
+            yield bits
+            bits += 1
+
+
+class CompactTable(ShardedKeys):
     """A set of keys ``code << shift`` in uint32 slots (linear probing); slots index value arrays.
 
     Parameters
@@ -471,8 +404,8 @@ class CompactTable:
         if not 0.0 < load_factor < 1.0:
             raise ValueError(f"load factor must be in (0, 1), got {load_factor}")
         self.code_bits, self.shift, self.load_factor = int(code_bits), int(shift), float(load_factor)
-        self.n_shards = _shards(n_shards)
-        bits = slot_bits if slot_bits is not None else _slot_bits(expected, load_factor, self.n_shards, code_bits)
+        self.n_shards = shards_for(n_shards)
+        bits = slot_bits if slot_bits is not None else slot_bits_for(expected, load_factor, self.n_shards, code_bits)
         self.layout = make_layout(self.code_bits, self.shift, min(bits, self.code_bits), self.n_shards)
         self.slots = np.zeros(1 << int(self.code_bits - self.layout[L_R]), np.uint32)
         self.counts = np.zeros(self.n_shards, np.int64)
@@ -483,24 +416,12 @@ class CompactTable:
         return self.slots.shape[0]
 
     @property
-    def limit(self) -> int:
-        """Most keys one shard may hold under the load factor."""
-        return int(self.capacity // self.n_shards * self.load_factor)
-
-    @property
     def nbytes(self) -> int:
         """Memory held by the slots, in bytes."""
         return self.slots.nbytes
 
-    def __len__(self) -> int:
-        return int(self.counts.sum())
-
     def __repr__(self) -> str:
         return f"<CompactTable {len(self):,} keys in {self.capacity:,} slots, {self.n_shards} shards>"
-
-    def room(self) -> int:
-        """Keys that can surely still be inserted under the load factor (the least room of any shard)."""
-        return int(self.limit - self.counts.max())
 
     def hashes(self, keys) -> np.ndarray:
         """The hashes (int64, shape (n,)) of keys (array_like of int64, shape (n,))."""
@@ -558,12 +479,9 @@ class CompactTable:
 
     def keys(self) -> np.ndarray:
         """The keys held, in slot order (int64, shape (len(self),))."""
-        n_blocks = 64
-        counts = np.zeros(n_blocks, np.int64)
-        _count_blocks(self.slots, n_blocks, counts)
-        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-        out = np.empty(int(counts.sum()), np.int64)
-        _keys_in_slot_order(self.slots, self.layout, n_blocks, offsets, out)
+        offsets = block_offsets(self.slots)
+        out = np.empty(int(offsets[-1]), np.int64)
+        _keys_in_slot_order(self.slots, self.layout, offsets, out)
         return out
 
     def occupied(self) -> np.ndarray:
@@ -583,24 +501,13 @@ class CompactTable:
         CompactTableFullError
             If the table cannot grow (the hash has no more bits).
         """
-        old_bits = int(self.code_bits - self.layout[L_R])
-        bits = old_bits + 1
-        try:
-            bits = max(bits, _slot_bits(max(int(expected), 2 * len(self)), self.load_factor, self.n_shards,
-                                        self.code_bits))
-        except CompactTableFullError:
-            bits = MAX_SLOT_BITS + 1
-        while True:
-            if bits > min(self.code_bits, MAX_SLOT_BITS):
-                raise CompactTableFullError(f"hash table is full: {len(self):,} keys, and it cannot grow beyond "
-                                            f"2**{min(self.code_bits, MAX_SLOT_BITS)} slots")
+        for bits in self._grown_bits(expected):
             layout = make_layout(self.code_bits, self.shift, bits, self.n_shards)
             slots = np.zeros(1 << bits, np.uint32)
             counts = np.zeros(self.n_shards, np.int64)
             remap = np.empty(self.capacity, np.int64)
             if _rehash(self.slots, self.layout, slots, layout, counts, remap) == 0:
                 break
-            bits += 1
         self.slots, self.layout, self.counts = slots, layout, counts
         return remap
 
@@ -609,107 +516,3 @@ class CompactTable:
                           or keys.max() >> (self.shift + self.code_bits)):
             raise ValueError(f"keys must be positive and of the form code << {self.shift} "
                              f"with a code below 2**{self.code_bits}")
-
-
-class CompactSet:
-    """A set of keys ``code << shift`` that counts distinct keys (Robin Hood probing).
-
-    Entries take ``ceil((code_bits - q + 8) / 8)`` bytes at ``2**q`` slots: 3 bytes for 44-bit
-    codes at ``2**28`` slots.
-
-    Parameters
-    ----------
-    expected : int
-        Keys the set should hold without growing.
-    code_bits, shift : int
-        As for :class:`CompactTable`.
-    load_factor : float, optional
-        Most keys per slot (default :data:`~dobutsu_tb.encoding.config.SET_LOAD_FACTOR`).
-    n_shards : int, optional
-        Threads that may add at once; rounded up to a power of two.
-
-    Attributes
-    ----------
-    buf : numpy.ndarray of uint8, shape (capacity * entry_bytes,)
-    layout : numpy.ndarray of int64
-    counts : numpy.ndarray of int64, shape (n_shards,)
-    """
-
-    def __init__(self, expected: int, code_bits: int, shift: int, load_factor: float = SET_LOAD_FACTOR,
-                 n_shards: int = 1):
-        self.code_bits, self.shift, self.load_factor = int(code_bits), int(shift), float(load_factor)
-        self.n_shards = _shards(n_shards)
-        self._allocate(_slot_bits(expected, load_factor, self.n_shards, self.code_bits))
-
-    def _allocate(self, bits: int) -> None:
-        self.layout = make_layout(self.code_bits, self.shift, bits, self.n_shards, SET_DISP_BITS)
-        self.buf = np.zeros((1 << bits) * int(self.layout[L_ENTRY]), np.uint8)
-        self.counts = np.zeros(self.n_shards, np.int64)
-
-    @property
-    def capacity(self) -> int:
-        """Number of slots."""
-        return self.buf.shape[0] // int(self.layout[L_ENTRY])
-
-    @property
-    def entry_bytes(self) -> int:
-        """Bytes per slot."""
-        return int(self.layout[L_ENTRY])
-
-    @property
-    def limit(self) -> int:
-        """Most keys one shard may hold under the load factor."""
-        return int(self.capacity // self.n_shards * self.load_factor)
-
-    @property
-    def nbytes(self) -> int:
-        return self.buf.nbytes
-
-    def __len__(self) -> int:
-        return int(self.counts.sum())
-
-    def room(self) -> int:
-        """Keys that can surely still be added under the load factor."""
-        return int(self.limit - self.counts.max())
-
-    def add_hashes(self, hashes) -> np.ndarray:
-        """Add keys given by their hashes (:func:`key_hash`); returns 1 where a key was new, else 0."""
-        hashes = np.ascontiguousarray(hashes, dtype=np.int64)
-        if self.room() < hashes.size:
-            self.grow(len(self) + hashes.size)
-        while True:
-            out = np.zeros(hashes.shape[0], np.int64)
-            if _set_add_many(self.buf, self.layout, self.n_shards, self.counts, hashes, out) == 0:
-                return out
-            self.grow(2 * len(self) + hashes.size)
-
-    def add(self, keys) -> np.ndarray:
-        """Add keys (array_like of int64, shape (n,)); returns int64 (n,), 1 where a key was new."""
-        keys = np.ascontiguousarray(keys, dtype=np.int64)
-        hashes = np.empty(keys.shape[0], np.int64)
-        _hash_many(keys, self.layout, hashes)
-        return self.add_hashes(hashes)
-
-    def grow(self, expected: int) -> None:
-        """Rehash into at least twice as many slots, sized for ``max(expected, 2 * len(self))`` keys.
-
-        Raises
-        ------
-        CompactTableFullError
-            If the set cannot grow (the hash has no more bits).
-        """
-        old_buf, old_layout = self.buf, self.layout
-        bits = int(self.code_bits - old_layout[L_R]) + 1
-        try:
-            bits = max(bits, _slot_bits(max(int(expected), 2 * len(self)), self.load_factor, self.n_shards,
-                                        self.code_bits))
-        except CompactTableFullError:
-            bits = MAX_SLOT_BITS + 1
-        while True:
-            if bits > min(self.code_bits, MAX_SLOT_BITS):
-                raise CompactTableFullError(f"hash table is full: {len(self):,} keys, and it cannot grow beyond "
-                                            f"2**{min(self.code_bits, MAX_SLOT_BITS)} slots")
-            self._allocate(bits)
-            if _set_rehash(old_buf, old_layout, self.buf, self.layout, self.counts) == 0:
-                return
-            bits += 1

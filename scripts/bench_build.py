@@ -1,29 +1,39 @@
 #!/usr/bin/env python3
-"""Benchmark a tablebase build: seconds, positions per second and peak RSS of each phase.
+"""Benchmark a tablebase build: seconds, positions per second and peak RSS of each phase; with
+``--peer``, the peer's build and ours one after the other, and the ratio.
 
-Usage: python scripts/bench_build.py [--start POSITION] [--out PATH]
+Usage::
 
-Without --start it builds the full tablebase from the standard start (a few minutes, about
-4 GiB). The peak RSS of a phase is the largest resident set sampled (every 20 ms, from
-/proc/self/statm) while the phase ran.
+    python scripts/bench_build.py [--start POSITION] [--out PATH] [--compile]
+    python scripts/bench_build.py --peer PATH_TO_GENTB [--runs N]
+
+Without ``--peer`` it builds the full tablebase from the standard start in a child process and
+prints each phase (wall seconds, positions per second, peak RSS sampled every 20 ms from
+/proc/self/statm) and the whole process's wall time and peak RSS (the kernel's own accounting,
+``wait4``). ``--compile`` first measures the numba compilation: a small build (the
+lion-and-chick endgame) with an empty kernel cache, then again with the cache filled; the
+difference is the compile time, and the full build then runs with a warm cache.
+
+With ``--peer`` (R. Clausecker's ``gentb``, built from github.com/clausecker/dobutsu) it runs
+``gentb -j THREADS OUT`` and our full build alternately, ``--runs`` times each (default 1),
+and prints both wall times, both peak RSS and the ratio ours/peer of each pair.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import resource
+import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from dobutsu_tb.tablebase.build import build_tablebase
-
 PAGE = os.sysconf("SC_PAGE_SIZE")
+LION_CHICK = "S/-l-/-c-/-C-/-L-/-"
 
 
 def rss_bytes() -> int:
@@ -36,9 +46,7 @@ class PhaseMonitor:
 
     def __init__(self):
         self.phase = None
-        self.started = {}
-        self.ended = {}
-        self.peak = {}
+        self.started, self.ended, self.peak = {}, {}, {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -62,34 +70,106 @@ class PhaseMonitor:
         self._thread.join()
 
 
+def child(start: str | None, out: str) -> None:
+    """Run one build in this process and print its phases as JSON (the parent measures the rest)."""
+    from dobutsu_tb.tablebase.build import build_tablebase
+
+    monitor = PhaseMonitor()
+    result = build_tablebase(out, start, progress=False, on_phase=monitor)
+    monitor.stop()
+    m = result.metadata
+    phases = {name: {"seconds": monitor.ended[name] - monitor.started[name], "peak": monitor.peak[name]}
+              for name in ("enumeration", "retrograde", "sort", "write", "check")}
+    print(json.dumps({"start": m.start, "reachable": m.reachable, "nonterminal": m.nonterminal,
+                      "start_wdl": m.start_wdl, "start_dtm": m.start_dtm, "phases": phases,
+                      "file_bytes": Path(out).stat().st_size}))
+
+
+def run(argv: list[str], env: dict | None = None, capture: bool = True) -> tuple[float, int, str]:
+    """Run a command; (wall seconds, peak RSS in bytes of the process, its stdout)."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env, text=True)
+    out = proc.stdout.read() if capture else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        sys.exit(f"{argv[0]} failed with exit code {proc.returncode}")
+    return wall, usage.ru_maxrss * 1024, out
+
+
+def ours(start: str | None, out: str, env: dict | None = None) -> tuple[float, int, dict]:
+    argv = [sys.executable, __file__, "--child", "--out", out] + (["--start", start] if start else [])
+    wall, peak, text = run(argv, env)
+    return wall, peak, json.loads(text)
+
+
+def print_phases(report: dict, wall: float, peak: int) -> None:
+    work = {"enumeration": report["reachable"], "retrograde": report["nonterminal"], "sort": report["nonterminal"],
+            "write": report["nonterminal"], "check": 0}
+    print(f"start {report['start']}: {report['reachable']:,} reachable, {report['nonterminal']:,} non-terminal; "
+          f"start value wdl={report['start_wdl']} dtm={report['start_dtm']}")
+    print(f"{'phase':<12}{'seconds':>10}{'positions/s':>16}{'peak RSS GiB':>14}")
+    for name, p in report["phases"].items():
+        rate = f"{work[name] / p['seconds']:,.0f}" if work[name] and p["seconds"] > 0 else ""
+        print(f"{name:<12}{p['seconds']:>10.1f}{rate:>16}{p['peak'] / 2**30:>14.2f}")
+    print(f"{'process':<12}{wall:>10.1f}{'':>16}{peak / 2**30:>14.2f}  (whole process: start-up, imports, "
+          f"loading cached kernels; kernel's peak RSS)")
+    print(f"file: {report['file_bytes'] / 2**20:.1f} MiB, {os.cpu_count()} CPUs, "
+          f"numba threads {os.environ.get('NUMBA_NUM_THREADS', 'default')}")
+
+
+def compile_time() -> float:
+    """Seconds of numba compilation: a small build with an empty cache minus the same build warm."""
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, DOBUTSU_TB_CACHE=cache)
+        cold, _, _ = ours(LION_CHICK, os.path.join(tmp, "lc.h5"), env)
+        warm, _, _ = ours(LION_CHICK, os.path.join(tmp, "lc.h5"), env)
+    print(f"numba compilation: {cold - warm:.1f} s (a small build took {cold:.1f} s with an empty kernel cache, "
+          f"{warm:.1f} s with it filled)")
+    return cold - warm
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--start", default=None, help="start position (default: the standard start)")
     parser.add_argument("--out", default=None, help="output file (default: a temporary file, removed)")
+    parser.add_argument("--compile", action="store_true", help="measure numba's compile time first")
+    parser.add_argument("--peer", default=None, metavar="GENTB", help="a built gentb to run side by side")
+    parser.add_argument("--runs", type=int, default=1, help="pairs of runs with --peer (default 1)")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        child(args.start, args.out)
+        return
 
-    out = Path(args.out) if args.out else Path(tempfile.mkdtemp()) / "bench.h5"
-    monitor = PhaseMonitor()
-    t0 = time.perf_counter()
-    result = build_tablebase(out, args.start, progress=False, on_phase=monitor)
-    total = time.perf_counter() - t0
-    monitor.stop()
-    m = result.metadata
-    work = {"enumeration": m.reachable, "retrograde": m.nonterminal, "sort": m.nonterminal,
-            "write": m.nonterminal, "check": 1}
-    print(f"start {m.start}: {m.reachable:,} reachable, {m.nonterminal:,} non-terminal; "
-          f"start value wdl={m.start_wdl} dtm={m.start_dtm}")
-    print(f"{'phase':<12}{'seconds':>10}{'positions/s':>16}{'peak RSS GiB':>14}")
-    for phase in ("enumeration", "retrograde", "sort", "write", "check"):
-        secs = monitor.ended[phase] - monitor.started[phase]
-        rate = work[phase] / secs if secs > 0 and phase != "check" else float("nan")
-        print(f"{phase:<12}{secs:>10.1f}{rate:>16,.0f}{monitor.peak[phase] / 2**30:>14.2f}")
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(f"{'total':<12}{total:>10.1f}{'':>16}{peak / 2**30:>14.2f}  (peak RSS of the process)")
-    print(f"file: {out.stat().st_size / 2**20:.1f} MiB, {os.cpu_count()} CPUs, "
-          f"numba threads {os.environ.get('NUMBA_NUM_THREADS', 'default')}")
-    if not args.out:
-        out.unlink()
+    tmp = Path(tempfile.mkdtemp())
+    out = args.out or str(tmp / "bench.h5")
+    if args.compile or args.peer:
+        compile_time()
+    ours(LION_CHICK, str(tmp / "warm.h5"))  # fill the kernel cache
+    if not args.peer:
+        wall, peak, report = ours(args.start, out)
+        print_phases(report, wall, peak)
+    else:
+        threads = os.environ.get("NUMBA_NUM_THREADS") or str(os.cpu_count() or 1)
+        rows = []
+        for k in range(args.runs):
+            peer_wall, peer_peak, _ = run([args.peer, "-j", threads, str(tmp / "peer.tb")], capture=False)
+            wall, peak, report = ours(None, out)
+            rows.append((peer_wall, peer_peak, wall, peak))
+            print(f"pair {k + 1}: gentb -j {threads} {peer_wall:.1f} s, {peer_peak / 2**20:.0f} MiB; "
+                  f"ours {wall:.1f} s, {peak / 2**20:.0f} MiB; ratio ours/peer {wall / peer_wall:.2f}", flush=True)
+        med = [statistics.median(r[i] for r in rows) for i in range(4)]
+        print(f"{'':<18}{'wall s':>10}{'peak MiB':>12}")
+        print(f"{'gentb -j ' + threads:<18}{med[0]:>10.1f}{med[1] / 2**20:>12.0f}")
+        print(f"{'dobutsu-tb build':<18}{med[2]:>10.1f}{med[3] / 2**20:>12.0f}")
+        print(f"ratio ours/peer: {statistics.median(r[2] / r[0] for r in rows):.2f} (median of {len(rows)} pairs)")
+        print_phases(report, wall, peak)
+    for p in tmp.iterdir():
+        if not args.out or str(p) != args.out:
+            p.unlink()
 
 
 if __name__ == "__main__":

@@ -1,66 +1,113 @@
 #!/usr/bin/env python3
-"""Benchmark probing: one probe from the command line (start-up included) and in-process probes.
+"""Benchmark probing: the CLI, lazy random probes, opening, batch lookups in memory.
 
-Usage: python scripts/bench_probe.py PATH [--n N]
+Usage: python scripts/bench_probe.py PATH [--n N] [--runs R]
 
-Prints the wall time of ``dobutsu-tb probe`` on the start position (best of 5 runs), and the
-mean time of ``probe_wdl`` in-process over N random stored positions: cold (chunks read as
-needed), warm (the same positions again) and with ``in_memory=True``.
+Prints:
+
+- ``dobutsu-tb probe`` of the start position (its value and every move's), whole process,
+  median of R runs (default 10);
+- ``open_tablebase`` (lazy) in seconds, median of 20 opens;
+- ``probe_wdl`` of N random stored positions (default 4000, each usually in a chunk not read
+  before) on a lazily opened file: median microseconds; and the same with the reader's checks
+  of keys and values turned off (monkeypatched here only), to show what the checks cost;
+- ``open_tablebase(in_memory=True)`` in seconds and ``probe_many`` from an int64 array of
+  2,000,000 random keys, in positions per second (median of 3);
+- the file's size in MiB.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import numpy as np
 
-import h5py  # noqa: E402
-import numpy as np  # noqa: E402
-
-from dobutsu_tb.tablebase.game.key import decode
+from dobutsu_tb.tablebase import storage
+from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.probe import open_tablebase
+
+
+def median_us(tb, positions) -> float:
+    times = []
+    for p in positions:
+        t = time.perf_counter()
+        tb.probe_wdl(p)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e6
+
+
+def unchecked_read_keys(self, c, raw=None):
+    count = min(self.key_chunk, self.n - c * self.key_chunk)
+    return storage.inflate_chunk(raw if raw is not None else self._raw("keys", c), np.dtype("<i8"),
+                                 self.key_chunk, True)[:count]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path")
-    parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--n", type=int, default=4000)
+    parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args()
 
     cli = Path(sys.executable).parent / "dobutsu-tb"
     runs = []
-    for _ in range(5):
+    for _ in range(args.runs + 1):
         t = time.perf_counter()
         subprocess.run([str(cli), "probe", Position.START_TEXT, "--tb", args.path], check=True,
                        stdout=subprocess.DEVNULL)
         runs.append(time.perf_counter() - t)
-    print(f"dobutsu-tb probe (start position, all moves): best {min(runs):.3f} s, "
-          f"worst {max(runs):.3f} s of 5 runs")
+    runs = runs[1:]  # the first run warms the page cache
+    print(f"dobutsu-tb probe (start position, all moves), whole process: median {statistics.median(runs):.3f} s "
+          f"(min {min(runs):.3f}, max {max(runs):.3f}, {len(runs)} runs)")
 
-    with h5py.File(args.path, "r") as f:
-        n = f["keys"].shape[0]
-        rng = np.random.default_rng(0)
-        idx = np.sort(rng.choice(n, args.n, replace=False))
-        keys = f["keys"][idx]
-    positions = [Position.from_state(int(s)) for s in decode(keys)]
-    for label, in_memory in (("chunked", False), ("in_memory", True)):
+    opens = []
+    for _ in range(20):
         t = time.perf_counter()
-        with open_tablebase(args.path, in_memory=in_memory) as tb:
-            opened = time.perf_counter() - t
-            tb.probe_wdl(positions[0])
-            for rnd in ("cold", "warm"):
-                t = time.perf_counter()
-                for p in positions:
-                    tb.probe_wdl(p)
-                per = (time.perf_counter() - t) / len(positions)
-                print(f"probe_wdl {label:<9} {rnd}: {per * 1e6:8.1f} us per position "
-                      f"(open {opened:.2f} s, {len(positions)} random positions)")
+        open_tablebase(args.path).close()
+        opens.append(time.perf_counter() - t)
+    print(f"open_tablebase (lazy): median {statistics.median(opens) * 1e3:.1f} ms")
+
+    with open_tablebase(args.path) as tb:
+        f = tb._file
+        rng = np.random.default_rng(0)
+        entries = np.sort(rng.choice(f.n, 2 * args.n, replace=False))
+        keys = [int(f.read_keys(int(i) // f.key_chunk)[int(i) % f.key_chunk]) for i in entries]
+    rng.shuffle(keys)
+    positions = [Position.from_state(int(decode_key(k))) for k in keys]
+    with open_tablebase(args.path) as tb:
+        checked = median_us(tb, positions[: args.n])
+    saved = storage.TablebaseFile.read_keys, storage.TablebaseFile.check_value
+    storage.TablebaseFile.read_keys = unchecked_read_keys
+    storage.TablebaseFile.check_value = lambda self, code, i: code
+    try:
+        with open_tablebase(args.path) as tb:
+            unchecked = median_us(tb, positions[args.n:])
+    finally:
+        storage.TablebaseFile.read_keys, storage.TablebaseFile.check_value = saved
+    print(f"probe_wdl, lazy, {args.n} random stored positions: median {checked:.1f} us "
+          f"(without the reader's checks of keys and values: {unchecked:.1f} us; the checks cost "
+          f"{100 * (checked - unchecked) / unchecked:+.0f}%)")
+
+    t = time.perf_counter()
+    with open_tablebase(args.path, in_memory=True) as tb:
+        opened = time.perf_counter() - t
+        stored = tb._all[0]
+        batch = stored[rng.integers(0, stored.shape[0], 2_000_000)]
+        tb.probe_many(batch[:1000])
+        rates = []
+        for _ in range(3):
+            t = time.perf_counter()
+            tb.probe_many(batch)
+            rates.append(batch.shape[0] / (time.perf_counter() - t))
+    print(f"open_tablebase(in_memory=True): {opened:.1f} s; probe_many from int64 keys: "
+          f"{statistics.median(rates) / 1e6:.2f} M positions/s (2,000,000 random keys, median of 3)")
+    print(f"file: {Path(args.path).stat().st_size / 2**20:.1f} MiB")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@ import numpy as np
 from tqdm import tqdm
 
 from dobutsu_tb.encoding import config, interrupt
-from dobutsu_tb.encoding.compact import set_nbytes, table_key_at, table_nbytes
+from dobutsu_tb.encoding.compact import block_offsets, table_key_at, table_nbytes
+from dobutsu_tb.encoding.compact_set import set_nbytes
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase import retrograde
 from dobutsu_tb.tablebase.enumeration import enumerate_positions
@@ -56,9 +57,10 @@ class BuildResult:
 
 
 @njit(parallel=True)
-def _records(slots, layout, values, n_blocks, offsets, out):
-    """out[offsets[b]:...] = the sort records of block b's occupied slots (key code, value byte)."""
+def _records(slots, layout, values, offsets, out):
+    """out[offsets[b]:offsets[b + 1]] = the sort records of block b's occupied slots."""
     size = slots.shape[0]
+    n_blocks = offsets.shape[0] - 1
     per = (size + n_blocks - 1) // n_blocks
     for b in prange(n_blocks):
         j = offsets[b]
@@ -67,18 +69,6 @@ def _records(slots, layout, values, n_blocks, offsets, out):
                 code = table_key_at(slots, layout, s) >> KEY_SHIFT
                 out[j] = np.uint64((code << RECORD_VALUE_BITS) | values[s])
                 j += 1
-
-
-@njit(parallel=True)
-def _count_blocks(slots, n_blocks, counts):
-    size = slots.shape[0]
-    per = (size + n_blocks - 1) // n_blocks
-    for b in prange(n_blocks):
-        n = 0
-        for s in range(b * per, min(size, (b + 1) * per)):
-            if slots[s] != 0:
-                n += 1
-        counts[b] = n
 
 
 def sorted_records(table, values: np.ndarray) -> np.ndarray:
@@ -96,12 +86,9 @@ def sorted_records(table, values: np.ndarray) -> np.ndarray:
     -------
     numpy.ndarray of uint64, shape (len(table),)
     """
-    n_blocks = 256
-    counts = np.zeros(n_blocks, np.int64)
-    _count_blocks(table.slots, n_blocks, counts)
-    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-    records = np.empty(int(counts.sum()), np.uint64)
-    _records(table.slots, table.layout, values, n_blocks, offsets, records)
+    offsets = block_offsets(table.slots)
+    records = np.empty(int(offsets[-1]), np.uint64)
+    _records(table.slots, table.layout, values, offsets, records)
     records.sort()
     return records
 

@@ -2,7 +2,7 @@
 
 Non-terminal positions go into a :class:`~dobutsu_tb.encoding.compact.CompactTable` (4 bytes
 a slot) with one *tag* byte per slot; terminal positions (catch- or try-terminal) are reached
-but never expanded: a :class:`~dobutsu_tb.encoding.compact.CompactSet` (3 bytes a slot for the
+but never expanded: a :class:`~dobutsu_tb.encoding.compact_set.CompactSet` (3 bytes a slot for the
 full game) only counts the distinct ones.
 
 The table is walked in sweeps: each sweep scans the tags in slot order and expands every
@@ -33,15 +33,14 @@ from dobutsu_tb.encoding.bits import find_bytes
 from dobutsu_tb.encoding.compact import (
     FULL,
     L_ENTRY,
-    CompactSet,
     CompactTable,
     home_slot,
     key_hash,
-    set_add,
     shard_of,
     table_insert,
     table_key_at,
 )
+from dobutsu_tb.encoding.compact_set import CompactSet, set_add
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase.game.kernels import canonical_key, child_keys, classify, decode_key
 from dobutsu_tb.tablebase.game.key import KEY_SHIFT, MAX_KEY_BITS

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dobutsu_tb.encoding import compact
+from dobutsu_tb.encoding import compact, compact_set
 
 BITS, SHIFT = 44, 19
 
@@ -65,7 +65,7 @@ def test_grow_remaps_slots():
 @pytest.mark.parametrize("shards", [1, 2, 4])
 def test_set_counts_distinct_keys(shards):
     keys = random_keys(30000, seed=10 + shards)
-    s = compact.CompactSet(500, BITS, SHIFT, n_shards=shards)  # grows several times
+    s = compact_set.CompactSet(500, BITS, SHIFT, n_shards=shards)  # grows several times
     added = s.add(keys)
     assert len(s) == len(set(keys.tolist())) == int(added.sum())
     assert int(s.add(keys).sum()) == 0  # all present now
@@ -75,8 +75,8 @@ def test_set_counts_distinct_keys(shards):
 
 
 def test_set_entry_width_follows_the_remainder():
-    assert compact.CompactSet(100_000_000, BITS, SHIFT).entry_bytes == 3  # 2**28 slots
-    assert compact.CompactSet(1000, BITS, SHIFT).entry_bytes == 5          # 2**16 slots
+    assert compact_set.CompactSet(100_000_000, BITS, SHIFT).entry_bytes == 3  # 2**28 slots
+    assert compact_set.CompactSet(1000, BITS, SHIFT).entry_bytes == 5          # 2**16 slots
 
 
 def test_bad_keys_are_refused():

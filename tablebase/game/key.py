@@ -65,7 +65,7 @@ MAX_KEY_BITS = 44
 KEY_TOP_BIT = 62
 KEY_SHIFT = KEY_TOP_BIT + 1 - MAX_KEY_BITS
 
-__kernels__ = ("encode_state", "canonical_key", "decode_key", "mirror_state", "flip_state", "_code", "join_codes")
+__kernels__ = ("encode_state", "canonical_key", "decode_key", "mirror_state", "flip_state", "_codes", "join_codes")
 
 _PIECE_CODE = {ELEPHANT: (0b100, 3), GIRAFFE: (0b101, 3), LION: (0b110, 3),
                CHICK: (0b1110, 4), HEN: (0b1111, 4)}
@@ -145,24 +145,25 @@ RANK_PACKED_FLIPPED = _RANK_PACKED[_RANK[3]].tolist()
 HAND_CODE_SWAPPED = _HAND[0][_HAND[2]].tolist()
 
 
-def _code(state, rank_code):
-    """The key of ``state`` with ranks coded by ``rank_code``; 0 for an invalid state."""
-    acc = 0
+def _codes(state):
+    """The code of ``state``, the code of its mirror image and their length in bits (a rank's
+    code is as long mirrored), or (0, 0, 0) for an invalid state."""
+    a = 0
+    b = 0
     n = 0
     for r in range(N_RANKS):
         t = (state >> (RANK_BITS * r)) & RANK_MASK
         ln = RANK_LEN[t]
         if ln == 0:
-            return 0
-        acc = (acc << ln) | rank_code[t]
+            return 0, 0, 0
+        a = (a << ln) | RANK_CODE[t]
+        b = (b << ln) | RANK_CODE_MIRRORED[t]
         n += ln
     h = (state >> HAND_SHIFT) & HAND_MASK
     ln = HAND_LEN[h]
     if ln == 0:
-        return 0
-    acc = (acc << ln) | HAND_CODE[h]
-    n += ln
-    return acc << (KEY_TOP_BIT + 1 - n)
+        return 0, 0, 0
+    return (a << ln) | HAND_CODE[h], (b << ln) | HAND_CODE[h], n + ln
 
 
 def join_codes(p0, p1, p2, p3, hand_code, hand_len):
@@ -185,30 +186,14 @@ def join_codes(p0, p1, p2, p3, hand_code, hand_len):
 
 def encode_state(state):
     """Key of a packed state (no mirror folding); 0 if the state has an invalid nibble/count."""
-    return _code(state, RANK_CODE)
+    a, _, n = _codes(state)
+    return a << (KEY_TOP_BIT + 1 - n) if n else 0
 
 
 def canonical_key(state):
-    """Canonical key of a packed state: the smaller key of it and of its mirror image (0 if invalid).
-    (One pass over the ranks builds both codes: a rank's code length is the same mirrored.)"""
-    a = 0
-    b = 0
-    n = 0
-    for r in range(N_RANKS):
-        t = (state >> (RANK_BITS * r)) & RANK_MASK
-        ln = RANK_LEN[t]
-        if ln == 0:
-            return 0
-        a = (a << ln) | RANK_CODE[t]
-        b = (b << ln) | RANK_CODE_MIRRORED[t]
-        n += ln
-    h = (state >> HAND_SHIFT) & HAND_MASK
-    ln = HAND_LEN[h]
-    if ln == 0:
-        return 0
-    a = (a << ln) | HAND_CODE[h]
-    b = (b << ln) | HAND_CODE[h]
-    return (b if b < a else a) << (KEY_TOP_BIT + 1 - n - ln)
+    """Canonical key of a packed state: the smaller key of it and of its mirror image (0 if invalid)."""
+    a, b, n = _codes(state)
+    return (b if b < a else a) << (KEY_TOP_BIT + 1 - n) if n else 0
 
 
 def decode_key(key):

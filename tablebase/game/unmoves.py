@@ -46,7 +46,7 @@ from dobutsu_tb.tablebase.game.rules import (
 #: Upper bound on the unmoves of one state (checked in the tests).
 MAX_UNMOVES = 320
 
-__kernels__ = ("gen_unmoves", "parent_keys", "_board_key")
+__kernels__ = ("gen_unmoves", "parent_keys", "_board_key", "_walk_unmoves")
 
 
 def gen_unmoves(child, out, nonterminal_only):
@@ -65,7 +65,29 @@ def gen_unmoves(child, out, nonterminal_only):
     So two attackers in ``child`` mean no non-terminal predecessor, one means only its unmoves
     qualify, and an unmove whose piece would attack the lion from its source is skipped.
     """
+    return _walk_unmoves(child, out, nonterminal_only, False)
+
+
+def parent_keys(child, keys):
+    """The canonical keys of the non-terminal predecessors of ``child`` into ``keys``, in the
+    order of ``gen_unmoves(child, out, True)``; returns how many (-1 if ``keys`` is too short).
+    The same as canonicalising that function's states, faster (the retrograde analysis's inner
+    loop): each key is joined from per-rank code tables of the edited board."""
+    return _walk_unmoves(child, keys, True, True)
+
+
+def _board_key(board, hand):
+    """The canonical key of a normalised state given as its board and hand fields."""
+    return join_codes(RANK_PACKED[board & RANK_MASK], RANK_PACKED[(board >> RANK_BITS) & RANK_MASK],
+                      RANK_PACKED[(board >> (2 * RANK_BITS)) & RANK_MASK],
+                      RANK_PACKED[(board >> (3 * RANK_BITS)) & RANK_MASK], HAND_CODE[hand], HAND_LEN[hand])
+
+
+def _walk_unmoves(child, out, nonterminal_only, as_keys):
+    """:func:`gen_unmoves` (states) and :func:`parent_keys` (canonical keys, when ``as_keys``)."""
     state = flip_state(child)
+    board = state & BOARD_MASK
+    hand = (state >> HAND_SHIFT) & HAND_MASK
     n = 0
     cap = out.shape[0]
     attackers = 0
@@ -76,116 +98,29 @@ def gen_unmoves(child, out, nonterminal_only):
         if enemy < 0 or enemy >= HOME_RANK_START:
             return 0
         for i in range(N_CELLS):
-            q = (state >> (CELL_BITS * i)) & CELL_MASK
+            q = (board >> (CELL_BITS * i)) & CELL_MASK
             if q != 0 and q < OPPONENT and (TARGETS[q, i] >> enemy) & 1:
                 attackers += 1
                 attacker = i
         if attackers >= 2:
             return 0
     for t in range(N_CELLS):
-        p = (state >> (CELL_BITS * t)) & CELL_MASK
-        if p == 0 or p >= OPPONENT:
-            continue
-        if attackers == 1 and t != attacker:
-            continue  # another piece moved back would leave the attacker in place
-        cleared = state & ~(np.int64(CELL_MASK) << (CELL_BITS * t))
-        # Undo a drop: the piece goes back to the mover's hand.
-        if p == CHICK or p == ELEPHANT or p == GIRAFFE:
-            slot = HAND_SLOT[p]
-            if (state >> (HAND_SHIFT + COUNT_BITS * slot)) & COUNT_MASK < MAX_IN_HAND:
-                if n >= cap:
-                    return -1
-                out[n] = cleared + (np.int64(1) << (HAND_SHIFT + COUNT_BITS * slot))
-                n += 1
-        # Undo a board move: the piece goes back to an empty source cell.
-        for kind in range(2):
-            if kind == 0:
-                if p == CHICK and t < 3:
-                    continue  # a chick moving onto the far rank would have promoted
-                srcs = SOURCES[p, t]
-                before = p
-            else:
-                if p != HEN or t >= 3:
-                    continue  # promotion: a chick stepped up onto the far rank
-                srcs = np.int64(1) << (t + 3)
-                before = CHICK
-            while srcs:
-                f = 0
-                while not (srcs >> f) & 1:
-                    f += 1
-                srcs &= srcs - 1
-                if (state >> (CELL_BITS * f)) & CELL_MASK != 0:
-                    continue
-                if nonterminal_only and (TARGETS[before, f] >> enemy) & 1:
-                    continue  # from its source the piece attacks the enemy lion: catch-terminal
-                moved = cleared | (before << (CELL_BITS * f))
-                if n >= cap:
-                    return -1
-                out[n] = moved
-                n += 1
-                # ... or undo a capture: an enemy piece from the mover's hand stands on t again.
-                for slot in range(3):
-                    if (state >> (HAND_SHIFT + COUNT_BITS * slot)) & COUNT_MASK == 0:
-                        continue
-                    base = moved - (np.int64(1) << (HAND_SHIFT + COUNT_BITS * slot))
-                    restored = SLOT_PIECE[slot]
-                    for variant in range(2):
-                        if variant == 1:
-                            if slot != 0:
-                                break
-                            restored = HEN  # a captured hen comes back as a chick in hand
-                        if n >= cap:
-                            return -1
-                        out[n] = base | ((restored | OPPONENT) << (CELL_BITS * t))
-                        n += 1
-    return n
-
-
-def _board_key(board, hand):
-    """The canonical key of a normalised state given as its board and hand fields."""
-    return join_codes(RANK_PACKED[board & RANK_MASK], RANK_PACKED[(board >> RANK_BITS) & RANK_MASK],
-                      RANK_PACKED[(board >> (2 * RANK_BITS)) & RANK_MASK],
-                      RANK_PACKED[(board >> (3 * RANK_BITS)) & RANK_MASK], HAND_CODE[hand], HAND_LEN[hand])
-
-
-def parent_keys(child, keys):
-    """The canonical keys of the non-terminal predecessors of ``child`` into ``keys``, in the
-    order of ``gen_unmoves(child, out, True)``; returns how many (-1 if ``keys`` is too short).
-    The same as canonicalising that function's states, faster (the retrograde analysis's inner
-    loop): each key is joined from per-rank code tables of the edited board."""
-    state = flip_state(child)
-    enemy = find_piece(state, LION | OPPONENT)
-    if enemy < 0 or enemy >= HOME_RANK_START:
-        return 0
-    attackers = 0
-    attacker = -1
-    for i in range(N_CELLS):
-        q = (state >> (CELL_BITS * i)) & CELL_MASK
-        if q != 0 and q < OPPONENT and (TARGETS[q, i] >> enemy) & 1:
-            attackers += 1
-            attacker = i
-    if attackers >= 2:
-        return 0
-    board = state & BOARD_MASK
-    hand = (state >> HAND_SHIFT) & HAND_MASK
-    n = 0
-    cap = keys.shape[0]
-    for t in range(N_CELLS):
         p = (board >> (CELL_BITS * t)) & CELL_MASK
         if p == 0 or p >= OPPONENT or (attackers == 1 and t != attacker):
-            continue
+            continue  # (with one attacker, another piece moved back would leave it in place)
         lifted = board & ~(np.int64(CELL_MASK) << (CELL_BITS * t))
-        if p == CHICK or p == ELEPHANT or p == GIRAFFE:  # undo a drop
+        if p == CHICK or p == ELEPHANT or p == GIRAFFE:  # undo a drop: back to the mover's hand
             slot = HAND_SLOT[p]
             if (hand >> (COUNT_BITS * slot)) & COUNT_MASK < MAX_IN_HAND:
                 if n >= cap:
                     return -1
-                keys[n] = _board_key(lifted, hand + (1 << (COUNT_BITS * slot)))
+                h = hand + (1 << (COUNT_BITS * slot))
+                out[n] = _board_key(lifted, h) if as_keys else lifted | (h << HAND_SHIFT)
                 n += 1
-        for kind in range(2):  # undo a board move (kind 1: one that promoted)
+        for kind in range(2):  # undo a board move to an empty source (kind 1: one that promoted)
             if kind == 0:
                 if p == CHICK and t < FAR_RANK_END:
-                    continue
+                    continue  # a chick moving onto the far rank would have promoted
                 srcs = SOURCES[p, t]
                 before = p
             else:
@@ -198,12 +133,14 @@ def parent_keys(child, keys):
                 while not (srcs >> f) & 1:
                     f += 1
                 srcs &= srcs - 1
-                if (board >> (CELL_BITS * f)) & CELL_MASK != 0 or (TARGETS[before, f] >> enemy) & 1:
+                if (board >> (CELL_BITS * f)) & CELL_MASK != 0:
                     continue
+                if nonterminal_only and (TARGETS[before, f] >> enemy) & 1:
+                    continue  # from its source the piece attacks the enemy lion: catch-terminal
                 moved = lifted | (before << (CELL_BITS * f))
                 if n >= cap:
                     return -1
-                keys[n] = _board_key(moved, hand)
+                out[n] = _board_key(moved, hand) if as_keys else moved | (hand << HAND_SHIFT)
                 n += 1
                 for slot in range(3):  # ... or undo a capture: an enemy piece stands on t again
                     if (hand >> (COUNT_BITS * slot)) & COUNT_MASK == 0:
@@ -217,7 +154,8 @@ def parent_keys(child, keys):
                             restored = HEN  # a captured hen comes back as a chick in hand
                         if n >= cap:
                             return -1
-                        keys[n] = _board_key(moved | ((restored | OPPONENT) << (CELL_BITS * t)), h)
+                        back = moved | ((restored | OPPONENT) << (CELL_BITS * t))
+                        out[n] = _board_key(back, h) if as_keys else back | (h << HAND_SHIFT)
                         n += 1
     return n
 
