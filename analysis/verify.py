@@ -27,7 +27,7 @@ from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase.game.kernels import canonical_key, classify, decode_key, gen_moves, make_move
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.game.rules import CATCH, MAX_MOVES, TRY
-from dobutsu_tb.tablebase.storage import TablebaseFile
+from dobutsu_tb.tablebase.reader import TablebaseFile
 from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN, decode_values
 
 OK, WRONG_VALUE, MISSING_CHILD = 0, 1, 2

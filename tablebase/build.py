@@ -21,9 +21,10 @@ from dobutsu_tb.tablebase.enumeration import enumerate_positions
 from dobutsu_tb.tablebase.game.key import KEY_SHIFT, MAX_KEY_BITS
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.game.rules import STANDARD_NONTERMINAL, STANDARD_REACHABLE
-from dobutsu_tb.tablebase.storage import (RECORD_VALUE_BITS, Metadata, record_values, reserve_output, value_counts,
-                                          write_file)
+from dobutsu_tb.tablebase.schema import Metadata, value_counts
 from dobutsu_tb.tablebase.values import decode_value, describe_value
+from dobutsu_tb.tablebase.writer import RECORD_VALUE_BITS, record_values, reserve_output, write_file
+
 
 @dataclass
 class BuildResult:
@@ -72,7 +73,7 @@ def _records(slots, layout, values, offsets, out):
 
 
 def sorted_records(table, values: np.ndarray) -> np.ndarray:
-    """The sort records (:func:`~dobutsu_tb.tablebase.storage.pack_records`) of every position of
+    """The sort records (:func:`~dobutsu_tb.tablebase.writer.pack_records`) of every position of
     a solved table, ascending by key.
 
     Parameters

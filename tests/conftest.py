@@ -30,12 +30,14 @@ def reseal(f):
 
     import numpy as np
 
-    from dobutsu_tb.tablebase.storage import metadata_crc32
+    from dobutsu_tb.tablebase.schema import metadata_crc32
 
     def plain(value):
         if isinstance(value, bytes):
             return value.decode()
-        return int(value) if isinstance(value, np.integer) else float(value) if isinstance(value, np.floating) else value
+        if isinstance(value, np.integer):
+            return int(value)
+        return float(value) if isinstance(value, np.floating) else value
 
     f.attrs["index_crc32"] = np.int64(zlib.crc32(f["index"][()].tobytes()))
     f.attrs["chunk_table_crc32"] = np.int64(zlib.crc32(f["chunk_table"][()].tobytes()))

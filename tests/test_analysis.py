@@ -13,7 +13,7 @@ from dobutsu_tb.analysis.verify import verify_file
 from dobutsu_tb.tablebase.game.key import decode
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.probe import open_tablebase
-from dobutsu_tb.tablebase.storage import TablebaseFileError
+from dobutsu_tb.tablebase.schema import TablebaseFileError
 from dobutsu_tb.tablebase.values import value_code
 
 # The seed's lion-and-chick line (SPEC §1.7).

@@ -24,10 +24,10 @@ from dobutsu_tb.tablebase.probe import open_tablebase
 # SIGTERM, SIGKILL), or "pause" (write argv[3], then wait until argv[4] exists).
 CHILD = r"""
 import os, signal, sys, time
-from dobutsu_tb.tablebase import build, probe, retrograde, storage
+from dobutsu_tb.tablebase import build, probe, retrograde, writer
 phase, action = sys.argv[1], sys.argv[2]
 hooks = {"enumeration": (build, "enumerate_positions"), "retrograde": (retrograde, "solve"),
-         "sort": (build, "sorted_records"), "write": (storage, "_encode_group"), "check": (probe, "open_tablebase")}
+         "sort": (build, "sorted_records"), "write": (writer, "_encode_group"), "check": (probe, "open_tablebase")}
 module, name = hooks[phase]
 original = getattr(module, name)
 def hooked(*args, **kwargs):
@@ -156,7 +156,8 @@ def test_a_file_that_is_not_a_tablebase_is_kept(cli, lion_chick_tb, tmp_path, mo
         _no_computing(m)
         result = cli("build", "--start", LION_CHICK, "--out", out, "-q")
     assert result.exit_code == 1
-    assert result.output == f"error: {out} exists and is not a dobutsu tablebase: not replacing it (--force replaces it)\n"
+    assert result.output == (f"error: {out} exists and is not a dobutsu tablebase: not replacing it "
+                             f"(--force replaces it)\n")
     assert out.read_text() == "my notes" and leftovers(tmp_path) == ["notes.h5"]
     assert cli("build", "--start", LION_CHICK, "--out", out, "-q", "--force").exit_code == 0
     with open_tablebase(out) as tb:

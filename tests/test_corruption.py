@@ -23,14 +23,14 @@ import sys
 
 import h5py
 import numpy as np
-import pytest
 
 from conftest import LION_CHICK
 from dobutsu_tb.analysis.verify import verify_file
 from dobutsu_tb.tablebase.game.key import decode
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.probe import MissingPositionError, open_tablebase
-from dobutsu_tb.tablebase.storage import TablebaseFile, TablebaseFileError
+from dobutsu_tb.tablebase.reader import TablebaseFile
+from dobutsu_tb.tablebase.schema import TablebaseFileError
 from dobutsu_tb.tablebase.values import decode_value
 
 SEED = 20261123

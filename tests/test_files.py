@@ -16,12 +16,14 @@ import numpy as np
 import pytest
 
 from conftest import LION_CHICK, reseal
-from dobutsu_tb.tablebase import storage
+from dobutsu_tb.tablebase import writer
 from dobutsu_tb.tablebase.game.key import decode
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.probe import open_tablebase
-from dobutsu_tb.tablebase.storage import TablebaseFile, TablebaseFileError, pack_records
+from dobutsu_tb.tablebase.reader import TablebaseFile
+from dobutsu_tb.tablebase.schema import TablebaseFileError
 from dobutsu_tb.tablebase.values import decode_value, decode_values
+from dobutsu_tb.tablebase.writer import pack_records
 
 COMMANDS = [("probe", LION_CHICK, "--tb"), ("line", LION_CHICK, "--tb"), ("stats",), ("verify",),
             ("verify-line", "--start", LION_CHICK, "Lb4-c3", "--tb"), ("serve", "--port", "0", "--chunked", "--tb")]
@@ -39,9 +41,9 @@ def truth(path):
 
 def forge(path, records, meta, monkeypatch):
     """Write records that no build would write (the writer's own checks switched off)."""
-    monkeypatch.setattr(storage, "check_records", lambda records, counts: None)
-    with storage.reserve_output(path, force=True) as out:
-        storage.write_file(out.tmp, records, meta)
+    monkeypatch.setattr(writer, "check_records", lambda records, counts: None)
+    with writer.reserve_output(path, force=True) as out:
+        writer.write_file(out.tmp, records, meta)
         out.commit()
     monkeypatch.undo()
 
@@ -109,7 +111,8 @@ OPEN_CASES = [
     ("edited-start-dtm", _attrs(start_dtm=np.int64(13)), "metadata fail their CRC-32 check"),
     ("start-not-a-position", _resealed(_attrs(start="S/-l-/-c-/-C-/-L-")), "is not a position"),
     ("start-terminal", _resealed(_attrs(start="S/---/-l-/-L-/---/-")), "is terminal"),
-    ("start-not-stored", _resealed(_attrs(start="S/gle/-c-/-C-/ELG/-")), "start position S/gle/-c-/-C-/ELG/- is not stored"),
+    ("start-not-stored", _resealed(_attrs(start="S/gle/-c-/-C-/ELG/-")),
+     "start position S/gle/-c-/-C-/ELG/- is not stored"),
     ("start-value-lie", _resealed(_attrs(start_dtm=np.int64(13))), "is not the one stored"),
     ("counts-disagree", _resealed(_attrs(wins=np.int64(6466))), "wins + draws + losses"),
     ("max-dtm-out-of-range", _resealed(_attrs(max_dtm=np.int64(300))), "the longest DTM 300 is out of range"),

@@ -18,7 +18,8 @@ from dobutsu_tb.tablebase.build import build_tablebase
 from dobutsu_tb.tablebase.game.key import decode
 from dobutsu_tb.tablebase.game.position import GOTE, Position
 from dobutsu_tb.tablebase.probe import MissingPositionError, open_tablebase
-from dobutsu_tb.tablebase.storage import TablebaseFile, TablebaseFileError
+from dobutsu_tb.tablebase.reader import TablebaseFile
+from dobutsu_tb.tablebase.schema import TablebaseFileError
 from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN, decode_values
 
 
@@ -191,12 +192,12 @@ def test_pv_of_a_draw_stops(lion_chick_tb):
 
 
 def test_interrupted_write_leaves_nothing(tmp_path, monkeypatch):
-    from dobutsu_tb.tablebase import storage
+    from dobutsu_tb.tablebase import writer
 
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(storage.h5py.Group, "create_group", boom)
+    monkeypatch.setattr(writer.h5py.Group, "create_group", boom)
     with pytest.raises(KeyboardInterrupt):
         build_tablebase(tmp_path / "tb.h5", LION_CHICK, progress=False)
     assert list(tmp_path.iterdir()) == []

@@ -29,7 +29,7 @@ def expected_errors() -> tuple:
     from dobutsu_tb.tablebase.game.notation import IllegalMoveError
     from dobutsu_tb.tablebase.game.position import PositionError
     from dobutsu_tb.tablebase.probe import MissingPositionError
-    from dobutsu_tb.tablebase.storage import TablebaseFileError
+    from dobutsu_tb.tablebase.schema import TablebaseFileError
 
     return (PositionError, IllegalMoveError, TablebaseFileError, MissingPositionError,
             HashTableFullError, CompactTableFullError, StartPositionError, PuzzleInputError, OSError)
