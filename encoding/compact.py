@@ -317,6 +317,13 @@ def slot_bits_for(expected: int, load_factor: float, n_shards: int, code_bits: i
     return bits
 
 
+def table_nbytes(expected: int, code_bits: int, load_factor: float = LOAD_FACTOR, n_shards: int = 1) -> int:
+    """Bytes of the slots of a :class:`CompactTable` made for ``expected`` keys (its other arrays
+    take a few bytes a shard), for memory estimates; raises :class:`CompactTableFullError` if no
+    table can hold that many keys."""
+    return 4 << min(slot_bits_for(expected, load_factor, shards_for(n_shards), code_bits), code_bits)
+
+
 def shards_for(n: int) -> int:
     """The smallest power of two >= n (shards must be a power of two)."""
     return 1 << max(0, (int(n) - 1).bit_length())

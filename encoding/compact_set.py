@@ -215,3 +215,17 @@ class CompactSet(ShardedKeys):
             self._allocate(bits)
             if _set_rehash(old_buf, old_layout, self.buf, self.layout, self.counts) == 0:
                 return
+
+
+def set_nbytes(expected: int, code_bits: int, shift: int, load_factor: float = SET_LOAD_FACTOR,
+               n_shards: int = 1) -> int:
+    """Bytes of the entries of a :class:`CompactSet` made for ``expected`` keys, for memory
+    estimates.
+
+    Raises
+    ------
+    CompactTableFullError
+        If no set can hold that many keys.
+    """
+    bits = slot_bits_for(expected, load_factor, shards_for(n_shards), code_bits)
+    return (1 << bits) * int(make_layout(code_bits, shift, bits, shards_for(n_shards), SET_DISP_BITS)[L_ENTRY])

@@ -29,7 +29,7 @@ def expected_errors() -> tuple:
     from dobutsu_tb.tablebase.game.notation import IllegalMoveError
     from dobutsu_tb.tablebase.game.position import PositionError
     from dobutsu_tb.tablebase.probe import MissingPositionError
-    from dobutsu_tb.tablebase.storage import TablebaseFileError
+    from dobutsu_tb.tablebase.schema import TablebaseFileError
 
     return (PositionError, IllegalMoveError, TablebaseFileError, MissingPositionError,
             HashTableFullError, CompactTableFullError, StartPositionError, PuzzleInputError, OSError)
@@ -48,9 +48,12 @@ class ErrorHandlingGroup(click.Group):
             msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
             click.echo(f"error: {msg}", err=True)
             ctx.exit(1)
-        except MemoryError:
-            click.echo("error: out of memory", err=True)
+        except MemoryError as exc:
+            click.echo(f"error: {exc or 'out of memory'}", err=True)
             ctx.exit(1)
+        except KeyboardInterrupt as exc:  # Interrupted: SIGINT or SIGTERM, after the job cleaned up
+            click.echo(f"error: {exc or 'interrupted'}", err=True)
+            ctx.exit(getattr(exc, "exit_code", 130))
 
 
 def tb_option(f):
