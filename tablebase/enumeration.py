@@ -30,16 +30,8 @@ import numpy as np
 from dobutsu_tb.encoding import config, interrupt
 from dobutsu_tb.encoding.atomics import prefetch
 from dobutsu_tb.encoding.bits import find_bytes
-from dobutsu_tb.encoding.compact import (
-    FULL,
-    L_ENTRY,
-    CompactTable,
-    home_slot,
-    key_hash,
-    shard_of,
-    table_insert,
-    table_key_at,
-)
+from dobutsu_tb.encoding.compact import FULL, CompactTable, table_insert, table_key_at
+from dobutsu_tb.encoding.compact_layout import L_ENTRY, home_slot, key_hash, shard_of
 from dobutsu_tb.encoding.compact_set import CompactSet, set_add
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase.game.kernels import canonical_key, child_keys, classify, decode_key

@@ -27,7 +27,8 @@ import numpy as np
 from dobutsu_tb.encoding import config, interrupt
 from dobutsu_tb.encoding.atomics import atomic_cas, atomic_sub, prefetch
 from dobutsu_tb.encoding.bits import sort_prefix
-from dobutsu_tb.encoding.compact import home_slot, key_hash, table_find, table_key_at
+from dobutsu_tb.encoding.compact import table_find, table_key_at
+from dobutsu_tb.encoding.compact_layout import home_slot, key_hash
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase.enumeration import TAG_NO_MOVES, TAG_WIN1, Enumeration
 from dobutsu_tb.tablebase.game.kernels import decode_key, parent_keys

@@ -232,10 +232,10 @@ def test_too_little_memory_is_said_before_the_build(cli, tmp_path, monkeypatch):
                              f"memory, or pass --ignore-memory to try anyway\n")
     assert leftovers(tmp_path) == []
     # As the tables grow (a start whose counts are not known in advance).
-    from dobutsu_tb.encoding import compact, config
+    from dobutsu_tb.encoding import compact_layout, config
 
     monkeypatch.setattr(config, "DEFAULT_EXPECTED", 1024)
-    monkeypatch.setattr(compact, "MIN_SLOT_BITS", 14)  # tables that start small and grow
+    monkeypatch.setattr(compact_layout, "MIN_SLOT_BITS", 14)  # tables that start small and grow
     first = build_module.estimate_memory(1024, 1024)
     monkeypatch.setattr(build_module, "available_memory", lambda: first)
     result = cli("build", "--start", LION_CHICK, "--out", tmp_path / "lc.h5", "-q")

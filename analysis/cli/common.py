@@ -23,7 +23,7 @@ def default_tb() -> Path:
 def expected_errors() -> tuple:
     """The exception types that the commands turn into one ``error:`` line and exit code 1."""
     from dobutsu_tb.analysis.puzzles import PuzzleInputError
-    from dobutsu_tb.encoding.compact import CompactTableFullError
+    from dobutsu_tb.encoding.compact_layout import CompactTableFullError
     from dobutsu_tb.encoding.hashtable import HashTableFullError
     from dobutsu_tb.tablebase.enumeration import StartPositionError
     from dobutsu_tb.tablebase.game.notation import IllegalMoveError
