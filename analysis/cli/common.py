@@ -24,13 +24,13 @@ def expected_errors() -> tuple:
     """The exception types that the commands turn into one ``error:`` line and exit code 1."""
     from dobutsu_tb.analysis.puzzles import PuzzleInputError
     from dobutsu_tb.analysis.textfiles import InputFileError
-    from dobutsu_tb.encoding.compact import CompactTableFullError
+    from dobutsu_tb.encoding.compact_layout import CompactTableFullError
     from dobutsu_tb.encoding.hashtable import HashTableFullError
     from dobutsu_tb.tablebase.enumeration import StartPositionError
     from dobutsu_tb.tablebase.game.notation import IllegalMoveError
     from dobutsu_tb.tablebase.game.position import PositionError
     from dobutsu_tb.tablebase.probe import MissingPositionError
-    from dobutsu_tb.tablebase.storage import TablebaseFileError
+    from dobutsu_tb.tablebase.schema import TablebaseFileError
 
     return (PositionError, IllegalMoveError, TablebaseFileError, MissingPositionError,
             HashTableFullError, CompactTableFullError, StartPositionError, PuzzleInputError, InputFileError,
@@ -91,9 +91,12 @@ class ErrorHandlingGroup(click.Group):
         except expected_errors() as exc:
             click.echo(f"error: {error_message(exc)}", err=True)
             ctx.exit(1)
-        except MemoryError:
-            click.echo("error: out of memory", err=True)
+        except MemoryError as exc:
+            click.echo(f"error: {exc or 'out of memory'}", err=True)
             ctx.exit(1)
+        except KeyboardInterrupt as exc:  # Interrupted: SIGINT or SIGTERM, after the job cleaned up
+            click.echo(f"error: {exc or 'interrupted'}", err=True)
+            ctx.exit(getattr(exc, "exit_code", 130))
 
 
 def png_path(ctx, param, value):
