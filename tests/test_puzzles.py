@@ -207,6 +207,13 @@ def test_fewest_moves_of_random_boards_match_naive_search():
     assert len({a for a in answers if a is not None}) >= 3
 
 
+def test_central_game_fewest_moves_is_18():
+    """The known minimum (Bell's 18 moves); the search drops the boards whose complement the
+    start cannot reach, so this also checks that pruning (about 20 s of CPU)."""
+    boards = lastone.fewest_moves(CENTRAL)
+    assert len(boards) - 1 == 18 and boards[0] == CENTRAL and boards[-1] == 1 << 16 and replay_moves(boards)
+
+
 def test_fewest_moves_max_depth():
     cross = lastone.read_board(os.path.join(DATA, "cross.txt"))
     assert lastone.fewest_moves(cross, max_depth=4) is None

@@ -46,6 +46,7 @@ _FROM_OVER = np.array([(1 << f) | (1 << o) for f, o, _ in JUMPS], np.int64)
 _TO = np.array([1 << t for _, _, t in JUMPS], np.int64)
 _FROM = np.array([1 << f for f, _, _ in JUMPS], np.int64)
 MAX_JUMPS = len(JUMPS)  # 76
+_FULL = (1 << N_HOLES) - 1
 
 
 def _symmetries():
@@ -283,10 +284,24 @@ def fewest_moves(start: int, goal: int = CENTRE, max_depth: int = 40, threads: i
     levels = {}
 
     def keep(level):
+        """A board can reach the goal only if its complement can be reached from the goal's
+        complement (undoing jumps is jumping on the complemented board). When that is the start,
+        its levels with more pegs are already known, so the boards of a level that cannot reach
+        the goal are dropped (not when ``max_depth`` may have cut those levels short)."""
+        k = pegs(int(level.states[0]))
+        if start != _FULL ^ (1 << goal) or max_depth < pegs(start) - 1 or (N_HOLES - k) not in levels:
+            return np.ones(level.states.shape[0], np.bool_)
+        known = levels[N_HOLES - k].states
+        images = np.empty_like(level.states)
+        _canonical_many(_FULL ^ level.states, params, images)
+        i = np.minimum(np.searchsorted(known, images), known.shape[0] - 1)
+        return known[i] == images
+
+    def store(level):
         levels[pegs(int(level.states[0]))] = level
 
-    chain_levels(start, _expand_steps, _canonical_hole, params, MAX_JUMPS, threads=threads, on_level=keep,
-                 limit=min(max(max_depth, 0), N_HOLES))
+    chain_levels(start, _expand_steps, _canonical_hole, params, MAX_JUMPS, threads=threads, on_level=store,
+                 keep=keep, limit=min(max(max_depth, 0), N_HOLES))
     return _trace_moves(start, goal, levels, _group(goal, start))
 
 

@@ -101,7 +101,7 @@ def _relax_batch(kids, n_kids, shards, dst, cost, limit, table, shard_cap, n_sha
 
 
 def chain_levels(start: int, expand, canonical, params: np.ndarray, max_moves: int, threads: int | None = None,
-                 on_level=None, limit: int = MAX_LIMIT, batch: int = ENUM_BATCH) -> list[int]:
+                 on_level=None, keep=None, limit: int = MAX_LIMIT, batch: int = ENUM_BATCH) -> list[int]:
     """The fewest moves to every state reachable from ``start``, level by level.
 
     Parameters
@@ -124,6 +124,10 @@ def chain_levels(start: int, expand, canonical, params: np.ndarray, max_moves: i
         :data:`~dobutsu_tb.encoding.config.THREADS`.
     on_level : callable, optional
         Called with each :class:`ChainLevel` as it is completed (levels are not kept otherwise).
+    keep : callable, optional
+        ``keep(level) -> bool array``: the states of a completed level worth going on from (for
+        a puzzle that knows which states cannot lead to a goal); the others are dropped before
+        ``on_level`` sees the level. Default: all.
     limit : int, optional
         States reached only in more moves are dropped (at most :data:`MAX_LIMIT`).
     batch : int, optional
@@ -132,7 +136,8 @@ def chain_levels(start: int, expand, canonical, params: np.ndarray, max_moves: i
     Returns
     -------
     list of int
-        The number of distinct states (classes when folded) at each level (level 0: the start).
+        The number of distinct states (classes when folded) kept at each level (level 0: the
+        start).
 
     Raises
     ------
@@ -177,6 +182,11 @@ def chain_levels(start: int, expand, canonical, params: np.ndarray, max_moves: i
         slots = slots[np.argsort(table.table[slots])]
         level = ChainLevel(table.table[slots], best[slots], last[slots])
         del table, best, last, slots
+        if keep is not None:
+            kept = np.asarray(keep(level), np.bool_)
+            level = ChainLevel(level.states[kept], level.moves[kept], level.last[kept])
+            if level.states.shape[0] == 0:
+                return sizes
         sizes.append(level.states.shape[0])
         if on_level is not None:
             on_level(level)
