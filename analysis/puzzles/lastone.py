@@ -255,7 +255,9 @@ def fewest_moves(start: int, goal: int = CENTRE, max_depth: int = 40, threads: i
     each class under the symmetries that fix the goal hole and the start
     (:func:`encoding.search.chain_levels`), with the fewest moves that reach it and the holes
     where the last jump of such a way may end (a jump from one of them goes on with the same
-    move). The moves are then traced back from the goal, jump by jump.
+    move). The moves are then traced back from the goal, jump by jump. When the start is the goal
+    board's complement (the central game), a level's boards whose complements the start cannot
+    reach (the levels with more pegs tell) cannot reach the goal and are dropped.
 
     Parameters
     ----------
