@@ -37,7 +37,8 @@ def jobs(full: bool) -> list[tuple[str, str, str]]:
     out = [(f"lastone {name}: solve", "lastone-solve", name) for name in SHAPES]
     out += [(f"lastone {name}: --fewest-moves", "lastone-fewest", name) for name in SHAPES[:-1]]
     out += [("tankchange --count", "tankchange", ""), ("othello --count", "othello", "")]
-    out += [(f"squares {path.stem}", "squares", str(path)) for path in sorted((ROOT / "data" / "squares").glob("*.txt"))]
+    out += [(f"squares {path.stem}", "squares", str(path))
+            for path in sorted((ROOT / "data" / "squares").glob("*.txt"))]
     sweeps = sorted((ROOT / "data" / "sweep").glob("*.txt")) + sorted((ROOT / "data" / "sweep").glob("*/*.txt"))
     out += [(f"sweep {path.relative_to(ROOT / 'data' / 'sweep').with_suffix('')}", "sweep", str(path))
             for path in sweeps]
