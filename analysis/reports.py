@@ -133,7 +133,7 @@ def line_report_json(report) -> dict:
 
 
 def metadata_json(meta) -> dict:
-    """What a tablebase file says about itself (a :class:`tablebase.storage.Metadata`).
+    """What a tablebase file says about itself (a :class:`tablebase.schema.Metadata`).
 
     Returns
     -------

@@ -12,7 +12,7 @@ file does not cover raises :class:`MissingPositionError` from the ``probe_*`` me
 
 Lookups go through ``/index`` (the first key of each chunk of ``/keys``, read and checked on
 open) to one small chunk of ``/keys`` and one of ``/values``; every chunk is checked as it is
-read (:class:`~dobutsu_tb.tablebase.storage.TablebaseFile`) and kept in a small cache. A probe
+read (:class:`~dobutsu_tb.tablebase.reader.TablebaseFile`) and kept in a small cache. A probe
 costs tens of microseconds, and nothing here imports numba. ``open_tablebase(path,
 in_memory=True)`` reads the whole file instead (0.9 GiB for the full tablebase), after which
 :meth:`Tablebase.probe_many` looks up millions of keys a second.
@@ -31,7 +31,8 @@ from dobutsu_tb.tablebase.game.key import LION, OPPONENT, canonical_key
 from dobutsu_tb.tablebase.game.notation import move_text
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.game.rules import CATCH, NONTERMINAL, TRY, classify, find_piece, legal_moves, make_move
-from dobutsu_tb.tablebase.storage import Metadata, TablebaseFile
+from dobutsu_tb.tablebase.reader import TablebaseFile
+from dobutsu_tb.tablebase.schema import Metadata
 from dobutsu_tb.tablebase.values import CATCH_DTM, DRAW, LOSS, TRY_DTM, WIN, decode_value, decode_values, signed_dtm
 
 

@@ -4,14 +4,16 @@ import json
 
 import h5py
 import numpy as np
+import pytest
 
-from conftest import LION_CHICK
+from conftest import LION_CHICK, reseal
 from dobutsu_tb.analysis.lines import read_games, verify_line
 from dobutsu_tb.analysis.stats import tablebase_stats
 from dobutsu_tb.analysis.verify import verify_file
 from dobutsu_tb.tablebase.game.key import decode
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.probe import open_tablebase
+from dobutsu_tb.tablebase.schema import TablebaseFileError
 from dobutsu_tb.tablebase.values import value_code
 
 # The seed's lion-and-chick line (SPEC §1.7).
@@ -126,6 +128,10 @@ def test_verify_catches_metadata_lies(lion_chick_tb, tmp_path):
     bad.write_bytes(lion_chick_tb.path.read_bytes())
     with h5py.File(bad, "a") as f:
         f.attrs["wins"] = f.attrs["wins"] + 1
+    with pytest.raises(TablebaseFileError, match="metadata fail their CRC-32 check"):
+        verify_file(bad)
+    with h5py.File(bad, "a") as f:  # a lie told with the checksums recomputed
+        reseal(f)
     report = verify_file(bad)
     assert [p.where for p in report.problems] == ["metadata"]
     assert "wins" in report.problems[0].message

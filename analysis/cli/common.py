@@ -23,13 +23,13 @@ def default_tb() -> Path:
 def expected_errors() -> tuple:
     """The exception types that the commands turn into one ``error:`` line and exit code 1."""
     from dobutsu_tb.analysis.puzzles import PuzzleInputError
-    from dobutsu_tb.encoding.compact import CompactTableFullError
+    from dobutsu_tb.encoding.compact_layout import CompactTableFullError
     from dobutsu_tb.encoding.hashtable import HashTableFullError
     from dobutsu_tb.tablebase.enumeration import StartPositionError
     from dobutsu_tb.tablebase.game.notation import IllegalMoveError
     from dobutsu_tb.tablebase.game.position import PositionError
     from dobutsu_tb.tablebase.probe import MissingPositionError
-    from dobutsu_tb.tablebase.storage import TablebaseFileError
+    from dobutsu_tb.tablebase.schema import TablebaseFileError
 
     return (PositionError, IllegalMoveError, TablebaseFileError, MissingPositionError,
             HashTableFullError, CompactTableFullError, StartPositionError, PuzzleInputError, OSError)
@@ -48,9 +48,12 @@ class ErrorHandlingGroup(click.Group):
             msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
             click.echo(f"error: {msg}", err=True)
             ctx.exit(1)
-        except MemoryError:
-            click.echo("error: out of memory", err=True)
+        except MemoryError as exc:
+            click.echo(f"error: {exc or 'out of memory'}", err=True)
             ctx.exit(1)
+        except KeyboardInterrupt as exc:  # Interrupted: SIGINT or SIGTERM, after the job cleaned up
+            click.echo(f"error: {exc or 'interrupted'}", err=True)
+            ctx.exit(getattr(exc, "exit_code", 130))
 
 
 def tb_option(f):

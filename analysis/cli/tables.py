@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
@@ -18,24 +17,25 @@ from dobutsu_tb.analysis.pictures import draw_plies
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help=f"File to write (default: {DEFAULT_TB} for the standard start, else a name from the start).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars or per-ply lines on stderr.")
-def build(start, out, quiet):
+@click.option("--force", is_flag=True, help="Replace --out even if it is a file other than a dobutsu tablebase.")
+@click.option("--ignore-memory", is_flag=True,
+              help="Build even when the estimated memory need exceeds what the machine has available.")
+def build(start, out, quiet, force, ignore_memory):
     """Enumerate every position reachable from a start, solve them all, write an HDF5 file.
 
     Prints the counts and the start position's value. The full build from the standard start
-    takes a few minutes and about 4 GiB of memory.
+    takes a few minutes and about 2 GiB of memory. The file appears only when complete; Ctrl-C
+    or SIGTERM stops the build (exit code 130 or 143) and leaves nothing behind.
     """
-    import signal
-
     from dobutsu_tb.tablebase.build import build_tablebase
     from dobutsu_tb.tablebase.game.position import Position
 
-    # Stop on SIGTERM as on Ctrl-C: the partial output file is removed on the way out.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     position = Position.start() if start is None else Position.from_text(start)
     if out is None:
         out = Path(DEFAULT_TB if start is None or position.key() == Position.start().key()
                    else "dobutsu-" + position.text().replace("/", "_") + ".h5")
-    result = build_tablebase(out, position, progress=False if quiet else None)
+    result = build_tablebase(out, position, progress=False if quiet else None, force=force,
+                             memory_check=not ignore_memory)
     click.echo(result.summary())
 
 

@@ -40,7 +40,7 @@ from dobutsu_tb.analysis.web.service import StatsError, TablebaseService
 from dobutsu_tb.tablebase.game.notation import IllegalMoveError
 from dobutsu_tb.tablebase.game.position import PositionError
 from dobutsu_tb.tablebase.probe import MissingPositionError
-from dobutsu_tb.tablebase.storage import TablebaseFileError
+from dobutsu_tb.tablebase.schema import TablebaseFileError
 
 STATIC = Path(__file__).with_name("static")
 #: Input limits: characters of a position (a FEN with full hands needs about 40), plies of a
@@ -85,7 +85,7 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
 
     Raises
     ------
-    tablebase.storage.TablebaseFileError
+    tablebase.schema.TablebaseFileError
         If the file is missing, corrupt or not a tablebase (checked here, before any request).
     """
     service = TablebaseService(tb_path, in_memory=in_memory)
