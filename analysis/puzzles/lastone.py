@@ -44,7 +44,6 @@ def _jumps():
 JUMPS = _jumps()
 _FROM_OVER = np.array([(1 << f) | (1 << o) for f, o, _ in JUMPS], np.int64)
 _TO = np.array([1 << t for _, _, t in JUMPS], np.int64)
-_FROM = np.array([1 << f for f, _, _ in JUMPS], np.int64)
 MAX_JUMPS = len(JUMPS)  # 76
 _FULL = (1 << N_HOLES) - 1
 
