@@ -61,13 +61,9 @@ def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
     position's true value, whether the line is perfect play, and the first mistake. Exits with
     1 when a move is illegal.
     """
-    from tqdm import tqdm
-
-    from dobutsu_tb.analysis.lines import read_games, reads_whole_file
-    from dobutsu_tb.analysis.reports import line_report_json
+    from dobutsu_tb.analysis.lines import read_games
     from dobutsu_tb.analysis.textfiles import InputFileError
     from dobutsu_tb.tablebase.game.position import Position
-    from dobutsu_tb.tablebase.probe import open_tablebase
 
     start_pos = Position.start() if start is None else Position.from_text(start)
     games = read_games(move_file) if move_file else []
@@ -78,6 +74,22 @@ def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
     if not games:
         raise click.UsageError("give the moves as arguments or with --file")
     gc.freeze()  # the games live to the end: the collector need not walk their lists again and again
+    try:
+        illegal = _judge_and_write(start_pos, tb_path, games, as_json, png_dir)
+    finally:
+        gc.unfreeze()
+    if illegal:
+        sys.exit(1)
+
+
+def _judge_and_write(start_pos, tb_path, games, as_json, png_dir) -> bool:
+    """Judge the games and write their reports on stdout; whether a move was illegal."""
+    from tqdm import tqdm
+
+    from dobutsu_tb.analysis.lines import reads_whole_file
+    from dobutsu_tb.analysis.reports import line_report_json
+    from dobutsu_tb.tablebase.probe import open_tablebase
+
     with _tablebase_for(start_pos, tb_path) as tb:
         if reads_whole_file(tb, sum(len(g) for g in games)):
             if sys.stderr.isatty():
@@ -107,8 +119,7 @@ def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
         if as_json:
             out.write("\n]")
     out.flush()
-    if illegal:
-        sys.exit(1)
+    return illegal
 
 
 #: The head of a verify-line report's table.
