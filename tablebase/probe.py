@@ -340,17 +340,35 @@ class Tablebase:
         return out
 
     def principal_variation(self, position, max_plies: int = 200) -> list[MoveValue]:
-        """A perfect-play line from ``position`` to the end of the game.
+        """A perfect-play line from ``position``, to the end of the game or ``max_plies`` plies.
 
-        Each side plays a best move (:meth:`probe_moves`' first). For a win or loss the line
-        has exactly ``abs(probe_dtm(position))`` plies, ending with the lion's capture or a
-        successful try; a drawn line stops at ``max_plies`` or when a position repeats.
+        Each side plays a best move (:meth:`probe_moves`' first). A win or loss ends after
+        exactly ``abs(probe_dtm(position))`` plies, with the lion's capture or a successful try:
+        the line has that many plies when ``max_plies`` allows, else it is cut after
+        ``max_plies`` (its last move then ends nothing: ``line[-1].terminal`` is not
+        ``"lion captured"`` or ``"try"``). A drawn line stops after ``max_plies`` or when a
+        position repeats. The line is empty when the game is already over (try-terminal).
+
+        Parameters
+        ----------
+        position : Position or str
+        max_plies : int, optional
+            The most plies, at least 1.
 
         Returns
         -------
         list of MoveValue
             The moves played, each with the value of the position it leads to.
+
+        Raises
+        ------
+        ValueError
+            If ``max_plies`` is less than 1.
+        MissingPositionError
+            If the tablebase does not cover the position.
         """
+        if max_plies < 1:
+            raise ValueError(f"max_plies must be >= 1, got {max_plies}")
         position = _to_position(position)
         line: list[MoveValue] = []
         seen = {position.key()}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from dobutsu_tb.analysis.cli.common import DEFAULT_TB, tb_option
+from dobutsu_tb.analysis.cli.common import DEFAULT_TB, png_path, tb_option
 from dobutsu_tb.analysis.pictures import draw_plies
 
 
@@ -78,7 +78,7 @@ def probe(position, tb_path, as_json):
 
 @click.command()
 @click.argument("position")
-@click.option("--png", "png", type=click.Path(dir_okay=False, path_type=Path), required=True,
+@click.option("--png", "png", type=click.Path(dir_okay=False, path_type=Path), required=True, callback=png_path,
               help="The PNG file to write.")
 def show(position, png):
     """Draw POSITION (pieces, hands, side to move, coordinates) into a PNG file."""
@@ -92,7 +92,8 @@ def show(position, png):
 @click.command()
 @click.argument("position")
 @tb_option
-@click.option("--max-plies", default=200, show_default=True, help="Stop a drawn line after this many plies.")
+@click.option("--max-plies", default=200, show_default=True, type=click.IntRange(min=1),
+              help="Stop the line after this many plies (a drawn line goes on for ever); the output says so.")
 @click.option("--png-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Also draw the board after every ply into this folder.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (no pictures).")
@@ -124,5 +125,9 @@ def line(position, tb_path, max_plies, png_dir, as_json):
             click.echo(f"  {mover}'s lion has reached the far rank safely and wins.")
     if wdl == 0:
         click.echo(f"\ndraw: the line stops after {len(pv)} plies")
+    elif not pv:
+        click.echo(f"\nthe game is already over: the enemy lion has reached {SIDE_NAMES[pos.turn]}'s home rank")
+    elif pv[-1].terminal not in ("lion captured", "try"):
+        click.echo(f"\nstopped early: after {len(pv)} of the {dtm} plies to the end of the game (--max-plies)")
     if png_dir is not None:
         draw_plies(png_dir, pos, plies)
