@@ -10,13 +10,18 @@ is perfect play, and the first ply where either side went wrong.
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
+import numpy as np
+
+from dobutsu_tb.analysis.textfiles import read_text, shorten
+from dobutsu_tb.encoding.config import KEY_CHUNK, VERIFY_PLIES_PER_CHUNK
 from dobutsu_tb.tablebase.game.notation import IllegalMoveError, move_text, parse_move
 from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
-from dobutsu_tb.tablebase.probe import MoveValue, Tablebase
+from dobutsu_tb.tablebase.probe import MissingPositionError, MoveValue, Tablebase
 from dobutsu_tb.tablebase.values import DRAW, WIN, describe_value
 
 
@@ -31,7 +36,7 @@ def mover_value(m: MoveValue) -> tuple[int | None, int | None]:
     return -m.wdl, abs(m.dtm) + 1
 
 
-@dataclass
+@dataclass(slots=True)
 class PlyReport:
     """One ply of a verified line.
 
@@ -53,8 +58,12 @@ class PlyReport:
         The move is as good as the best move.
     best : list of str
         The best moves, with their values for ``side``, when the move is not optimal.
-    position : Position or None
-        The position after the move (None once a lion is captured).
+    state : int or None
+        The normalised packed state after the move (None once a lion is captured); its
+        :attr:`position` is made from it when asked for.
+    ending : str or None
+        How the move ends the game (``"Sente captures the lion"``, ``"Gote's lion reaches the
+        far rank safely"``), or None.
     """
 
     ply: int
@@ -65,8 +74,19 @@ class PlyReport:
     result: tuple
     optimal: bool
     best: list = field(default_factory=list)
-    position: Position | None = None
+    state: int | None = None
     ending: str | None = None
+
+    @property
+    def position(self) -> Position | None:
+        """The position after the move (None once a lion is captured)."""
+        return None if self.state is None else Position.from_state(self.state, 1 - self.side)
+
+
+@functools.lru_cache(maxsize=64)
+def _text_of(position: Position) -> str:
+    """``position.text()``, made once for the start of many games."""
+    return position.text()
 
 
 @dataclass
@@ -102,10 +122,9 @@ class LineReport:
     def verdict(self) -> str:
         """One paragraph: the true value, perfect play or not, the first mistake."""
         side = SIDE_NAMES[self.start.turn]
-        lines = [f"The start position {self.start.text()} is a "
-                 f"{describe_value(*self.start_value)} for {side} (the side to move)."
-                 if self.start_value[0] != DRAW else
-                 f"The start position {self.start.text()} is a draw."]
+        start = _text_of(self.start)
+        lines = [f"The start position {start} is a {describe_value(*self.start_value)} for {side} (the side to "
+                 "move)." if self.start_value[0] != DRAW else f"The start position {start} is a draw."]
         if self.illegal:
             ply, move, reason = self.illegal
             lines.append(f"Ply {ply} ({move}) is illegal: {reason}.")
@@ -148,12 +167,12 @@ def verify_line(tb: Tablebase, start, moves: list[str]) -> LineReport:
     for ply, text in enumerate(moves, 1):
         side = pos.turn if pos is not None else None
         if over:
-            report.illegal = (ply, text, f"the game is over ({over})")
+            report.illegal = (ply, shorten(text), f"the game is over ({over})")
             break
         try:
             mv = parse_move(pos, text)
         except IllegalMoveError as exc:
-            report.illegal = (ply, text, str(exc).split(": ", 1)[-1])
+            report.illegal = (ply, shorten(text), _reason(exc))
             break
         wdl = tb.probe_wdl(pos)
         before = (wdl, abs(tb.probe_dtm(pos)))
@@ -164,17 +183,179 @@ def verify_line(tb: Tablebase, start, moves: list[str]) -> LineReport:
         optimal = played.sort_key() == best_key
         best = [] if optimal else [f"{m.move} ({describe_value(*mover_value(m), unit=False)})"
                                    for m in options if m.sort_key() == best_key]
-        ending = None
-        if played.terminal == "lion captured":
-            ending = f"{SIDE_NAMES[side]} captures the lion"
-            over = ending
-        elif played.terminal == "try":
-            ending = f"{SIDE_NAMES[side]}'s lion reaches the far rank safely"
-            over = ending
+        over = _ending(played.terminal, side)
         report.plies.append(PlyReport(ply, side, played_text, before, (played.wdl, played.dtm),
-                                      mover_value(played), optimal, best, played.position, ending))
+                                      mover_value(played), optimal, best,
+                                      None if played.position is None else played.position.state(), over))
         pos = played.position
     return report
+
+
+def _ending(terminal: str | None, side: int) -> str | None:
+    """How a move whose child has this terminal class ends the game, or None."""
+    if terminal == "lion captured":
+        return f"{SIDE_NAMES[side]} captures the lion"
+    if terminal == "try":
+        return f"{SIDE_NAMES[side]}'s lion reaches the far rank safely"
+    return None
+
+
+def _reason(exc: IllegalMoveError) -> str:
+    """Why a move is illegal, without the move in front (:func:`parse_move`'s message)."""
+    return str(exc).split(": ", 1)[-1]
+
+
+def reads_whole_file(tb: Tablebase, plies: int) -> bool:
+    """Whether judging ``plies`` plies pays for reading the whole tablebase into memory
+    (:data:`~dobutsu_tb.encoding.config.VERIFY_PLIES_PER_CHUNK`)."""
+    return plies > VERIFY_PLIES_PER_CHUNK * len(tb) / KEY_CHUNK
+
+
+def verify_games(tb: Tablebase, start, games: list[list[str]], progress=None) -> Iterator[LineReport]:
+    """:func:`verify_line` of many games from one start, at a cost linear in their plies.
+
+    The games are replayed and judged by jitted kernels with the values looked up in batches
+    (:mod:`~dobutsu_tb.tablebase.replay`; open the tablebase ``in_memory`` for many games), and
+    the reports are made as they are iterated, so that a big file needs little memory. Every
+    report equals :func:`verify_line`'s for the same game (the tests compare them).
+
+    Parameters
+    ----------
+    tb : Tablebase
+        A tablebase that covers ``start``.
+    start : Position or str
+    games : list of list of str
+        Moves in SPEC §1.6 notation, game by game.
+    progress : callable, optional
+        ``progress(games_done)`` while the games are judged (before the first report).
+
+    Returns
+    -------
+    iterator of LineReport
+        One per game, in order.
+
+    Raises
+    ------
+    tablebase.probe.MissingPositionError
+        If the tablebase does not cover the start or a position a game reaches (as
+        :func:`verify_line` would for the first such game); raised before any report.
+    """
+    from dobutsu_tb.tablebase import replay
+
+    pos = start if isinstance(start, Position) else Position.from_text(start)
+    start_value = (tb.probe_wdl(pos), abs(tb.probe_dtm(pos)))
+    specs_of: dict = {}
+    specs = np.fromiter((specs_of[t] if t in specs_of else specs_of.setdefault(t, replay.move_spec(t))
+                         for game in games for t in game), np.int64, sum(len(g) for g in games))
+    plies = np.fromiter((len(g) for g in games), np.int64, len(games))
+    judged = replay.replay_games(tb, pos.state(), pos.turn, specs, plies, progress)
+    missing = np.flatnonzero((judged.status == replay.MISSING_BEFORE) | (judged.status == replay.MISSING_CHILD))
+    if missing.size:
+        i = int(missing[0])
+        game = int(np.searchsorted(judged.ply_start, i, side="right")) - 1
+        turn = (pos.turn + i - int(judged.ply_start[game])) % 2
+        where = (Position.from_state(int(judged.state_before[i]), turn)
+                 if judged.status[i] == replay.MISSING_BEFORE else
+                 Position.from_state(int(judged.state_after[i]), 1 - turn))
+        raise MissingPositionError(f"{where.text()} is not in this tablebase "
+                                   f"(not reachable from {tb.metadata.start})")
+    return _judged_reports(judged, pos, start_value, games)
+
+
+#: Games whose reports :func:`verify_games` makes at a time (their plies column by column).
+REPORT_GAMES = 4096
+#: A value as one integer in :func:`_judged_reports`: ``wdl * _WDL_SCALE + dtm + _DTM_BIAS``
+#: (a signed dtm of at most 511 plies either way).
+_WDL_SCALE, _DTM_BIAS = 1024, 512
+
+
+def _objects(codes: np.ndarray, cache: dict, make) -> list:
+    """``[make(c) for c in codes]``, one shared object per distinct code (kept in ``cache``)."""
+    for c in np.unique(codes).tolist():
+        if c not in cache:
+            cache[c] = make(c)
+    return [cache[c] for c in codes.tolist()]
+
+
+def _value(code: int) -> tuple:
+    """(wdl, dtm) of a value code (:data:`_WDL_SCALE`), (None, None) for an unknown value."""
+    from dobutsu_tb.tablebase.replay import UNKNOWN_WDL
+
+    wdl, dtm = divmod(code, _WDL_SCALE)
+    return (None, None) if wdl == UNKNOWN_WDL else (wdl, dtm - _DTM_BIAS)
+
+
+def _best_text(code: int) -> str:
+    """``'Lb4-a3 (win in 7)'`` of ``text * 2**16 + rank`` (a best move's text code and rank)."""
+    from dobutsu_tb.tablebase import replay
+
+    text, rank = divmod(code, 1 << 16)
+    return f"{replay.move_text_of(text)} ({describe_value(*replay.mover_value_of_rank(rank), unit=False)})"
+
+
+def _judged_reports(judged, start: Position, start_value: tuple, games) -> Iterator[LineReport]:
+    """The LineReports of :func:`verify_games` from the arrays of ``replay.replay_games``, made
+    :data:`REPORT_GAMES` games at a time: each column of their plies at once from the arrays,
+    each distinct value, move text or ending made once, then one :class:`PlyReport` a ply."""
+    from dobutsu_tb.tablebase import replay
+
+    texts, values, movers, bests = {}, {}, {}, {}
+    endings = [_ending(replay.TERMINAL_NAMES[t], side) for t in range(len(replay.TERMINAL_NAMES)) for side in (0, 1)]
+    ok_all = judged.status == replay.OK
+    best_ordinal = np.cumsum(judged.n_best > 0) - 1  # a ply's row in best_start, when it has one
+    ply_start = judged.ply_start
+    for g0 in range(0, len(games), REPORT_GAMES):
+        g1 = min(len(games), g0 + REPORT_GAMES)
+        lo, hi = int(ply_start[g0]), int(ply_start[g1])
+        ok = ok_all[lo:hi]
+        done = np.zeros(hi - lo + 1, np.int64)  # plies judged before each ply of the block
+        np.cumsum(ok, out=done[1:])
+        idx = np.flatnonzero(ok) + lo
+        n = idx - np.repeat(ply_start[g0:g1], np.diff(done[ply_start[g0:g1 + 1] - lo]))
+        side = (start.turn + n) % 2
+        before_code = judged.before_wdl[idx].astype(np.int64) * _WDL_SCALE + judged.before_dtm[idx] + _DTM_BIAS
+        after_code = judged.after_wdl[idx].astype(np.int64) * _WDL_SCALE + judged.after_dtm[idx] + _DTM_BIAS
+        best_list = [[] for _ in range(idx.size)]
+        has_best = np.flatnonzero(judged.n_best[idx] > 0)
+        if has_best.size:  # the best moves' texts, "Lb4-a3 (win in 7)", one after another
+            row = best_ordinal[idx[has_best]]
+            b0, b1 = int(judged.best_start[row[0]]), int(judged.best_start[row[-1] + 1])
+            ends = (judged.best_start[row + 1] - b0).tolist()
+            counts = np.diff(judged.best_start[row[0]:row[-1] + 2])  # the rows are consecutive
+            ranks = np.repeat(judged.best_rank[idx[has_best]].astype(np.int64), counts)
+            best_texts = _objects(judged.best_text[b0:b1].astype(np.int64) * (1 << 16) + ranks, bests, _best_text)
+            begin = 0
+            for k, end in zip(has_best.tolist(), ends):
+                best_list[k] = best_texts[begin:end]
+                begin = end
+        state = [None if s < 0 else s for s in judged.state_after[idx].tolist()]
+        plies = list(map(
+            PlyReport, (n + 1).tolist(), side.tolist(), _objects(judged.text[idx], texts, replay.move_text_of),
+            _objects(before_code, values, _value), _objects(after_code, values, _value),
+            _objects(judged.rank[idx], movers, replay.mover_value_of_rank),
+            (judged.rank[idx] == judged.best_rank[idx]).tolist(), best_list, state,
+            [endings[c] for c in (judged.terminal[idx].astype(np.int64) * 2 + side).tolist()]))
+        bounds = done[ply_start[g0:g1 + 1] - lo].tolist()
+        for g in range(g0, g1):
+            moves = games[g]
+            first, last = bounds[g - g0], bounds[g - g0 + 1]
+            report = LineReport(start, start_value, plies[first:last])
+            judged_plies = last - first
+            if judged_plies < len(moves):  # the replay stopped at this ply
+                i = int(ply_start[g]) + judged_plies
+                text = shorten(moves[judged_plies])
+                if judged.status[i] == replay.OVER:
+                    report.illegal = (judged_plies + 1, text, f"the game is over ({report.plies[-1].ending})")
+                else:
+                    here = Position.from_state(int(judged.state_before[i]), (start.turn + judged_plies) % 2)
+                    try:
+                        parse_move(here, moves[judged_plies])
+                    except IllegalMoveError as exc:
+                        report.illegal = (judged_plies + 1, text, _reason(exc))
+                    else:
+                        raise AssertionError(f"the replay found {text!r} illegal in {here.text()}, "
+                                             "parse_move did not")
+            yield report
 
 
 _MOVE_NUMBER = re.compile(r"^\d+\.+$")
@@ -188,11 +369,13 @@ def read_games(path) -> list[list[str]]:
 
     Raises
     ------
+    dobutsu_tb.analysis.textfiles.InputFileError
+        If the file is not UTF-8 text.
     OSError
         If the file cannot be read.
     """
     lines = []
-    for raw in Path(path).read_text().splitlines():
+    for raw in read_text(path).splitlines():
         tokens = [t for t in raw.split("#", 1)[0].split() if not _MOVE_NUMBER.match(t)]
         if tokens:
             lines.append(tokens)

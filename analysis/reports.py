@@ -13,12 +13,14 @@ values are those of the position after it.
 
 from __future__ import annotations
 
-from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position, PositionError
+from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
 from dobutsu_tb.tablebase.probe import MoveValue, Tablebase
 from dobutsu_tb.tablebase.values import DRAW, WDL_NAMES, signed_dtm
 
 #: Side names in JSON, indexed by SENTE / GOTE.
 JSON_SIDES = ("sente", "gote")
+#: ``end`` of a perfect line cut at ``max_plies`` before the end of the game.
+STOPPED = "stopped at max_plies before the end of the game"
 
 
 def parse_position(text: str) -> Position:
@@ -30,12 +32,7 @@ def parse_position(text: str) -> Position:
     tablebase.game.position.PositionError
         If the text is malformed or the position impossible.
     """
-    try:
-        return Position.from_fen(text) if "[" in text else Position.from_text(text)
-    except PositionError:
-        raise
-    except ValueError as exc:  # Position.from_fen reads a digit such as '²' with int()
-        raise PositionError(f"{text!r} is not a position: {exc}") from None
+    return Position.from_fen(text) if "[" in text else Position.from_text(text)
 
 
 def move_json(m: MoveValue) -> dict:
@@ -74,7 +71,8 @@ def perfect_line_json(tb: Tablebase, position: Position, max_plies: int = 200) -
     tb : Tablebase
     position : Position
     max_plies : int, optional
-        The most plies (a drawn line goes on for ever; a longer win stops there too).
+        The most plies, at least 1 (a drawn line goes on for ever; a longer win or loss is cut
+        there too, and ``end`` says so).
 
     Returns
     -------
@@ -83,8 +81,9 @@ def perfect_line_json(tb: Tablebase, position: Position, max_plies: int = 200) -
         plies of :meth:`Tablebase.principal_variation`, each a :func:`move_json` dict with ``ply``
         (1 for the first) and ``side`` (who plays it) in front; ``end``, how the line ends
         (``"Sente captures the lion"``, ``"Gote's lion reaches the far rank safely"``, ``"draw"``
-        for a drawn position, whose line stops at ``max_plies`` or a repetition), or None when
-        the game is already over or a win stops at ``max_plies`` before its end.
+        for a drawn position, whose line stops at ``max_plies`` or a repetition, or
+        :data:`STOPPED` when a win or loss is cut at ``max_plies`` before the end of the game),
+        or None when the game is already over.
 
     Raises
     ------
@@ -100,6 +99,8 @@ def perfect_line_json(tb: Tablebase, position: Position, max_plies: int = 200) -
         mover = SIDE_NAMES[(position.turn + len(line) - 1) % 2]
         end = (f"{mover} captures the lion" if line[-1].terminal == "lion captured"
                else f"{mover}'s lion reaches the far rank safely")
+    elif line and wdl != DRAW:
+        end = STOPPED
     return {"position": position.text(), "category": WDL_NAMES[wdl], "dtm": signed_dtm(wdl, dtm),
             "terminal": terminal, "moves": plies, "end": end}
 
@@ -133,7 +134,7 @@ def line_report_json(report) -> dict:
 
 
 def metadata_json(meta) -> dict:
-    """What a tablebase file says about itself (a :class:`tablebase.storage.Metadata`).
+    """What a tablebase file says about itself (a :class:`tablebase.schema.Metadata`).
 
     Returns
     -------

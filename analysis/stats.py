@@ -13,7 +13,8 @@ from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase.game.kernels import decode_key
 from dobutsu_tb.tablebase.game.key import CELL_BITS, CELL_MASK, COUNT_BITS, COUNT_MASK, HAND_SHIFT, LION
 from dobutsu_tb.tablebase.game.position import Position
-from dobutsu_tb.tablebase.storage import Metadata, TablebaseFile
+from dobutsu_tb.tablebase.reader import TablebaseFile
+from dobutsu_tb.tablebase.schema import Metadata
 from dobutsu_tb.tablebase.values import LOSS, WIN, decode_values
 
 #: Most pieces other than the lions: two chicks, two elephants, two giraffes.
@@ -132,7 +133,7 @@ def tablebase_stats(path, longest: int = 10) -> Stats:
 
     Raises
     ------
-    tablebase.storage.TablebaseFileError
+    tablebase.schema.TablebaseFileError
         If the file is missing, damaged or not a tablebase.
     """
     with TablebaseFile(path) as f:

@@ -27,7 +27,7 @@ from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase.game.kernels import canonical_key, classify, decode_key, gen_moves, make_move
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.game.rules import CATCH, MAX_MOVES, TRY
-from dobutsu_tb.tablebase.storage import TablebaseFile
+from dobutsu_tb.tablebase.reader import TablebaseFile
 from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN, decode_values
 
 OK, WRONG_VALUE, MISSING_CHILD = 0, 1, 2
@@ -181,7 +181,7 @@ def verify_file(path, limit: int = 20, progress=None) -> VerifyReport:
         return report
     counts = {"nonterminal": n, "wins": int(np.count_nonzero(wdl == WIN)),
               "draws": int(np.count_nonzero(wdl == DRAW)), "losses": int(np.count_nonzero(wdl == LOSS)),
-              "max_dtm": int(dtm.max()) if n else 0}
+              "max_dtm": int(dtm.max()) if n else 0, "no_moves": int(np.count_nonzero((wdl == LOSS) & (dtm == 0)))}
     for name, value in counts.items():
         if getattr(meta, name) != value:
             report.add("metadata", f"{name} is {getattr(meta, name):,} but the data has {value:,}")

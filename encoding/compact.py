@@ -24,119 +24,35 @@ An entry of a ``CompactSet`` is the same, little-endian in ``entry_bytes`` bytes
 8-bit displacement field.
 
 The kernels take the structure's ``layout``, an int64 array (fields ``L_*``), so one compiled
-kernel serves every size.
+kernel serves every size; the layout, the hash and the sizes are in
+:mod:`~dobutsu_tb.encoding.compact_layout`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from dobutsu_tb.encoding import compact_layout
+from dobutsu_tb.encoding.compact_layout import (
+    L_DISP_MAX,
+    L_R,
+    L_REM_MASK,
+    L_SHARD_BITS,
+    CompactTableFullError,
+    hash_key,
+    hash_keys,
+    make_layout,
+    shard_of,
+    shards_for,
+    slot_bits_for,
+)
 from dobutsu_tb.encoding.config import LOAD_FACTOR
 from dobutsu_tb.encoding.jit import njit, prange
 
-#: Fields of a layout array.
-L_BITS, L_SHIFT, L_MASK, L_XS, L_M1, L_M2, L_I1, L_I2, L_R, L_REM_MASK, L_SHARD_BITS, L_DISP_MAX, L_ENTRY = range(13)
-LAYOUT_FIELDS = 13
 #: :func:`table_insert` answer when the shard has no usable slot (grow the table and retry).
 FULL = -1
-#: Multipliers of the scramble (odd; masked to the code width).
-_M1 = 0x9E3779B97F4A7C15
-_M2 = 0xBF58476D1CE4E5B9
-#: Smallest and largest numbers of slot bits (2**16 slots; 2**33 slots of 4 bytes are 32 GiB).
-MIN_SLOT_BITS = 16
-MAX_SLOT_BITS = 33
 
-
-class CompactTableFullError(RuntimeError):
-    """Raised when a compact table or set cannot hold more keys within the memory allowed."""
-
-
-def make_layout(code_bits: int, shift: int, slot_bits: int, n_shards: int, disp_bits: int | None = None) -> np.ndarray:
-    """The layout array of a structure with ``2**slot_bits`` slots.
-
-    Parameters
-    ----------
-    code_bits, shift : int
-        Keys are ``code << shift`` with ``0 < code < 2**code_bits``.
-    slot_bits : int
-        log2 of the number of slots (at most ``code_bits``).
-    n_shards : int
-        A power of two, at most the number of slots.
-    disp_bits : int, optional
-        Width of the displacement field: default ``32 - remainder bits`` (a uint32 slot);
-        a ``CompactSet`` passes its own.
-
-    Returns
-    -------
-    numpy.ndarray of int64, shape (LAYOUT_FIELDS,)
-
-    Raises
-    ------
-    ValueError
-        If the sizes are inconsistent (slot bits above the code bits, shards not a power of two,
-        a remainder too wide for a uint32 slot).
-    """
-    if not 0 < slot_bits <= code_bits or code_bits > 62:
-        raise ValueError(f"bad sizes: {slot_bits} slot bits for {code_bits}-bit codes")
-    if n_shards < 1 or n_shards & (n_shards - 1) or n_shards > 1 << slot_bits:
-        raise ValueError(f"the shard count must be a power of two up to the slot count, got {n_shards}")
-    r = code_bits - slot_bits
-    mask = (1 << code_bits) - 1
-    m1, m2 = _M1 & mask | 1, _M2 & mask | 1
-    if disp_bits is None:
-        disp_bits = 32 - r
-        if disp_bits < 2:
-            raise ValueError(f"a {r}-bit remainder leaves no room for a displacement in 32 bits")
-    layout = np.zeros(LAYOUT_FIELDS, np.int64)
-    layout[L_BITS], layout[L_SHIFT], layout[L_MASK] = code_bits, shift, mask
-    layout[L_XS] = (code_bits + 1) // 2
-    layout[L_M1], layout[L_M2] = m1, m2
-    layout[L_I1], layout[L_I2] = pow(m1, -1, 1 << code_bits), pow(m2, -1, 1 << code_bits)
-    layout[L_R], layout[L_REM_MASK] = r, (1 << r) - 1
-    layout[L_SHARD_BITS] = slot_bits - (n_shards.bit_length() - 1)
-    layout[L_DISP_MAX] = (1 << disp_bits) - 2
-    layout[L_ENTRY] = (r + disp_bits + 7) // 8
-    return layout
-
-
-# --- kernels ---------------------------------------------------------------------------------
-
-
-@njit
-def key_hash(key, layout):
-    """The hash of a key: its code bits scrambled by a bijection (so the hash gives back the key)."""
-    mask, xs = layout[L_MASK], layout[L_XS]
-    x = (key >> layout[L_SHIFT]) & mask
-    x ^= x >> xs
-    x = (x * layout[L_M1]) & mask
-    x ^= x >> xs
-    x = (x * layout[L_M2]) & mask
-    x ^= x >> xs
-    return x
-
-
-@njit
-def hash_key(h, layout):
-    """The key of a hash (the inverse of :func:`key_hash`)."""
-    mask, xs = layout[L_MASK], layout[L_XS]
-    x = h ^ (h >> xs)  # x ^ (x >> xs) inverts in one step since 2 * xs >= code bits
-    x = (x * layout[L_I2]) & mask
-    x ^= x >> xs
-    x = (x * layout[L_I1]) & mask
-    x ^= x >> xs
-    return x << layout[L_SHIFT]
-
-
-@njit
-def home_slot(h, layout):
-    """The home slot of a hash (its top bits)."""
-    return h >> layout[L_R]
-
-
-@njit
-def shard_of(h, layout):
-    """The shard of a hash: only the thread that owns it may insert the key."""
-    return h >> (layout[L_R] + layout[L_SHARD_BITS])
+# --- kernels -------------------------------------------------------------------------------
 
 
 @njit
@@ -228,12 +144,6 @@ def _table_find_many(slots, layout, hashes, out):
         out[i] = table_find(slots, layout, hashes[i])
 
 
-@njit(parallel=True)
-def _hash_many(keys, layout, out):
-    for i in prange(keys.shape[0]):
-        out[i] = key_hash(keys[i], layout)
-
-
 @njit
 def _rehash(old, old_layout, new, new_layout, counts, remap):
     failed = 0
@@ -301,25 +211,11 @@ def block_offsets(slots: np.ndarray) -> np.ndarray:
 # --- the classes -----------------------------------------------------------------------------
 
 
-def slot_bits_for(expected: int, load_factor: float, n_shards: int, code_bits: int) -> int:
-    """log2 of the slots for ``expected`` keys under ``load_factor``.
-
-    Raises
-    ------
-    CompactTableFullError
-        If that is more than :data:`MAX_SLOT_BITS` (or the code width) allows.
-    """
-    need = max(1, int(np.ceil(max(expected, 1) / load_factor)))
-    bits = max(MIN_SLOT_BITS, n_shards.bit_length() - 1, (need - 1).bit_length())
-    if bits > min(code_bits, MAX_SLOT_BITS):
-        raise CompactTableFullError(f"hash table is full: {expected:,} keys would need 2**{bits} slots, "
-                                    f"more than 2**{min(code_bits, MAX_SLOT_BITS)}")
-    return bits
-
-
-def shards_for(n: int) -> int:
-    """The smallest power of two >= n (shards must be a power of two)."""
-    return 1 << max(0, (int(n) - 1).bit_length())
+def table_nbytes(expected: int, code_bits: int, load_factor: float = LOAD_FACTOR, n_shards: int = 1) -> int:
+    """Bytes of the slots of a :class:`CompactTable` made for ``expected`` keys (its other arrays
+    take a few bytes a shard), for memory estimates; raises :class:`CompactTableFullError` if no
+    table can hold that many keys."""
+    return 4 << min(slot_bits_for(expected, load_factor, shards_for(n_shards), code_bits), code_bits)
 
 
 class ShardedKeys:
@@ -347,18 +243,18 @@ class ShardedKeys:
         Raises
         ------
         CompactTableFullError
-            Once the hash has no more bits (or :data:`MAX_SLOT_BITS` is reached).
+            Once the hash has no more bits (or :data:`~dobutsu_tb.encoding.compact_layout.MAX_SLOT_BITS` is reached).
         """
         bits = int(self.code_bits - self.layout[L_R]) + 1
         try:
             bits = max(bits, slot_bits_for(max(int(expected), 2 * len(self)), self.load_factor, self.n_shards,
                                            self.code_bits))
         except CompactTableFullError:
-            bits = MAX_SLOT_BITS + 1
+            bits = compact_layout.MAX_SLOT_BITS + 1
         while True:
-            if bits > min(self.code_bits, MAX_SLOT_BITS):
+            if bits > min(self.code_bits, compact_layout.MAX_SLOT_BITS):
                 raise CompactTableFullError(f"hash table is full: {len(self):,} keys, and it cannot grow beyond "
-                                            f"2**{min(self.code_bits, MAX_SLOT_BITS)} slots")
+                                            f"2**{min(self.code_bits, compact_layout.MAX_SLOT_BITS)} slots")
             yield bits
             bits += 1
 
@@ -418,10 +314,7 @@ class CompactTable(ShardedKeys):
 
     def hashes(self, keys) -> np.ndarray:
         """The hashes (int64, shape (n,)) of keys (array_like of int64, shape (n,))."""
-        keys = np.ascontiguousarray(keys, dtype=np.int64)
-        out = np.empty(keys.shape[0], np.int64)
-        _hash_many(keys, self.layout, out)
-        return out
+        return hash_keys(keys, self.layout)
 
     def insert(self, keys) -> tuple[np.ndarray, np.ndarray]:
         """Insert keys, growing the table when needed (which moves every slot: value arrays kept by

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from dobutsu_tb.encoding.compact import (
+from dobutsu_tb.encoding.compact import ShardedKeys
+from dobutsu_tb.encoding.compact_layout import (
     L_DISP_MAX,
     L_ENTRY,
     L_R,
     L_REM_MASK,
     L_SHARD_BITS,
-    ShardedKeys,
-    _hash_many,
+    hash_keys,
     make_layout,
     shard_of,
     shards_for,
@@ -197,10 +197,7 @@ class CompactSet(ShardedKeys):
 
     def add(self, keys) -> np.ndarray:
         """Add keys (array_like of int64, shape (n,)); returns int64 (n,), 1 where a key was new."""
-        keys = np.ascontiguousarray(keys, dtype=np.int64)
-        hashes = np.empty(keys.shape[0], np.int64)
-        _hash_many(keys, self.layout, hashes)
-        return self.add_hashes(hashes)
+        return self.add_hashes(hash_keys(keys, self.layout))
 
     def grow(self, expected: int) -> None:
         """Rehash into at least twice as many slots, sized for ``max(expected, 2 * len(self))`` keys.
@@ -215,3 +212,17 @@ class CompactSet(ShardedKeys):
             self._allocate(bits)
             if _set_rehash(old_buf, old_layout, self.buf, self.layout, self.counts) == 0:
                 return
+
+
+def set_nbytes(expected: int, code_bits: int, shift: int, load_factor: float = SET_LOAD_FACTOR,
+               n_shards: int = 1) -> int:
+    """Bytes of the entries of a :class:`CompactSet` made for ``expected`` keys, for memory
+    estimates.
+
+    Raises
+    ------
+    CompactTableFullError
+        If no set can hold that many keys.
+    """
+    bits = slot_bits_for(expected, load_factor, shards_for(n_shards), code_bits)
+    return (1 << bits) * int(make_layout(code_bits, shift, bits, shards_for(n_shards), SET_DISP_BITS)[L_ENTRY])

@@ -6,11 +6,15 @@ are not here: each is named once next to the picture of its layout.
 
 import os
 
+#: The most threads a command accepts (``--threads``, ``$NUMBA_NUM_THREADS``).
+MAX_THREADS = 256
+
 
 def _threads() -> int:
-    """``$NUMBA_NUM_THREADS`` if set (numba reads the same variable), else the CPU count."""
+    """``$NUMBA_NUM_THREADS`` if set (numba reads the same variable), else the CPU count. The
+    command line refuses other values than 1 to :data:`MAX_THREADS` before anything starts."""
     value = os.environ.get("NUMBA_NUM_THREADS", "")
-    return int(value) if value.strip().isdigit() and int(value) > 0 else (os.cpu_count() or 1)
+    return int(value) if value.isascii() and value.strip().isdigit() and int(value) > 0 else (os.cpu_count() or 1)
 
 
 #: Threads used by the kernels (also the number of hash table shards).
@@ -35,6 +39,10 @@ VALUE_CHUNK = 1 << 10
 GZIP_LEVEL = 4
 #: Decompressed chunks a lazily opened tablebase keeps per dataset.
 CHUNK_CACHE = 1024
+#: ``verify-line`` reads the whole tablebase into memory when its games have more plies than
+#: this fraction of the file's chunks of keys (a ply looks up ten positions or so, each in a
+#: chunk of its own; reading every chunk one by one costs more than reading the file at once).
+VERIFY_PLIES_PER_CHUNK = 0.125
 #: Positions whose values ``dobutsu-tb verify`` re-derives per kernel call.
 VERIFY_BATCH = 1 << 20
 #: Dead states a depth-first search remembers by default.

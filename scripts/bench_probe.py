@@ -10,7 +10,8 @@ Prints:
 - ``open_tablebase`` (lazy) in seconds, median of 20 opens;
 - ``probe_wdl`` of N random stored positions (default 4000, each usually in a chunk not read
   before) on a lazily opened file: median microseconds; and the same with the reader's checks
-  of keys and values turned off (monkeypatched here only), to show what the checks cost;
+  of keys and values turned off (on a second open file, here only), to show what the checks
+  cost (one probe of each in turn, each on positions of its own);
 - ``open_tablebase(in_memory=True)`` in seconds and ``probe_many`` from an int64 array of
   2,000,000 random keys, in positions per second (median of 3);
 - the file's size in MiB.
@@ -23,29 +24,21 @@ import statistics
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import numpy as np
 
-from dobutsu_tb.tablebase import storage
+from dobutsu_tb.tablebase import chunks
 from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.probe import open_tablebase
 
 
-def median_us(tb, positions) -> float:
-    times = []
-    for p in positions:
-        t = time.perf_counter()
-        tb.probe_wdl(p)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1e6
-
-
 def unchecked_read_keys(self, c, raw=None):
     count = min(self.key_chunk, self.n - c * self.key_chunk)
-    return storage.inflate_chunk(raw if raw is not None else self._raw("keys", c), np.dtype("<i8"),
-                                 self.key_chunk, True)[:count]
+    return chunks.inflate_chunk(raw if raw is not None else self._raw("keys", c), np.dtype("<i8"),
+                                self.key_chunk, True)[:count]
 
 
 def main() -> None:
@@ -80,16 +73,19 @@ def main() -> None:
         keys = [int(f.read_keys(int(i) // f.key_chunk)[int(i) % f.key_chunk]) for i in entries]
     rng.shuffle(keys)
     positions = [Position.from_state(int(decode_key(k))) for k in keys]
-    with open_tablebase(args.path) as tb:
-        checked = median_us(tb, positions[: args.n])
-    saved = storage.TablebaseFile.read_keys, storage.TablebaseFile.check_value
-    storage.TablebaseFile.read_keys = unchecked_read_keys
-    storage.TablebaseFile.check_value = lambda self, code, i: code
-    try:
-        with open_tablebase(args.path) as tb:
-            unchecked = median_us(tb, positions[args.n:])
-    finally:
-        storage.TablebaseFile.read_keys, storage.TablebaseFile.check_value = saved
+    # With and without the checks, one probe each in turn (on positions of its own), so that the
+    # load of the machine and the page cache weigh on both alike: the second file's reader has
+    # its checks of keys and values turned off.
+    with open_tablebase(args.path) as checked_tb, open_tablebase(args.path) as unchecked_tb:
+        unchecked_tb._file.read_keys = types.MethodType(unchecked_read_keys, unchecked_tb._file)
+        unchecked_tb._file.check_value = lambda code, i: code
+        times = {True: [], False: []}
+        for j in range(0, 2 * args.n, 2):
+            for checks, tb, p in ((True, checked_tb, positions[j]), (False, unchecked_tb, positions[j + 1])):
+                t = time.perf_counter()
+                tb.probe_wdl(p)
+                times[checks].append(time.perf_counter() - t)
+    checked, unchecked = (statistics.median(times[c]) * 1e6 for c in (True, False))
     print(f"probe_wdl, lazy, {args.n} random stored positions: median {checked:.1f} us "
           f"(without the reader's checks of keys and values: {unchecked:.1f} us; the checks cost "
           f"{100 * (checked - unchecked) / unchecked:+.0f}%)")

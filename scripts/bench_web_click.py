@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Click-to-update time of the web explorer, measured in a real browser (headless Chromium).
 
-Usage: python scripts/bench_web_click.py PATH [--clicks N] [--chunked] [--seed K] [--chromium BIN]
+Usage: python scripts/bench_web_click.py PATH [--clicks N] [--in-memory] [--seed K] [--chromium BIN]
        [--screenshot FILE]
 
-Starts ``dobutsu-tb serve --tb PATH`` (``--in-memory``, or ``--chunked`` if given) on a free port
+Starts ``dobutsu-tb serve --tb PATH`` (``--chunked``, or ``--in-memory`` if given) on a free port
 of 127.0.0.1 and opens the page in Debian's
 Chromium (Playwright's Python API). From the file's start position it plays random legal moves
 by clicking on the board, the piece and then its square (or the piece in hand, then the square),
@@ -44,7 +44,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path")
     parser.add_argument("--clicks", type=int, default=200, help="moves to play (each one measured)")
-    parser.add_argument("--chunked", action="store_true", help="serve with --chunked (default: --in-memory)")
+    parser.add_argument("--in-memory", action="store_true", help="serve with --in-memory (default: --chunked)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--screenshot", default=None, help="save the start position's page here (PNG)")
@@ -54,7 +54,7 @@ def main() -> None:
 
     cli = Path(sys.executable).parent / "dobutsu-tb"
     server = subprocess.Popen([str(cli), "serve", "--tb", args.path, "--port", "0"]
-                              + (["--chunked"] if args.chunked else ["--in-memory"]),
+                              + (["--in-memory"] if args.in_memory else ["--chunked"]),
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     found = re.search(r"http://127\.0\.0\.1:\d+/", server.stdout.readline())
     if found is None:
@@ -97,7 +97,7 @@ def main() -> None:
         server.terminate()
         server.wait(timeout=30)
     q = statistics.quantiles(took, n=10)
-    print(f"{len(took)} moves clicked, {len(seen)} distinct positions, {'chunked' if args.chunked else 'in memory'}")
+    print(f"{len(took)} moves clicked, {len(seen)} distinct positions, {'in memory' if args.in_memory else 'chunked'}")
     print(f"click to updated page, ms: median {statistics.median(took):.1f}, p90 {q[8]:.1f}, max {max(took):.1f}")
 
 

@@ -2,9 +2,9 @@
 """A bounded load test of ``dobutsu-tb serve``: probes per second over 127.0.0.1.
 
 Usage: python scripts/load_web.py PATH [--requests N] [--seconds S] [--clients C] [--pool P]
-       [--chunked] [--seed K]
+       [--in-memory] [--seed K]
 
-Starts ``dobutsu-tb serve --tb PATH`` (``--in-memory``, or ``--chunked`` if given) on a free port
+Starts ``dobutsu-tb serve --tb PATH`` (``--chunked``, or ``--in-memory`` if given) on a free port
 of 127.0.0.1, collects P distinct positions from random games (the Python API, before the clock starts), then
 C client threads, each with one keep-alive connection, send ``GET /api/probe?position=...``
 until N requests are answered or S seconds have passed, whichever comes first; the server is
@@ -98,7 +98,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0, help="seconds at most")
     parser.add_argument("--clients", type=int, default=4, help="concurrent connections")
     parser.add_argument("--pool", type=int, default=None, help="distinct positions (default: one per request)")
-    parser.add_argument("--chunked", action="store_true", help="serve with --chunked (default: --in-memory)")
+    parser.add_argument("--in-memory", action="store_true", help="serve with --in-memory (default: --chunked)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
@@ -106,7 +106,7 @@ def main() -> None:
     rng = random.Random(args.seed + 1)
     queue = [rng.choice(pool) for _ in range(args.requests)] if args.pool else pool[:args.requests]
     distinct = len(set(queue))
-    proc, port = start_server(args.path, not args.chunked)
+    proc, port = start_server(args.path, args.in_memory)
     try:
         conn = http.client.HTTPConnection(HOST, port, timeout=60)  # the page's first request, not timed
         conn.request("GET", "/api/info")
@@ -129,7 +129,7 @@ def main() -> None:
     ms = sorted(x * 1e3 for x in latencies)
     q = statistics.quantiles(ms, n=100) if len(ms) > 1 else ms * 99
     print(f"{len(ms)} probes ({distinct} distinct positions among the {args.requests} queued), "
-          f"{len(failures)} failed, {args.clients} clients, {'chunked' if args.chunked else 'in memory'}")
+          f"{len(failures)} failed, {args.clients} clients, {'in memory' if args.in_memory else 'chunked'}")
     print(f"{wall:.2f} s: {len(ms) / wall:.0f} probes/s; latency ms: median {q[49]:.1f}, p90 {q[89]:.1f}, "
           f"p99 {q[98]:.1f}, max {ms[-1]:.1f}")
 

@@ -1,1 +1,1 @@
-"""The dobutsu shogi tablebase: values, enumeration, retrograde analysis, build, storage, probing."""
+"""The dobutsu shogi tablebase: values, enumeration, retrograde analysis, build, the file, probing."""

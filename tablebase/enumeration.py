@@ -27,19 +27,11 @@ from typing import Callable
 
 import numpy as np
 
-from dobutsu_tb.encoding import config
+from dobutsu_tb.encoding import config, interrupt
 from dobutsu_tb.encoding.atomics import prefetch
 from dobutsu_tb.encoding.bits import find_bytes
-from dobutsu_tb.encoding.compact import (
-    FULL,
-    L_ENTRY,
-    CompactTable,
-    home_slot,
-    key_hash,
-    shard_of,
-    table_insert,
-    table_key_at,
-)
+from dobutsu_tb.encoding.compact import FULL, CompactTable, table_insert, table_key_at
+from dobutsu_tb.encoding.compact_layout import L_ENTRY, home_slot, key_hash, shard_of
 from dobutsu_tb.encoding.compact_set import CompactSet, set_add
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase.game.kernels import canonical_key, child_keys, classify, decode_key
@@ -228,7 +220,8 @@ def _regrow_tags(tags: np.ndarray, remap: np.ndarray, size: int) -> np.ndarray:
 
 
 def enumerate_positions(start_state: int, expected: tuple[int, int] | None = None,
-                        progress: Callable[[int, int], None] | None = None) -> Enumeration:
+                        progress: Callable[[int, int], None] | None = None,
+                        before_growth: Callable[[int, int], None] | None = None) -> Enumeration:
     """Enumerate every position reachable from a start (SPEC §1.4).
 
     Parameters
@@ -241,6 +234,10 @@ def enumerate_positions(start_state: int, expected: tuple[int, int] | None = Non
     progress : callable, optional
         Called as ``progress(expanded, found)`` after each batch (positions expanded, and
         non-terminal positions found so far).
+    before_growth : callable, optional
+        Called as ``before_growth(nonterminal, terminal)`` before the table or the set grows,
+        with the numbers of positions they are about to be sized for; it may raise to stop
+        (a memory check).
 
     Returns
     -------
@@ -252,6 +249,9 @@ def enumerate_positions(start_state: int, expected: tuple[int, int] | None = Non
         If the start position is terminal.
     dobutsu_tb.encoding.compact.CompactTableFullError
         If the table or the set cannot grow any further.
+    dobutsu_tb.encoding.interrupt.Interrupted
+        After SIGINT or SIGTERM inside :func:`~dobutsu_tb.encoding.interrupt.stop_on_signals`
+        (checked between batches).
     """
     t0 = time.perf_counter()
     start_state = np.int64(start_state)
@@ -279,6 +279,7 @@ def enumerate_positions(start_state: int, expected: tuple[int, int] | None = Non
     scan = 0
     swept_fresh = False
     while True:
+        interrupt.check()
         n, scan = find_bytes(tags, TAG_FRESH, scan, batch)
         if n == 0:
             if not swept_fresh:
@@ -291,15 +292,24 @@ def enumerate_positions(start_state: int, expected: tuple[int, int] | None = Non
         n_nt, n_term = int(counts[:, :, 0].sum()), int(counts[:, :, 1].sum())
         while True:
             if table.room() < n_nt:
-                tags = _regrow_tags(tags, table.grow(len(table) + max(n_nt, len(table))), table.capacity)
+                grown = len(table) + max(n_nt, len(table))
+                if before_growth is not None:
+                    before_growth(grown, len(terminal))
+                tags = _regrow_tags(tags, table.grow(grown), table.capacity)
                 scan = 0  # slots moved: rescan (expanded positions are no longer fresh)
             if terminal.room() < n_term:
-                terminal.grow(len(terminal) + max(n_term, len(terminal)))
+                grown = len(terminal) + max(n_term, len(terminal))
+                if before_growth is not None:
+                    before_growth(len(table), grown)
+                terminal.grow(grown)
             failed_table, failed_set = _insert(table.slots, table.layout, table.counts, tags, nt, term, counts,
                                                terminal.buf, terminal.layout, terminal.counts, by_class)
             if failed_table == 0 and failed_set == 0:
                 break
             # A displacement did not fit: grow what overflowed, then insert the batch again.
+            if before_growth is not None:
+                before_growth(2 * len(table) if failed_table else len(table),
+                              2 * len(terminal) if failed_set else len(terminal))
             if failed_table:
                 tags = _regrow_tags(tags, table.grow(2 * len(table)), table.capacity)
                 scan = 0

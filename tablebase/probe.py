@@ -12,7 +12,7 @@ file does not cover raises :class:`MissingPositionError` from the ``probe_*`` me
 
 Lookups go through ``/index`` (the first key of each chunk of ``/keys``, read and checked on
 open) to one small chunk of ``/keys`` and one of ``/values``; every chunk is checked as it is
-read (:class:`~dobutsu_tb.tablebase.storage.TablebaseFile`) and kept in a small cache. A probe
+read (:class:`~dobutsu_tb.tablebase.reader.TablebaseFile`) and kept in a small cache. A probe
 costs tens of microseconds, and nothing here imports numba. ``open_tablebase(path,
 in_memory=True)`` reads the whole file instead (0.9 GiB for the full tablebase), after which
 :meth:`Tablebase.probe_many` looks up millions of keys a second.
@@ -31,7 +31,8 @@ from dobutsu_tb.tablebase.game.key import LION, OPPONENT, canonical_key
 from dobutsu_tb.tablebase.game.notation import move_text
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.game.rules import CATCH, NONTERMINAL, TRY, classify, find_piece, legal_moves, make_move
-from dobutsu_tb.tablebase.storage import Metadata, TablebaseFile
+from dobutsu_tb.tablebase.reader import TablebaseFile
+from dobutsu_tb.tablebase.schema import Metadata
 from dobutsu_tb.tablebase.values import CATCH_DTM, DRAW, LOSS, TRY_DTM, WIN, decode_value, decode_values, signed_dtm
 
 
@@ -339,17 +340,35 @@ class Tablebase:
         return out
 
     def principal_variation(self, position, max_plies: int = 200) -> list[MoveValue]:
-        """A perfect-play line from ``position`` to the end of the game.
+        """A perfect-play line from ``position``, to the end of the game or ``max_plies`` plies.
 
-        Each side plays a best move (:meth:`probe_moves`' first). For a win or loss the line
-        has exactly ``abs(probe_dtm(position))`` plies, ending with the lion's capture or a
-        successful try; a drawn line stops at ``max_plies`` or when a position repeats.
+        Each side plays a best move (:meth:`probe_moves`' first). A win or loss ends after
+        exactly ``abs(probe_dtm(position))`` plies, with the lion's capture or a successful try:
+        the line has that many plies when ``max_plies`` allows, else it is cut after
+        ``max_plies`` (its last move then ends nothing: ``line[-1].terminal`` is not
+        ``"lion captured"`` or ``"try"``). A drawn line stops after ``max_plies`` or when a
+        position repeats. The line is empty when the game is already over (try-terminal).
+
+        Parameters
+        ----------
+        position : Position or str
+        max_plies : int, optional
+            The most plies, at least 1.
 
         Returns
         -------
         list of MoveValue
             The moves played, each with the value of the position it leads to.
+
+        Raises
+        ------
+        ValueError
+            If ``max_plies`` is less than 1.
+        MissingPositionError
+            If the tablebase does not cover the position.
         """
+        if max_plies < 1:
+            raise ValueError(f"max_plies must be >= 1, got {max_plies}")
         position = _to_position(position)
         line: list[MoveValue] = []
         seen = {position.key()}

@@ -24,10 +24,11 @@ from typing import Callable
 
 import numpy as np
 
-from dobutsu_tb.encoding import config
+from dobutsu_tb.encoding import config, interrupt
 from dobutsu_tb.encoding.atomics import atomic_cas, atomic_sub, prefetch
 from dobutsu_tb.encoding.bits import sort_prefix
-from dobutsu_tb.encoding.compact import home_slot, key_hash, table_find, table_key_at
+from dobutsu_tb.encoding.compact import table_find, table_key_at
+from dobutsu_tb.encoding.compact_layout import home_slot, key_hash
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase.enumeration import TAG_NO_MOVES, TAG_WIN1, Enumeration
 from dobutsu_tb.tablebase.game.kernels import decode_key, parent_keys
@@ -221,6 +222,7 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
     out_n = np.zeros(threads, np.int64)
     parts = []
     for lo in range(0, frontier.shape[0], _FRONTIER):
+        interrupt.check()
         _propagate(enum.table.slots, enum.table.layout, values, counters, frontier[lo:lo + _FRONTIER], ply, out,
                    out_n)
         if out_n.max() > room:  # a thread ran out of room: find this ply's decisions by a scan
@@ -247,6 +249,12 @@ def solve(enum: Enumeration, report: Callable[[int, int, int, float], None] | No
         empty slots), a strided view.
     seconds : float
         Wall time.
+
+    Raises
+    ------
+    dobutsu_tb.encoding.interrupt.Interrupted
+        After SIGINT or SIGTERM inside :func:`~dobutsu_tb.encoding.interrupt.stop_on_signals`
+        (checked between plies and between slices of a ply's frontier).
     """
     t0 = time.perf_counter()
     cells = seed_values(enum)
@@ -256,6 +264,7 @@ def solve(enum: Enumeration, report: Callable[[int, int, int, float], None] | No
     ply = 0 if enum.no_moves else 1  # DTM 0 is stored only for positions without moves
     frontier = seeds[ply]
     while ply <= highest:
+        interrupt.check()
         t = time.perf_counter()
         decided = propagate_ply(enum, cells, ply, frontier, seeds.get(ply + 1, seeds[0][:0]))
         if decided.shape[0]:

@@ -23,6 +23,27 @@ def random_positions(n, seed=0, material=("C", "C", "E", "E", "G", "G")):
     return out
 
 
+def reseal(f):
+    """Recompute the CRC-32s of /index, /chunk_table and the metadata of an open h5py file, as a
+    forger would after editing it (so that a test reaches the check behind the checksums)."""
+    import zlib
+
+    import numpy as np
+
+    from dobutsu_tb.tablebase.schema import metadata_crc32
+
+    def plain(value):
+        if isinstance(value, bytes):
+            return value.decode()
+        if isinstance(value, np.integer):
+            return int(value)
+        return float(value) if isinstance(value, np.floating) else value
+
+    f.attrs["index_crc32"] = np.int64(zlib.crc32(f["index"][()].tobytes()))
+    f.attrs["chunk_table_crc32"] = np.int64(zlib.crc32(f["chunk_table"][()].tobytes()))
+    f.attrs["metadata_crc32"] = np.int64(metadata_crc32({k: plain(v) for k, v in f.attrs.items()}))
+
+
 @pytest.fixture(scope="session")
 def cli():
     """Run ``dobutsu-tb`` in-process: ``cli("probe", POSITION, "--tb", path)`` returns click's

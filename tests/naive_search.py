@@ -112,3 +112,29 @@ def depth_first(ctx, is_goal, on_goal, prune, options, apply, max_depth):
         return False
 
     return visit(0), nodes
+
+
+def chain_levels(start, expand, params, max_moves):
+    """Every level as a dict {state: (fewest moves, set of last tags)}, level 0 first, from the
+    fewest moves of every (state, last tag) pair; ``expand(state, out, src, dst, params)``."""
+    buf, src, dst = np.empty(max_moves, np.int64), np.empty(max_moves, np.int8), np.empty(max_moves, np.int8)
+    pairs = {(start, None): 0}  # (state, tag of the last step) -> fewest moves
+    levels = [{start: (0, set())}]
+    while True:
+        nxt = {}
+        fewest = {s: m for s, (m, _) in levels[-1].items()}
+        for (state, tag), moves in pairs.items():
+            n = expand(np.int64(state), buf, src, dst, params)
+            for k in range(n):
+                key = (int(buf[k]), int(dst[k]))
+                cost = moves if tag == int(src[k]) else fewest[state] + 1
+                nxt[key] = min(nxt.get(key, cost), cost)
+        if not nxt:
+            return levels
+        level = {}
+        for (state, tag), moves in nxt.items():
+            best = min(m for (s, _), m in nxt.items() if s == state)
+            if moves == best:
+                level.setdefault(state, (best, set()))[1].add(tag)
+        levels.append(level)
+        pairs = nxt

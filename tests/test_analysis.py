@@ -4,14 +4,16 @@ import json
 
 import h5py
 import numpy as np
+import pytest
 
-from conftest import LION_CHICK
-from dobutsu_tb.analysis.lines import read_games, verify_line
+from conftest import LION_CHICK, reseal
+from dobutsu_tb.analysis.lines import read_games, reads_whole_file, verify_games, verify_line
 from dobutsu_tb.analysis.stats import tablebase_stats
 from dobutsu_tb.analysis.verify import verify_file
 from dobutsu_tb.tablebase.game.key import decode
 from dobutsu_tb.tablebase.game.position import Position
-from dobutsu_tb.tablebase.probe import open_tablebase
+from dobutsu_tb.tablebase.probe import MissingPositionError, open_tablebase
+from dobutsu_tb.tablebase.schema import TablebaseFileError
 from dobutsu_tb.tablebase.values import value_code
 
 # The seed's lion-and-chick line (SPEC §1.7).
@@ -60,6 +62,62 @@ def test_illegal_move_reported(lion_chick_tb):
         assert report.illegal == (2, "Lb1-b3", "a L on b1 cannot move to b3")
         over = verify_line(tb, "S/---/-l-/-L-/---/Cc", ["Lb3xb2", "C*a1"])
         assert over.illegal[0] == 2 and "the game is over" in over.illegal[2]
+
+
+def _random_games(tb, start, n_games, rng):
+    """Random games from ``start`` (probe_moves), some spoiled: a lower-case letter, garbage, an
+    illegal move, a capture written with '-', a move after the end of the game."""
+    games = []
+    for _ in range(n_games):
+        pos, game = Position.from_text(start), []
+        for _ply in range(int(rng.integers(1, 40))):
+            options = tb.probe_moves(pos)
+            if not options:
+                break
+            # a side that can take the lion does (the tablebase stops at such positions)
+            pick = options[0] if options[0].terminal == "lion captured" else options[int(rng.integers(len(options)))]
+            game.append(pick.move.replace("x", "-") if rng.random() < 0.05 else pick.move)
+            if pick.position is None or pick.terminal == "try":
+                break
+            pos = pick.position
+        roll = rng.random()
+        if roll < 0.05:
+            game.append(game[-1].lower())
+        elif roll < 0.1:
+            game.append("Zz9")
+        elif roll < 0.15:
+            game.append("Lb4-b1")
+        elif roll < 0.2:
+            game.append("C*a1")
+        games.append(game)
+    return games
+
+
+def test_verify_games_is_verify_line(lion_chick_tb, monkeypatch):
+    """The batch replay gives verify_line's report for every game, lazily and in memory, with
+    games split over many blocks."""
+    from dobutsu_tb.analysis import lines
+    from dobutsu_tb.tablebase import replay
+
+    monkeypatch.setattr(lines, "REPORT_GAMES", 7)
+    monkeypatch.setattr(replay, "BLOCK_PLIES", 50)
+    rng = np.random.default_rng(9)
+    for in_memory in (False, True):
+        with open_tablebase(lion_chick_tb.path, in_memory=in_memory) as tb:
+            games = _random_games(tb, LION_CHICK, 300, rng) + [SEED_LINE, ["Lb4-c3", "Lb1-b3"], []]
+            batch = list(verify_games(tb, LION_CHICK, games))
+            assert len(batch) == len(games)
+            for game, report in zip(games, batch):
+                assert report == verify_line(tb, LION_CHICK, game), game
+    assert any(r.illegal for r in batch) and any(not r.perfect for r in batch)
+    assert any(p.ending for r in batch for p in r.plies)
+
+
+def test_verify_games_missing_position(lion_chick_tb):
+    with open_tablebase(lion_chick_tb.path) as tb:
+        assert not reads_whole_file(tb, 0) and reads_whole_file(tb, 10**9)
+        with pytest.raises(MissingPositionError):
+            list(verify_games(tb, Position.start(), [["Cb3xb2"]]))
 
 
 def test_verify_line_cli(cli, lion_chick_tb, tmp_path):
@@ -126,6 +184,10 @@ def test_verify_catches_metadata_lies(lion_chick_tb, tmp_path):
     bad.write_bytes(lion_chick_tb.path.read_bytes())
     with h5py.File(bad, "a") as f:
         f.attrs["wins"] = f.attrs["wins"] + 1
+    with pytest.raises(TablebaseFileError, match="metadata fail their CRC-32 check"):
+        verify_file(bad)
+    with h5py.File(bad, "a") as f:  # a lie told with the checksums recomputed
+        reseal(f)
     report = verify_file(bad)
     assert [p.where for p in report.problems] == ["metadata"]
     assert "wins" in report.problems[0].message

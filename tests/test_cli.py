@@ -87,10 +87,10 @@ def test_terminal_start_exit_1(cli, tmp_path):
 
 
 def test_full_hash_table_exit_1(cli, tmp_path, monkeypatch):
-    from dobutsu_tb.encoding import compact
+    from dobutsu_tb.encoding import compact_layout
 
-    monkeypatch.setattr(compact, "MIN_SLOT_BITS", 8)
-    monkeypatch.setattr(compact, "MAX_SLOT_BITS", 11)
+    monkeypatch.setattr(compact_layout, "MIN_SLOT_BITS", 8)
+    monkeypatch.setattr(compact_layout, "MAX_SLOT_BITS", 11)
     result = cli("build", "--start", LION_CHICK, "--out", str(tmp_path / "x.h5"), "-q")
     assert result.exit_code == 1
     assert result.output.startswith("error: hash table is full") and result.output.count("\n") == 1

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dobutsu_tb.encoding import compact, compact_set
+from dobutsu_tb.encoding import compact, compact_layout, compact_set
 
 BITS, SHIFT = 44, 19
 
@@ -18,13 +18,13 @@ def random_keys(n, seed=0, dup=0.3):
 
 
 def test_hash_is_a_bijection_on_codes():
-    layout = compact.make_layout(BITS, SHIFT, 20, 2)
+    layout = compact_layout.make_layout(BITS, SHIFT, 20, 2)
     keys = random_keys(5000)
     for k in keys[:2000]:
-        h = compact.key_hash(k, layout)
+        h = compact_layout.key_hash(k, layout)
         assert 0 <= h < 1 << BITS
-        assert compact.hash_key(h, layout) == k
-    hashes = {int(compact.key_hash(k, layout)) for k in keys}
+        assert compact_layout.hash_key(h, layout) == k
+    hashes = {int(compact_layout.key_hash(k, layout)) for k in keys}
     assert len(hashes) == len(set(keys.tolist()))
 
 

@@ -127,6 +127,19 @@ def test_text_forms_round_trip(pos):
     assert eval(repr(pos)) == pos
 
 
+@pytest.mark.parametrize("text, message", [
+    ("gl\u00b2/1c1/1C1/ELG[-] w 0 1", "unknown piece letter '\u00b2'"),  # str.isdigit() is true for '²'
+    ("gle/1c1/1C1/EL\u0662[-] w 0 1", "unknown piece letter"),  # an Arabic-Indic two
+    ("S/gle/-c-/-C-/ELG/", "the hand field is empty"),
+    ("S/gle/-c-/-C-/ELG/-x", "'-' cannot be in hand"),  # '-' with pieces
+    ("S/g\u0131e/-c-/-C-/ELG/-", "unknown piece letter"),  # a dotless i, upper-cased to I
+    ("S/gle/-c-/-C-/ELG/-" + " " * 200, "at most 100 characters"),
+])
+def test_position_text_is_read_strictly(text, message):
+    with pytest.raises(PositionError, match=message):
+        Position.from_fen(text) if "[" in text else Position.from_text(text)
+
+
 def test_start_position_forms():
     start = Position.start()
     assert start.text() == "S/gle/-c-/-C-/ELG/-"

@@ -2,6 +2,7 @@
 counts cross-checked with plain Python searches where the tests can afford them."""
 
 import os
+import random
 from collections import deque
 from functools import lru_cache
 
@@ -147,6 +148,76 @@ def test_fewest_moves(name, moves):
     boards = lastone.fewest_moves(start)
     assert len(boards) - 1 == moves and replay_moves(boards)
     assert boards[-1] == 1 << 16
+
+
+def naive_fewest_moves(start, goal):
+    """Fewest moves from ``start`` to one peg in ``goal``, by plain breadth-first search over the
+    boards one move (a chain of jumps of one peg) apart, or None."""
+    level, seen = {start}, {start}
+    for moves in range(lastone.pegs(start)):
+        if 1 << goal in level:
+            return moves
+        nxt = set()
+        for board in level:
+            chain = [(board, f) for f in range(33) if (board >> f) & 1]
+            while chain:
+                b, peg = chain.pop()
+                for f, o, t in lastone.JUMPS.tolist():
+                    if f == peg and (b >> o) & 1 and not (b >> t) & 1:
+                        child = b ^ (1 << f) ^ (1 << o) ^ (1 << t)
+                        nxt.add(child)
+                        chain.append((child, t))
+        level = nxt - seen
+        seen |= level
+    return None
+
+
+@pytest.mark.parametrize("name,goal,threads", [("t-shape", 16, 1), ("t-shape", 0, 2), ("cross", 16, 2),
+                                               ("plus", 9, 1), ("plus", 23, 2)])
+def test_fewest_moves_match_naive_search(name, goal, threads):
+    """Other goals (fewer symmetries folded, or none reachable) and both thread counts."""
+    start = lastone.read_board(os.path.join(DATA, f"{name}.txt"))
+    boards = lastone.fewest_moves(start, goal, threads=threads)
+    expected = naive_fewest_moves(start, goal)
+    assert (None if boards is None else len(boards) - 1) == expected
+    if boards is not None:
+        assert boards[0] == start and boards[-1] == 1 << goal and replay_moves(boards)
+
+
+def test_fewest_moves_of_random_boards_match_naive_search():
+    """Boards made by undoing random jumps from the goal (solvable), then some with a peg moved."""
+    rng = random.Random(12)
+    answers = []
+    for k in range(16):
+        goal = rng.randrange(33)
+        start = 1 << goal
+        for _ in range(rng.randint(5, 10)):
+            undo = [(f, o, t) for f, o, t in lastone.JUMPS.tolist()
+                    if (start >> t) & 1 and not (start >> f) & 1 and not (start >> o) & 1]
+            if undo:
+                f, o, t = rng.choice(undo)
+                start ^= (1 << f) | (1 << o) | (1 << t)
+        if k % 4 == 3:
+            start ^= 1 << rng.randrange(33)
+        boards = lastone.fewest_moves(start, goal) if start else None
+        answers.append(None if boards is None else len(boards) - 1)
+        assert answers[-1] == (naive_fewest_moves(start, goal) if start else None)
+        if boards is not None:
+            assert replay_moves(boards)
+    assert len({a for a in answers if a is not None}) >= 3
+
+
+def test_central_game_fewest_moves_is_18():
+    """The known minimum (Bell's 18 moves); the search drops the boards whose complement the
+    start cannot reach, so this also checks that pruning (about 20 s of CPU)."""
+    boards = lastone.fewest_moves(CENTRAL)
+    assert len(boards) - 1 == 18 and boards[0] == CENTRAL and boards[-1] == 1 << 16 and replay_moves(boards)
+
+
+def test_fewest_moves_max_depth():
+    cross = lastone.read_board(os.path.join(DATA, "cross.txt"))
+    assert lastone.fewest_moves(cross, max_depth=4) is None
+    assert len(lastone.fewest_moves(cross, max_depth=5)) == 6
 
 
 @pytest.mark.parametrize("text,message", [

@@ -19,6 +19,7 @@ from dobutsu_tb.encoding.jit import njit, njit_callback
 from dobutsu_tb.encoding.search import (
     bfs_shortest,
     bfs_wide_levels,
+    chain_levels,
     depth_first,
     dfs_solve,
     enumerate_levels,
@@ -121,6 +122,52 @@ def test_enumerate_levels_matches_twin(salt, threads):
     want = naive_search.enumerate_levels(1, _grow, params, ITEMS)
     assert got == want
     assert sizes == [len(level) for level in want]
+
+
+# --- the same toy with chained moves: adding item i is a step from i - 1 (i - 2 for odd salts) to i
+
+
+@njit
+def _grow_steps(state, out, src, dst, params):
+    n = 0
+    for i in range(params[0]):
+        if not (state >> i) & 1 and _allowed(state, i, params[2]):
+            out[n] = state | (np.int64(1) << i)
+            src[n] = (i + params[0] - 1 - params[2] % 2) % params[0]
+            dst[n] = i
+            n += 1
+    return n
+
+
+@njit
+def _same_tag(state, tag, params):
+    return state, tag
+
+
+@pytest.mark.parametrize("salt", SALTS)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_chain_levels_matches_twin(salt, threads):
+    params = params_for(salt)
+    got = []
+    sizes = chain_levels(1, _grow_steps, _same_tag, params, ITEMS, threads=threads, on_level=lambda lv: got.append(
+        {s: (m, {t for t in range(ITEMS) if (b >> t) & 1}) for s, m, b in zip(lv.states.tolist(), lv.moves.tolist(),
+                                                                               lv.last.tolist())}))
+    want = naive_search.chain_levels(1, _grow_steps, params, ITEMS)
+    assert got == want and sizes == [len(level) for level in want]
+    assert any(m < bin(s).count("1") - 1 for level in want for s, (m, _) in level.items())  # some moves chain steps
+
+
+def test_chain_levels_keep_and_limit():
+    params = params_for(1)
+    full = []
+    chain_levels(1, _grow_steps, _same_tag, params, ITEMS, on_level=full.append)
+    got = []
+    chain_levels(1, _grow_steps, _same_tag, params, ITEMS, on_level=got.append, limit=2,
+                 keep=lambda lv: lv.states % 3 != 0)
+    assert all((lv.moves <= 2).all() and (lv.states % 3 != 0).all() for lv in got[1:])
+    assert len(got) <= len(full)
+    with pytest.raises(ValueError):
+        chain_levels(0, _grow_steps, _same_tag, params, ITEMS)
 
 
 # --- a toy over two-word states: the set and a running checksum, each move adds an item ----------

@@ -18,7 +18,8 @@ from dobutsu_tb.tablebase.build import build_tablebase
 from dobutsu_tb.tablebase.game.key import decode
 from dobutsu_tb.tablebase.game.position import GOTE, Position
 from dobutsu_tb.tablebase.probe import MissingPositionError, open_tablebase
-from dobutsu_tb.tablebase.storage import TablebaseFile, TablebaseFileError
+from dobutsu_tb.tablebase.reader import TablebaseFile
+from dobutsu_tb.tablebase.schema import TablebaseFileError
 from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN, decode_values
 
 
@@ -98,7 +99,7 @@ def test_metadata_agrees_with_data(lion_chick_tb):
     m = lion_chick_tb.metadata
     assert (m.wins, m.draws, m.losses) == ((wdl == WIN).sum(), (wdl == DRAW).sum(), (wdl == LOSS).sum())
     with h5py.File(lion_chick_tb.path, "r") as f:
-        assert f.attrs["start"] == LION_CHICK
+        assert f.attrs["start"].decode() == LION_CHICK  # fixed-length UTF-8: no global heap
         assert f["stats/dtm_wins"][()].sum() == m.wins
         assert f["stats/dtm_losses"][()].sum() == m.losses
         assert f["keys"].dtype == np.dtype("<i8") and f["values"].dtype == np.dtype("u1")
@@ -191,12 +192,12 @@ def test_pv_of_a_draw_stops(lion_chick_tb):
 
 
 def test_interrupted_write_leaves_nothing(tmp_path, monkeypatch):
-    from dobutsu_tb.tablebase import storage
+    from dobutsu_tb.tablebase import writer
 
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(storage.h5py.Group, "create_group", boom)
+    monkeypatch.setattr(writer.h5py.Group, "create_group", boom)
     with pytest.raises(KeyboardInterrupt):
         build_tablebase(tmp_path / "tb.h5", LION_CHICK, progress=False)
     assert list(tmp_path.iterdir()) == []
@@ -235,8 +236,8 @@ def test_corrupt_chunk_is_reported(lion_chick_tb, tmp_path):
         for i in range(info.byte_offset + 16, info.byte_offset + 48):
             data[i] ^= 0xFF
     bad.write_bytes(bytes(data))
-    with open_tablebase(bad) as tb:
-        with pytest.raises(TablebaseFileError, match=r"chunk \d+ of /keys is damaged"):
+    with pytest.raises(TablebaseFileError, match=r"chunk \d+ of /keys is damaged"):
+        with open_tablebase(bad) as tb:  # (opening reads the start position's chunk)
             tb.probe_wdl(LION_CHICK)
 
 

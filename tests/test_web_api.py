@@ -58,7 +58,8 @@ def test_line_is_line_json(client, cli, lion_chick_tb):
     assert answer.json() == json.loads(cli("line", LION_CHICK, "--tb", lion_chick_tb.path, "--json").output)
     assert len(answer.json()["moves"]) == 15
     short = client.get("/api/line", params={"position": LION_CHICK, "max_plies": 3}).json()
-    assert short["moves"] == answer.json()["moves"][:3] and short["end"] is None
+    assert short["moves"] == answer.json()["moves"][:3]
+    assert short["end"] == "stopped at max_plies before the end of the game"
 
 
 def test_verify_line_is_verify_line_json(client, cli, lion_chick_tb):
@@ -111,7 +112,7 @@ def test_page_and_static_files(client):
     ("GET", "/api/probe?position=", None, 400, "give a position"),
     ("GET", "/api/probe?position=S/gle/-c-/-C-/EL/-", None, 400, "rank 4 must have 3 cells"),
     ("GET", "/api/probe?position=S/-l-/-c-/-C-/-L-/L", None, 400, "cannot be in hand"),
-    ("GET", "/api/probe?position=gl%C2%B2/1c1/1C1/ELG[-]%20w%200%201", None, 400, "is not a position"),
+    ("GET", "/api/probe?position=gl%C2%B2/1c1/1C1/ELG[-]%20w%200%201", None, 400, "unknown piece letter"),
     ("GET", "/api/probe?position=" + "S" * 101, None, 400, "at most 100 characters"),
     ("GET", "/api/probe?position=S/gle/-c-/-C-/ELG/-", None, 404, "not in this tablebase"),
     ("GET", "/api/line?position=S/-l-/-c-/-C-/-L-/-&max_plies=0", None, 400, "max_plies"),

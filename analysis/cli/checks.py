@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from pathlib import Path
 
 import click
 
-from dobutsu_tb.analysis.cli.common import default_tb
+from dobutsu_tb.analysis.cli.common import default_tb, png_path
 from dobutsu_tb.analysis.pictures import draw_plies
 
 
@@ -60,52 +61,131 @@ def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
     position's true value, whether the line is perfect play, and the first mistake. Exits with
     1 when a move is illegal.
     """
-    from dobutsu_tb.analysis.lines import read_games, verify_line
-    from dobutsu_tb.analysis.reports import line_report_json
-    from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
-    from dobutsu_tb.tablebase.values import describe_value
+    from dobutsu_tb.analysis.lines import read_games
+    from dobutsu_tb.analysis.textfiles import InputFileError
+    from dobutsu_tb.tablebase.game.position import Position
 
     start_pos = Position.start() if start is None else Position.from_text(start)
     games = read_games(move_file) if move_file else []
+    if move_file and not games and not moves:
+        raise InputFileError(f"{move_file}: no moves in the file (only blank lines and # comments)")
     if moves:
         games.insert(0, list(moves))
     if not games:
         raise click.UsageError("give the moves as arguments or with --file")
-    illegal = False
-    results = []
-    with _tablebase_for(start_pos, tb_path) as tb:
-        for game in games:
-            results.append(verify_line(tb, start_pos, game))
-    for n, report in enumerate(results, 1):
-        illegal |= report.illegal is not None
-        if png_dir is not None:
-            draw_plies(png_dir / (f"game{n}" if len(results) > 1 else ""), report.start,
-                        [(p.ply, p.side, p.move, p.position) for p in report.plies])
-        if as_json:
-            continue
-        if len(results) > 1:
-            click.echo(f"game {n}:")
-        click.echo(f"{'ply':>3}  {'side':<5} {'move':<9} {'before (mover)':<15} {'after (opponent)':<17} verdict")
-        for p in report.plies:
-            after = describe_value(*p.after, unit=False) if not (p.ending and "captures" in p.ending) else "lion lost"
-            mark = "optimal" if p.optimal else f"MISTAKE: {describe_value(*p.result, unit=False)}; best {', '.join(p.best)}"
-            click.echo(f"{p.ply:>3}  {SIDE_NAMES[p.side]:<5} {p.move:<9} {describe_value(*p.before, unit=False):<15} "
-                       f"{after:<17} {mark}")
-            if p.ending:
-                click.echo(f"     {p.ending}: the game is over")
-        if report.illegal:
-            ply, move, reason = report.illegal
-            click.echo(f"{ply:>3}  {move}: ILLEGAL: {reason}")
-        click.echo(report.verdict())
-    if as_json:
-        click.echo(json.dumps([line_report_json(r) for r in results], indent=2))
+    gc.freeze()  # the games live to the end: the collector need not walk their lists again and again
+    try:
+        illegal = _judge_and_write(start_pos, tb_path, games, as_json, png_dir)
+    finally:
+        gc.unfreeze()
     if illegal:
         sys.exit(1)
 
 
+def _judge_and_write(start_pos, tb_path, games, as_json, png_dir) -> bool:
+    """Judge the games and write their reports on stdout; whether a move was illegal."""
+    from tqdm import tqdm
+
+    from dobutsu_tb.analysis.lines import reads_whole_file
+    from dobutsu_tb.analysis.reports import line_report_json
+    from dobutsu_tb.tablebase.probe import open_tablebase
+
+    with _tablebase_for(start_pos, tb_path) as tb:
+        if reads_whole_file(tb, sum(len(g) for g in games)):
+            if sys.stderr.isatty():
+                click.echo(f"reading {tb.path} into memory ...", err=True)
+            with open_tablebase(tb.path, in_memory=True) as whole:
+                reports = _judge(whole, start_pos, games)
+        else:
+            reports = _judge(tb, start_pos, games)
+    out = _Output()
+    described = _Described()
+    illegal = False
+    with tqdm(reports, desc="report", unit=" games", total=len(games), disable=None, file=sys.stderr) as bar:
+        if as_json:
+            out.write("[")
+        for n, report in enumerate(bar, 1):
+            illegal |= report.illegal is not None
+            if png_dir is not None:
+                draw_plies(png_dir / (f"game{n}" if len(games) > 1 else ""), report.start,
+                           [(p.ply, p.side, p.move, p.position) for p in report.plies])
+            if as_json:  # json.dumps(list, indent=2), one game at a time
+                text = json.dumps(line_report_json(report), indent=2).replace("\n", "\n  ")
+                out.write(("  " if n == 1 else ",\n  ") + text, newline=False)
+                continue
+            if len(games) > 1:
+                out.write(f"game {n}:")
+            _write_text(out, report, described)
+        if as_json:
+            out.write("\n]")
+    out.flush()
+    return illegal
+
+
+#: The head of a verify-line report's table.
+_HEAD = f"{'ply':>3}  {'side':<5} {'move':<9} {'before (mover)':<15} {'after (opponent)':<17} verdict"
+
+
+def _write_text(out, report, described) -> None:
+    """The text of one game's report: a row per ply, the illegal move, the verdict."""
+    from dobutsu_tb.tablebase.game.position import SIDE_NAMES
+
+    lines = [_HEAD]
+    for p in report.plies:
+        after = "lion lost" if p.ending and "captures" in p.ending else described[p.after]
+        mark = "optimal" if p.optimal else f"MISTAKE: {described[p.result]}; best {', '.join(p.best)}"
+        lines.append(f"{p.ply:>3}  {SIDE_NAMES[p.side]:<5} {p.move:<9} {described[p.before]:<15} {after:<17} {mark}")
+        if p.ending:
+            lines.append(f"     {p.ending}: the game is over")
+    if report.illegal:
+        ply, move, reason = report.illegal
+        lines.append(f"{ply:>3}  {move}: ILLEGAL: {reason}")
+    lines.append(report.verdict())
+    out.write("\n".join(lines))
+
+
+class _Described(dict):
+    """``describe_value(*value, unit=False)`` of each (wdl, dtm), made once."""
+
+    def __missing__(self, value):
+        from dobutsu_tb.tablebase.values import describe_value
+
+        text = self[value] = describe_value(*value, unit=False)
+        return text
+
+
+def _judge(tb, start, games):
+    """``verify_games`` with a progress bar on stderr (hidden when it is not a terminal)."""
+    from tqdm import tqdm
+
+    from dobutsu_tb.analysis.lines import verify_games
+
+    with tqdm(desc="judge", unit=" games", total=len(games), disable=None, file=sys.stderr) as bar:
+        return verify_games(tb, start, games, progress=lambda done: bar.update(done - bar.n))
+
+
+class _Output:
+    """Lines for stdout, written in batches (``click.echo`` flushes every call)."""
+
+    def __init__(self, batch: int = 4096):
+        self.parts: list[str] = []
+        self.batch = batch
+
+    def write(self, text: str, newline: bool = True) -> None:
+        self.parts.append(text + "\n" if newline else text)
+        if len(self.parts) >= self.batch:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.parts:
+            click.echo("".join(self.parts), nl=False)
+            self.parts.clear()
+
+
 @click.command()
 @click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--max-problems", default=20, show_default=True, help="How many inconsistencies to list.")
+@click.option("--max-problems", default=20, show_default=True, type=click.IntRange(min=0),
+              help="How many inconsistencies to list.")
 def verify(path, max_problems):
     """Check a tablebase file independently (default: $DOBUTSU_TB or dobutsu.h5).
 
@@ -135,8 +215,9 @@ def verify(path, max_problems):
 
 @click.command()
 @click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--longest", default=10, show_default=True, help="How many of the longest wins to list.")
-@click.option("--plot", "plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--longest", default=10, show_default=True, type=click.IntRange(min=0),
+              help="How many of the longest wins to list.")
+@click.option("--plot", "plot", type=click.Path(dir_okay=False, path_type=Path), default=None, callback=png_path,
               help="Draw positions per DTM (wins and losses) into this PNG file.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def stats(path, longest, plot, as_json):

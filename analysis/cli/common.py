@@ -23,34 +23,87 @@ def default_tb() -> Path:
 def expected_errors() -> tuple:
     """The exception types that the commands turn into one ``error:`` line and exit code 1."""
     from dobutsu_tb.analysis.puzzles import PuzzleInputError
-    from dobutsu_tb.encoding.compact import CompactTableFullError
+    from dobutsu_tb.analysis.textfiles import InputFileError
+    from dobutsu_tb.encoding.compact_layout import CompactTableFullError
     from dobutsu_tb.encoding.hashtable import HashTableFullError
     from dobutsu_tb.tablebase.enumeration import StartPositionError
     from dobutsu_tb.tablebase.game.notation import IllegalMoveError
     from dobutsu_tb.tablebase.game.position import PositionError
     from dobutsu_tb.tablebase.probe import MissingPositionError
-    from dobutsu_tb.tablebase.storage import TablebaseFileError
+    from dobutsu_tb.tablebase.schema import TablebaseFileError
 
     return (PositionError, IllegalMoveError, TablebaseFileError, MissingPositionError,
-            HashTableFullError, CompactTableFullError, StartPositionError, PuzzleInputError, OSError)
+            HashTableFullError, CompactTableFullError, StartPositionError, PuzzleInputError, InputFileError,
+            OSError)
+
+
+#: Environment variables read as whole numbers (numba reads them at import: a bad value is a
+#: ValueError traceback or a warning there), with the smallest and largest value allowed.
+NUMERIC_ENVIRONMENT = {"NUMBA_NUM_THREADS": (1, None), "NUMBA_DISABLE_JIT": (0, 1), "NUMBA_BOUNDSCHECK": (0, 1)}
+
+
+def environment_problem() -> str | None:
+    """What is wrong with the environment variables the commands read, or None.
+
+    ``$NUMBA_NUM_THREADS`` must be a whole number from 1 to
+    :data:`~dobutsu_tb.encoding.config.MAX_THREADS`, ``$NUMBA_DISABLE_JIT`` and
+    ``$NUMBA_BOUNDSCHECK`` 0 or 1; ``$DOBUTSU_TB``, when set, must not be empty.
+    """
+    from dobutsu_tb.encoding.config import MAX_THREADS
+
+    for name, (low, high) in NUMERIC_ENVIRONMENT.items():
+        value = os.environ.get(name)
+        if value is None:
+            continue
+        high = MAX_THREADS if high is None else high
+        if not (value.isascii() and value.strip().isdigit() and low <= int(value) <= high):
+            return f"${name} is {value[:20]!r}; it must be a whole number from {low} to {high}"
+    if os.environ.get("DOBUTSU_TB") == "":
+        return "$DOBUTSU_TB is set but empty; unset it or name a tablebase file"
+    return None
+
+
+def error_message(exc: BaseException) -> str:
+    """The one-line message of an expected error: a ``KeyError``'s text without quotes, an
+    ``OSError`` as ``file: reason``, the lines of a longer message joined."""
+    if isinstance(exc, KeyError) and exc.args:
+        msg = str(exc.args[0])
+    elif isinstance(exc, OSError) and exc.strerror and exc.filename is not None:
+        msg = f"{exc.filename}: {exc.strerror}"
+    else:
+        msg = str(exc)
+    return "; ".join(part.strip() for part in msg.splitlines() if part.strip())
 
 
 class ErrorHandlingGroup(click.Group):
     """Turns the project's expected errors into one line on stderr and exit code 1."""
 
     def invoke(self, ctx):
+        problem = environment_problem()
+        if problem is not None:
+            click.echo(f"error: {problem}", err=True)
+            ctx.exit(1)
         try:
             return super().invoke(ctx)
         except BrokenPipeError:  # output piped into a program that stopped reading (head)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             ctx.exit(0)
         except expected_errors() as exc:
-            msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-            click.echo(f"error: {msg}", err=True)
+            click.echo(f"error: {error_message(exc)}", err=True)
             ctx.exit(1)
-        except MemoryError:
-            click.echo("error: out of memory", err=True)
+        except MemoryError as exc:
+            click.echo(f"error: {exc or 'out of memory'}", err=True)
             ctx.exit(1)
+        except KeyboardInterrupt as exc:  # Interrupted: SIGINT or SIGTERM, after the job cleaned up
+            click.echo(f"error: {exc or 'interrupted'}", err=True)
+            ctx.exit(getattr(exc, "exit_code", 130))
+
+
+def png_path(ctx, param, value):
+    """Click callback: a picture's path must end in ``.png`` (matplotlib picks the format by it)."""
+    if value is not None and value.suffix.lower() != ".png":
+        raise click.BadParameter(f"{str(value)[:80]!r} does not end in .png")
+    return value
 
 
 def tb_option(f):

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import click
+
+from dobutsu_tb.analysis.textfiles import parse_file, shorten
+from dobutsu_tb.encoding.config import MAX_THREADS
+
+#: Largest step budget ``puzzle sweep`` accepts for one cleaner (the search keeps a row of
+#: state per step).
+MAX_SWEEP_BUDGET = 1000
+#: An integer of a Room Sweeper problem file: ASCII digits, an optional sign.
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 @click.group()
@@ -16,7 +26,8 @@ def puzzle():
 
 @puzzle.command("lastone")
 @click.argument("file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
-@click.option("--goal", default=16, show_default=True, help="Hole (0..32, row by row) of the last peg.")
+@click.option("--goal", default=16, show_default=True, type=click.IntRange(0, 32),
+              help="Hole (0..32, row by row) of the last peg.")
 @click.option("--count", "do_count", is_flag=True,
               help="Count the boards reachable per peg count (distinct and up to symmetry) and the solutions.")
 @click.option("--fewest-moves", is_flag=True,
@@ -28,7 +39,13 @@ def lastone_cmd(file, goal, do_count, fewest_moves):
     """
     from dobutsu_tb.analysis.puzzles import lastone
 
-    start = lastone.read_board(file)
+    if do_count and fewest_moves:
+        raise click.UsageError("--count and --fewest-moves exclude each other")
+    start = _read(file, lastone.parse_board)
+    if start == 1 << goal and not do_count:
+        click.echo(f"The goal already holds: one peg is left, in hole {goal}; no jump is needed.")
+        click.echo(lastone.board_text(start))
+        return
     if do_count:
         result = lastone.count(start, goal)
         click.echo(f"{'pegs':>5}{'boards':>14}{'up to symmetry':>16}")
@@ -50,26 +67,35 @@ def lastone_cmd(file, goal, do_count, fewest_moves):
         click.echo()
 
 
-def _plazas(text):
-    try:
-        return tuple(int(p) for p in text.split(","))
-    except ValueError:
-        raise click.BadParameter(f"{text!r}: give plaza numbers like 1,2,3") from None
+def _plazas(ctx, param, text):
+    """A list of plaza numbers like ``1,2,3`` (ASCII digits), as a tuple of int."""
+    parts = [p.strip() for p in text.split(",")]
+    if not all(re.fullmatch(r"[0-9]{1,3}", p) for p in parts):
+        raise click.BadParameter(f"{text[:40]!r}: give plaza numbers like 1,2,3")
+    return tuple(int(p) for p in parts)
 
 
 @puzzle.command("tankchange")
-@click.option("--blue", default="1,2,3", show_default=True, help="Plazas of the blue tanks at the start.")
-@click.option("--red", default="16,17,18", show_default=True, help="Plazas of the red tanks at the start.")
-@click.option("--goal-blue", default="16,17,18", show_default=True, help="Plazas of the blue tanks at the goal.")
-@click.option("--goal-red", default="1,2,3", show_default=True, help="Plazas of the red tanks at the goal.")
+@click.option("--blue", default="1,2,3", show_default=True, callback=_plazas,
+              help="Plazas of the blue tanks at the start.")
+@click.option("--red", default="16,17,18", show_default=True, callback=_plazas,
+              help="Plazas of the red tanks at the start.")
+@click.option("--goal-blue", default="16,17,18", show_default=True, callback=_plazas,
+              help="Plazas of the blue tanks at the goal.")
+@click.option("--goal-red", default="1,2,3", show_default=True, callback=_plazas,
+              help="Plazas of the red tanks at the goal.")
 @click.option("--red-first", is_flag=True, help="Red moves first.")
 @click.option("--count", "do_count", is_flag=True, help="Also count the shortest sequences.")
 def tankchange_cmd(blue, red, goal_blue, goal_red, red_first, do_count):
     """Tank Change: the fewest moves for the armies to exchange sides, and one shortest sequence."""
     from dobutsu_tb.analysis.puzzles import tankchange
 
-    start = tankchange.make_state(_plazas(blue), _plazas(red), red_first)
-    result = tankchange.solve(start, _plazas(goal_blue), _plazas(goal_red), count=do_count)
+    start = tankchange.make_state(blue, red, red_first)
+    result = tankchange.solve(start, goal_blue, goal_red, count=do_count)
+    if result.moves == 0:
+        click.echo("The goal already holds: the tanks stand on the goal's plazas; no move is needed.")
+        click.echo(tankchange.board_text(start))
+        return
     if result.states is None:
         click.echo("No solution.")
         return
@@ -100,10 +126,12 @@ def othello_cmd(start_file, to_move, colour, do_count, check):
     """Cooperative shortest Othello: the fewest placements that leave discs of one colour only."""
     from dobutsu_tb.analysis.puzzles import othello
 
-    start = othello.parse_board(start_file.read_text(), to_move) if start_file else None
+    if start_file is None and to_move != "black":
+        raise click.UsageError("--to-move is the side to move in --start: give --start too")
+    start = _read(start_file, lambda text: othello.parse_board(text, to_move)) if start_file else None
+    moves = othello.parse_moves(check) if check is not None else None
     result = othello.solve(start, colour)
     if check is not None:
-        moves = check.split()
         problems, (black, white) = othello.replay(moves, start)
         if problems:
             click.echo(f"not valid: {problems[0]}")
@@ -115,8 +143,13 @@ def othello_cmd(start_file, to_move, colour, do_count, check):
         if not one:
             sys.exit(1)
         return
+    if result.placements == 0:
+        click.echo(f"The goal already holds: {othello.goal_text(*(start or othello.START)[:2])}; "
+                   "no placement is needed.")
+        return
     if result.placements is None:
-        click.echo("No solution within the search limit.")
+        click.echo("No solution: no sequence of placements leaves only one colour." if result.exhausted
+                   else "No solution within the search limit.")
         return
     click.echo(f"fewest placements: {result.placements}")
     if do_count:
@@ -136,7 +169,9 @@ def squares_cmd(file, first, count_only):
     every run of two or more white cells must read as a perfect square."""
     from dobutsu_tb.analysis.puzzles import squares
 
-    grid = squares.read_grid(file)
+    if first is not None and count_only:
+        raise click.UsageError("--first and --count exclude each other")
+    grid = _read(file, squares.parse_grid)
     result = squares.solve(grid, limit=0 if count_only else first)
     for k, text in enumerate(result.solutions, 1):
         click.echo(f"solution {k}:\n{text}\n")
@@ -147,7 +182,8 @@ def squares_cmd(file, first, count_only):
 @click.argument("file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option("--check", "routes_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               default=None, help="Validate the routes in this file with the rules' simulator instead.")
-@click.option("--threads", default=2, show_default=True, help="Threads for the search.")
+@click.option("--threads", default=2, show_default=True, type=click.IntRange(1, MAX_THREADS),
+              help="Threads for the search.")
 def sweep_cmd(file, routes_file, threads):
     """Room Sweeper: routes for every cleaner that leave the room clean, or proof that none exist.
 
@@ -156,9 +192,13 @@ def sweep_cmd(file, routes_file, threads):
     """
     from dobutsu_tb.analysis.puzzles import sweep
 
-    problem = sweep.read_problem(file)
+    problem = _read(file, _sweep_problem)
+    if routes_file is None and _room_is_clean(problem):
+        click.echo("The room is already clean: no cleaner needs to move.")
+        click.echo(problem.board_text())
+        return
     if routes_file is not None:
-        routes = sweep.parse_routes(problem, routes_file.read_text())
+        routes = _read(routes_file, lambda text: sweep.parse_routes(problem, text))
         problems, tiles = sweep.simulate(problem, routes)
         if problems:
             click.echo("not a solution: " + "; ".join(problems))
@@ -178,3 +218,34 @@ def sweep_cmd(file, routes_file, threads):
     click.echo(("found with meetings" if result.with_meetings else "found without meetings")
                + f" ({searched}); final board:")
     click.echo(problem.board_text(tiles))
+
+
+def _read(path, parse):
+    """``parse`` of a puzzle file's text, read strictly (UTF-8, no NUL byte), the file's name in
+    front of the message of a :class:`PuzzleInputError`."""
+    from dobutsu_tb.analysis.puzzles import PuzzleInputError
+
+    return parse_file(path, parse, PuzzleInputError)
+
+
+def _sweep_problem(text: str):
+    """``sweep.parse_problem``, stricter: ASCII integers only (``int`` would also take ``'1_0'``
+    or Arabic-Indic digits) and step budgets up to :data:`MAX_SWEEP_BUDGET`."""
+    from dobutsu_tb.analysis.puzzles import PuzzleInputError, sweep
+
+    tokens = "\n".join(line.split("#", 1)[0] for line in text.splitlines()).split()
+    bad = next((tok for tok in tokens if not _INTEGER.fullmatch(tok)), None)
+    if bad is not None:
+        raise PuzzleInputError(f"the problem holds something that is not an integer: {shorten(bad)!r}")
+    problem = sweep.parse_problem(text)
+    for _, _, _, budget in problem.cleaners:
+        if budget > MAX_SWEEP_BUDGET:
+            raise PuzzleInputError(f"a step budget must be 0..{MAX_SWEEP_BUDGET}, got {budget}")
+    return problem
+
+
+def _room_is_clean(problem) -> bool:
+    """The goal already holds: no dirty floor, puddle, apple or bottle in the room."""
+    from dobutsu_tb.analysis.puzzles import sweep
+
+    return not any(t in (sweep.DIRTY, sweep.PUDDLE, sweep.APPLE, sweep.BOTTLE) for row in problem.tiles for t in row)

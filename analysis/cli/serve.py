@@ -14,9 +14,9 @@ from dobutsu_tb.analysis.cli.common import tb_option
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
               help="Port to listen on (0: any free port).")
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the default web browser.")
-@click.option("--in-memory/--chunked", default=True, show_default=True,
-              help="Read the whole tablebase into memory at start (5 s and 1.1 GiB for the full one; about 3 times "
-                   "the probes per second), or read it a chunk at a time (starts at once, little memory).")
+@click.option("--in-memory/--chunked", default=False, show_default=True,
+              help="Read the whole tablebase into memory at start (seconds and about 1 GiB for the full one; more "
+                   "probes per second), or read it a chunk at a time (the default: starts at once, little memory).")
 @click.option("--access-log", is_flag=True, help="Log every request on stderr.")
 def serve(tb_path, host, port, open_browser, in_memory, access_log):
     """Serve the web explorer: see any position, click moves, play against perfect play, judge a line.
@@ -35,7 +35,7 @@ def serve(tb_path, host, port, open_browser, in_memory, access_log):
 
     open_tablebase(tb_path).close()  # a missing or damaged file: one error line, at once
     if in_memory:
-        click.echo(f"reading {tb_path} into memory (--chunked starts at once) ...", err=True)
+        click.echo(f"reading {tb_path} into memory ...", err=True)
     app = create_app(tb_path, in_memory=in_memory)
     sock = listen(host, port)
     url = url_of(sock)

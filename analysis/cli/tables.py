@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import click
 
-from dobutsu_tb.analysis.cli.common import DEFAULT_TB, tb_option
+from dobutsu_tb.analysis.cli.common import DEFAULT_TB, png_path, tb_option
 from dobutsu_tb.analysis.pictures import draw_plies
 
 
@@ -18,24 +17,25 @@ from dobutsu_tb.analysis.pictures import draw_plies
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help=f"File to write (default: {DEFAULT_TB} for the standard start, else a name from the start).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars or per-ply lines on stderr.")
-def build(start, out, quiet):
+@click.option("--force", is_flag=True, help="Replace --out even if it is a file other than a dobutsu tablebase.")
+@click.option("--ignore-memory", is_flag=True,
+              help="Build even when the estimated memory need exceeds what the machine has available.")
+def build(start, out, quiet, force, ignore_memory):
     """Enumerate every position reachable from a start, solve them all, write an HDF5 file.
 
     Prints the counts and the start position's value. The full build from the standard start
-    takes a few minutes and about 4 GiB of memory.
+    takes a few minutes and about 2 GiB of memory. The file appears only when complete; Ctrl-C
+    or SIGTERM stops the build (exit code 130 or 143) and leaves nothing behind.
     """
-    import signal
-
     from dobutsu_tb.tablebase.build import build_tablebase
     from dobutsu_tb.tablebase.game.position import Position
 
-    # Stop on SIGTERM as on Ctrl-C: the partial output file is removed on the way out.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     position = Position.start() if start is None else Position.from_text(start)
     if out is None:
         out = Path(DEFAULT_TB if start is None or position.key() == Position.start().key()
                    else "dobutsu-" + position.text().replace("/", "_") + ".h5")
-    result = build_tablebase(out, position, progress=False if quiet else None)
+    result = build_tablebase(out, position, progress=False if quiet else None, force=force,
+                             memory_check=not ignore_memory)
     click.echo(result.summary())
 
 
@@ -78,7 +78,7 @@ def probe(position, tb_path, as_json):
 
 @click.command()
 @click.argument("position")
-@click.option("--png", "png", type=click.Path(dir_okay=False, path_type=Path), required=True,
+@click.option("--png", "png", type=click.Path(dir_okay=False, path_type=Path), required=True, callback=png_path,
               help="The PNG file to write.")
 def show(position, png):
     """Draw POSITION (pieces, hands, side to move, coordinates) into a PNG file."""
@@ -92,7 +92,8 @@ def show(position, png):
 @click.command()
 @click.argument("position")
 @tb_option
-@click.option("--max-plies", default=200, show_default=True, help="Stop a drawn line after this many plies.")
+@click.option("--max-plies", default=200, show_default=True, type=click.IntRange(min=1),
+              help="Stop the line after this many plies (a drawn line goes on for ever); the output says so.")
 @click.option("--png-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Also draw the board after every ply into this folder.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (no pictures).")
@@ -124,5 +125,9 @@ def line(position, tb_path, max_plies, png_dir, as_json):
             click.echo(f"  {mover}'s lion has reached the far rank safely and wins.")
     if wdl == 0:
         click.echo(f"\ndraw: the line stops after {len(pv)} plies")
+    elif not pv:
+        click.echo(f"\nthe game is already over: the enemy lion has reached {SIDE_NAMES[pos.turn]}'s home rank")
+    elif pv[-1].terminal not in ("lion captured", "try"):
+        click.echo(f"\nstopped early: after {len(pv)} of the {dtm} plies to the end of the game (--max-plies)")
     if png_dir is not None:
         draw_plies(png_dir, pos, plies)

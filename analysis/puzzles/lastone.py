@@ -20,7 +20,7 @@ import numpy as np
 from dobutsu_tb.analysis.puzzles import PuzzleInputError
 from dobutsu_tb.encoding.bits import popcount
 from dobutsu_tb.encoding.jit import njit, prange
-from dobutsu_tb.encoding.search import bfs_shortest, dfs_solve, enumerate_levels
+from dobutsu_tb.encoding.search import chain_levels, dfs_solve, enumerate_levels
 
 ROW_STARTS = (2, 2, 0, 0, 0, 2, 2)
 ROW_LENGTHS = (3, 3, 7, 7, 7, 3, 3)
@@ -44,9 +44,8 @@ def _jumps():
 JUMPS = _jumps()
 _FROM_OVER = np.array([(1 << f) | (1 << o) for f, o, _ in JUMPS], np.int64)
 _TO = np.array([1 << t for _, _, t in JUMPS], np.int64)
-_FROM = np.array([1 << f for f, _, _ in JUMPS], np.int64)
 MAX_JUMPS = len(JUMPS)  # 76
-MAX_MOVES = 4096
+_FULL = (1 << N_HOLES) - 1
 
 
 def _symmetries():
@@ -71,10 +70,16 @@ def _image(state: int, perm) -> int:
     return sum(1 << perm[i] for i in range(N_HOLES) if (state >> i) & 1)
 
 
+def _group(goal_hole: int, start: int | None = None) -> list:
+    """The symmetries that fix the goal hole (and the ``start`` board, when given), the identity
+    first."""
+    return [p for p in SYMMETRIES if p[goal_hole] == goal_hole and (start is None or _image(start, p) == start)]
+
+
 def _params(goal_hole: int, start: int | None = None) -> np.ndarray:
-    """params: [goal board, number of symmetries k, k*5*256 byte tables of those symmetries
-    that fix the goal hole (and the ``start`` board, when given)], the identity first."""
-    syms = [p for p in SYMMETRIES if p[goal_hole] == goal_hole and (start is None or _image(start, p) == start)]
+    """params: [goal board, number of symmetries k, k*5*256 byte tables of the symmetries of
+    :func:`_group`, then their k*33 hole permutations]."""
+    syms = _group(goal_hole, start)
     tables = np.zeros((len(syms), 5, 256), np.int64)
     for s, perm in enumerate(syms):
         for chunk in range(5):
@@ -85,7 +90,7 @@ def _params(goal_hole: int, start: int | None = None) -> np.ndarray:
                     if hole < N_HOLES and (byte >> b) & 1:
                         v |= 1 << perm[hole]
                 tables[s, chunk, byte] = v
-    return np.concatenate([[1 << goal_hole, len(syms)], tables.ravel()]).astype(np.int64)
+    return np.concatenate([[1 << goal_hole, len(syms)], tables.ravel(), np.array(syms).ravel()]).astype(np.int64)
 
 
 @njit
@@ -123,42 +128,28 @@ def _canonical(state, params):
 
 
 @njit
-def _expand_moves(state, out, params):
-    """Successors by one *move*: one or more consecutive jumps of the same peg (distinct boards)."""
+def _expand_steps(state, out, src, dst, params):
+    """The jumps of :func:`_expand`, with the jumping peg's hole before (``src``) and after (``dst``)."""
     n = 0
-    stack_state = np.empty(64, np.int64)
-    stack_peg = np.empty(64, np.int64)
-    for peg in range(33):
-        if not (state >> peg) & 1:
-            continue
-        sp = 0
-        stack_state[0] = state
-        stack_peg[0] = peg
-        sp = 1
-        while sp:
-            sp -= 1
-            s = stack_state[sp]
-            p = stack_peg[sp]
-            for j in range(_FROM.shape[0]):
-                if _FROM[j] != (np.int64(1) << p):
-                    continue
-                if s & _FROM_OVER[j] == _FROM_OVER[j] and s & _TO[j] == 0:
-                    child = s ^ (_FROM_OVER[j] | _TO[j])
-                    dup = False
-                    for q in range(n):
-                        if out[q] == child:
-                            dup = True
-                            break
-                    if not dup:
-                        if n >= out.shape[0]:
-                            return -1
-                        out[n] = child
-                        n += 1
-                    if sp < 64:
-                        stack_state[sp] = child
-                        stack_peg[sp] = JUMPS[j, 2]
-                        sp += 1
+    for j in range(_FROM_OVER.shape[0]):
+        if state & _FROM_OVER[j] == _FROM_OVER[j] and state & _TO[j] == 0:
+            out[n] = state ^ (_FROM_OVER[j] | _TO[j])
+            src[n] = JUMPS[j, 0]
+            dst[n] = JUMPS[j, 2]
+            n += 1
     return n
+
+
+@njit
+def _canonical_hole(state, hole, params):
+    """The representative of ``state`` and the image of ``hole`` under a symmetry taking it there."""
+    best, image = state, hole
+    perms = 2 + params[1] * 5 * 256
+    for s in range(1, params[1]):
+        v = _transform(state, params, s)
+        if v < best:
+            best, image = v, params[perms + s * N_HOLES + hole]
+    return best, image
 
 
 @njit(parallel=True)
@@ -259,14 +250,102 @@ def solve(start: int, goal: int = CENTRE) -> list[int] | None:
 def fewest_moves(start: int, goal: int = CENTRE, max_depth: int = 40, threads: int | None = None):
     """A solution with the fewest moves (a move: one or more consecutive jumps of one peg).
 
-    Breadth-first over moves, one board of each class under the symmetries that fix the goal
-    hole and the start (the goal board is a class of its own). Returns the boards after each
-    move, or None.
+    Every board reachable from ``start`` is visited once, peg count by peg count, one board of
+    each class under the symmetries that fix the goal hole and the start
+    (:func:`encoding.search.chain_levels`), with the fewest moves that reach it and the holes
+    where the last jump of such a way may end (a jump from one of them goes on with the same
+    move). The moves are then traced back from the goal, jump by jump. When the start is the goal
+    board's complement (the central game), a level's boards whose complements the start cannot
+    reach (the levels with more pegs tell) cannot reach the goal and are dropped.
+
+    Parameters
+    ----------
+    start : int
+        The board.
+    goal : int, optional
+        The hole of the last peg.
+    max_depth : int, optional
+        Most moves searched for.
+    threads : int, optional
+        Threads; default :data:`~dobutsu_tb.encoding.config.THREADS`.
+
+    Returns
+    -------
+    list of int or None
+        The start and the board after each move, or None when there is no solution within
+        ``max_depth`` moves.
+
+    Raises
+    ------
+    PuzzleInputError
+        For an empty board or a goal outside 0..32.
     """
     _check(start, goal)
-    result = bfs_shortest(start, _expand_moves, _is_goal, _params(goal, start), MAX_MOVES, max_depth=max_depth,
-                          count=False, canonical=_canonical, threads=threads)
-    return result.path
+    params = _params(goal, start)
+    levels = {}
+
+    def keep(level):
+        """A board can reach the goal only if its complement can be reached from the goal's
+        complement (undoing jumps is jumping on the complemented board). When that is the start,
+        its levels with more pegs are already known, so the boards of a level that cannot reach
+        the goal are dropped (not when ``max_depth`` may have cut those levels short)."""
+        k = pegs(int(level.states[0]))
+        if start != _FULL ^ (1 << goal) or max_depth < pegs(start) - 1 or (N_HOLES - k) not in levels:
+            return np.ones(level.states.shape[0], np.bool_)
+        known = levels[N_HOLES - k].states
+        images = np.empty_like(level.states)
+        _canonical_many(_FULL ^ level.states, params, images)
+        i = np.minimum(np.searchsorted(known, images), known.shape[0] - 1)
+        return known[i] == images
+
+    def store(level):
+        levels[pegs(int(level.states[0]))] = level
+
+    chain_levels(start, _expand_steps, _canonical_hole, params, MAX_JUMPS, threads=threads, on_level=store,
+                 keep=keep, limit=min(max(max_depth, 0), N_HOLES))
+    return _trace_moves(start, goal, levels, _group(goal, start))
+
+
+def _trace_moves(start: int, goal: int, levels: dict, group: list) -> list[int] | None:
+    """The boards after each move of a fewest-moves solution, traced back from the goal board
+    through :func:`fewest_moves`'s levels (keyed by peg count)."""
+
+    def lookup(board):
+        """(fewest moves, holes where the last jump of such a way may end), or None if unreached."""
+        level = levels.get(pegs(board))
+        images = [_image(board, perm) for perm in group]
+        rep = min(images)
+        i = int(np.searchsorted(level.states, rep)) if level is not None else 0
+        if level is None or i == level.states.shape[0] or level.states[i] != rep:
+            return None
+        last = int(level.last[i])
+        ends = {h for s, perm in enumerate(group) if images[s] == rep for h in range(N_HOLES) if (last >> perm[h]) & 1}
+        return int(level.moves[i]), ends
+
+    board = 1 << goal
+    found = lookup(board)
+    if found is None:
+        return None
+    moves, ends = found
+    boards = [board]
+    while board != start:
+        for f, o, t in JUMPS.tolist():
+            if t not in ends or (board >> f) & 1 or (board >> o) & 1:
+                continue
+            before = board ^ (1 << f) ^ (1 << o) ^ (1 << t)
+            found = lookup(before)
+            if found is None:
+                continue
+            if found[0] == moves and f in found[1]:  # the same move, one jump earlier
+                board, ends = before, {f}
+                break
+            if found[0] == moves - 1:  # the move starts here
+                board, (moves, ends) = before, found
+                boards.append(board)
+                break
+        else:
+            raise RuntimeError("no way back from a board on a fewest-moves path")
+    return boards[::-1]
 
 
 @dataclass

@@ -10,11 +10,13 @@ level exactly and summing the number of placement sequences that reach each posi
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from dobutsu_tb.analysis.puzzles import PuzzleInputError
+from dobutsu_tb.analysis.textfiles import shorten
 from dobutsu_tb.encoding.bits import popcount
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.encoding.search import bfs_wide_levels
@@ -22,6 +24,8 @@ from dobutsu_tb.encoding.search import bfs_wide_levels
 _DIRS = np.array([1, -1, 8, -8, 9, -9, 7, -7], np.int64)
 BLACK, WHITE = 0, 1
 START = (np.int64((1 << 28) | (1 << 35)), np.int64((1 << 27) | (1 << 36)), BLACK)  # e4 d5 / d4 e5
+#: A square's name: column a to h, row 1 to 8.
+_SQUARE = re.compile(r"[a-h][1-8]")
 
 
 @njit
@@ -199,6 +203,10 @@ class OthelloResult:
         The number of shortest placement sequences.
     level_sizes : list of int
         Distinct positions after each number of placements, up to the one before the goal.
+    exhausted : bool
+        No solution (``placements`` None) and none at any depth: every sequence of placements
+        ends (no side can place) before the limit, so the goal is out of reach, not only beyond
+        the limit.
     """
 
     placements: int | None
@@ -206,6 +214,7 @@ class OthelloResult:
     positions: list
     count: int
     level_sizes: list
+    exhausted: bool = False
 
 
 def solve(start=None, colour: str | None = None, max_placements: int = 12) -> OthelloResult:
@@ -219,6 +228,17 @@ def solve(start=None, colour: str | None = None, max_placements: int = 12) -> Ot
         The colour that must remain; None for either.
     max_placements : int
         Deepest level searched.
+
+    Returns
+    -------
+    OthelloResult
+        With ``placements`` 0 (no moves, one sequence: the empty one) when the goal already
+        holds at the start: no search is made.
+
+    Raises
+    ------
+    PuzzleInputError
+        For a colour other than those above.
     """
     if colour not in (None, "black", "white"):
         raise PuzzleInputError(f"colour must be 'black' or 'white', not {colour!r}")
@@ -228,16 +248,52 @@ def solve(start=None, colour: str | None = None, max_placements: int = 12) -> Ot
         b, w = states[:, 0], states[:, 1]
         return ((b == 0) | (w == 0)) if colour is None else (w == 0) if colour == "black" else (b == 0)
 
+    if goal_mask(np.array([[black, white]], np.int64))[0]:
+        return OthelloResult(0, [], [], 1, [1])
     code = -1 if colour is None else BLACK if colour == "black" else WHITE
     result = bfs_wide_levels([black, white, turn], _count_children, _fill_children, goal_mask, max_placements,
                              lambda level, counts: _count_goal_children(level, code, counts))
     return OthelloResult(result.depth, [square_name(sq) for sq in result.labels],
-                         [tuple(int(v) for v in row) for row in result.path], result.count, result.level_sizes)
+                         [tuple(int(v) for v in row) for row in result.path], result.count, result.level_sizes,
+                         result.depth is None and len(result.level_sizes) <= max_placements)
+
+
+def goal_text(black: int, white: int) -> str:
+    """Which colour is alone on a board where only one is left (the goal), e.g. ``'only black
+    discs are on the board'``."""
+    return f"only {'white' if int(black) == 0 else 'black'} discs are on the board"
+
+
+def parse_moves(text: str) -> list[str]:
+    """Placements written as squares ``a1`` to ``h8`` (columns a to h, rows 1 to 8), separated
+    by spaces or commas.
+
+    Raises
+    ------
+    PuzzleInputError
+        For anything that is not such a square (the message says which placement).
+    """
+    moves = text.replace(",", " ").split()
+    _check_squares(moves)
+    return moves
+
+
+def _check_squares(moves) -> None:
+    for k, mv in enumerate(moves, 1):
+        if not isinstance(mv, str) or not _SQUARE.fullmatch(mv):
+            raise PuzzleInputError(f"placement {k}: {shorten(str(mv))!r} is not a square a1 to h8")
 
 
 def replay(moves: list[str], start=None) -> tuple[list[str], tuple]:
     """Play a placement sequence with plain Python rules (passes automatic); returns the
-    problems found and the final (black, white)."""
+    problems found and the final (black, white).
+
+    Raises
+    ------
+    PuzzleInputError
+        For a move that is not a square a1 to h8 (:func:`parse_moves`).
+    """
+    _check_squares(moves)
     black, white, turn = (int(v) & ((1 << 64) - 1) for v in (start or START))
     problems = []
     dirs = [(dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)]

@@ -179,7 +179,10 @@ def solve(start: int | None = None, goal_blue=(16, 17, 18), goal_red=(1, 2, 3), 
     """
     if start is None:
         start = make_state((1, 2, 3), (16, 17, 18))
-    goal = make_state(goal_blue, goal_red)
+    try:
+        goal = make_state(goal_blue, goal_red)
+    except PuzzleInputError as exc:
+        raise PuzzleInputError(f"the goal: {exc}") from None
     blue, red, _ = tanks(start)
     if len(blue) != len(goal_blue) or len(red) != len(goal_red):
         raise PuzzleInputError("the goal must have as many tanks of each colour as the start")

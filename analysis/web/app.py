@@ -38,14 +38,14 @@ from starlette.staticfiles import StaticFiles
 from dobutsu_tb.analysis.reports import parse_position
 from dobutsu_tb.analysis.web.service import StatsError, TablebaseService
 from dobutsu_tb.tablebase.game.notation import IllegalMoveError
-from dobutsu_tb.tablebase.game.position import PositionError
+from dobutsu_tb.tablebase.game.position import MAX_TEXT_CHARS, PositionError
 from dobutsu_tb.tablebase.probe import MissingPositionError
-from dobutsu_tb.tablebase.storage import TablebaseFileError
+from dobutsu_tb.tablebase.schema import TablebaseFileError
 
 STATIC = Path(__file__).with_name("static")
 #: Input limits: characters of a position (a FEN with full hands needs about 40), plies of a
 #: judged or perfect line (the longest win is 173 plies), characters of a move, bytes of a body.
-MAX_POSITION_CHARS = 100
+MAX_POSITION_CHARS = MAX_TEXT_CHARS
 MAX_LINE_PLIES = 400
 MAX_MOVE_CHARS = 12
 MAX_BODY_BYTES = 64 * 1024
@@ -85,7 +85,7 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
 
     Raises
     ------
-    tablebase.storage.TablebaseFileError
+    tablebase.schema.TablebaseFileError
         If the file is missing, corrupt or not a tablebase (checked here, before any request).
     """
     service = TablebaseService(tb_path, in_memory=in_memory)

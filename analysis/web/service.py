@@ -41,7 +41,7 @@ class TablebaseService:
 
     Raises
     ------
-    tablebase.storage.TablebaseFileError
+    tablebase.schema.TablebaseFileError
         If the file is missing, corrupt or not a tablebase.
     """
 

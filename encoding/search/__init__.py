@@ -25,14 +25,17 @@ Drivers, one module each:
   each, level by level, in hash tables with one thread per shard;
 - :func:`bfs_wide_levels` (``wide``): breadth-first search by levels for states wider than one
   int64 (an Othello position) whose levels are disjoint, each level de-duplicated exactly by
-  sorting rows.
+  sorting rows;
+- :func:`chain_levels` (``chains``): the fewest moves to every state, level by level, when a
+  move is a chain of steps by one piece (peg solitaire's consecutive jumps of one peg).
 """
 
 from dobutsu_tb.encoding.search.bfs import ShortestResult, bfs_shortest
+from dobutsu_tb.encoding.search.chains import ChainLevel, chain_levels
 from dobutsu_tb.encoding.search.dfs import depth_first, dfs_solve, split_depth_for
 from dobutsu_tb.encoding.search.levels import Level, enumerate_levels
 from dobutsu_tb.encoding.search.pool import run_threads
 from dobutsu_tb.encoding.search.wide import WideResult, bfs_wide_levels
 
-__all__ = ["Level", "ShortestResult", "WideResult", "bfs_shortest", "bfs_wide_levels", "depth_first", "dfs_solve",
-           "enumerate_levels", "run_threads", "split_depth_for"]
+__all__ = ["ChainLevel", "Level", "ShortestResult", "WideResult", "bfs_shortest", "bfs_wide_levels", "chain_levels",
+           "depth_first", "dfs_solve", "enumerate_levels", "run_threads", "split_depth_for"]

@@ -19,7 +19,10 @@ from dobutsu_tb.tablebase.game.position import (
 )
 from dobutsu_tb.tablebase.game.rules import DROP, FROM_MASK, PROMOTION, SLOT_PIECE, TO_SHIFT, legal_moves
 
-_MOVE_RE = re.compile(r"^([LGECRlgecr])(?:([a-c][1-4])([-x])|(\*))([a-c][1-4])(\+?)$")
+#: A move (SPEC §1.6): the piece letter upper case for both sides, the squares lower case.
+MOVE_PATTERN = re.compile(r"([LGECR])(?:([a-c][1-4])([-x])|(\*))([a-c][1-4])(\+?)")
+#: Longest move text quoted whole in an error message.
+_QUOTE_MAX = 20
 
 
 class IllegalMoveError(ValueError):
@@ -54,14 +57,16 @@ def parse_move(position: Position, text: str) -> int:
         nothing to drop, the game is over).
     """
     t = text.strip()
-    m = _MOVE_RE.match(t)
+    m = MOVE_PATTERN.fullmatch(t)
     if not m:
-        raise IllegalMoveError(f"{text!r} is not a move like Lb4-a3, Cb3xb2, Ca2-a1+ or C*b2")
+        hint = (" (the piece letter is upper case for both sides)" if MOVE_PATTERN.fullmatch(t[:1].upper() + t[1:])
+                else "")
+        raise IllegalMoveError(f"{quote_move(text)} is not a move like Lb4-a3, Cb3xb2, Ca2-a1+ or C*b2{hint}")
     moves = legal_moves(position.state())
     if moves.size == 0:
         raise IllegalMoveError(f"{t}: the game is already over")
     texts = {move_text(position, int(mv)): int(mv) for mv in moves}
-    want = t[0].upper() + t[1:]
+    want = t
     if want in texts:
         return texts[want]
     # Accept a capture written with '-' or a move written with 'x' only when it is unambiguous.
@@ -69,6 +74,12 @@ def parse_move(position: Position, text: str) -> int:
     if want.replace("x", "-") in loose:
         return loose[want.replace("x", "-")]
     raise IllegalMoveError(f"{t}: {_why_illegal(position, m)}")
+
+
+def quote_move(text: str) -> str:
+    """``repr(text)`` for an error message, cut to :data:`_QUOTE_MAX` characters (with its
+    length said) when longer: a whole line of garbage is not echoed back."""
+    return repr(text) if len(text) <= _QUOTE_MAX else f"{text[:_QUOTE_MAX]!r}... ({len(text):,} characters)"
 
 
 def _why_illegal(position: Position, m: re.Match) -> str:

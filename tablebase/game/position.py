@@ -50,6 +50,8 @@ LETTER_PIECE = {v: k for k, v in PIECE_LETTER.items()}
 #: Hand slot order: chick, elephant, giraffe.
 HAND_LETTERS = "CEG"
 FILES = "abc"
+#: The longest text a position is read from (ours needs at most 25 characters, a FEN about 40).
+MAX_TEXT_CHARS = 100
 
 
 class PositionError(ValueError):
@@ -166,11 +168,17 @@ class Position:
     def from_text(cls, text: str) -> "Position":
         """Parse the FEN-like form, e.g. ``S/gle/-c-/-C-/ELG/-``.
 
+        The form is read strictly (SPEC §1.6): the side ``S`` or ``G``, four ranks of three cells
+        (``L G E C R`` upper case for Sente, lower case for Gote, ``-`` empty), and the hand
+        field: ``-`` when both hands are empty, else the pieces in hand (``C E G``, upper case
+        Sente's, lower case Gote's), never empty. Only whitespace around the text is ignored.
+
         Raises
         ------
         PositionError
             If the text is malformed or the position impossible.
         """
+        _check_length(text)
         fields = text.strip().split("/")
         if len(fields) != 6:
             raise PositionError(f"{text!r}: expected 6 fields 'side/rank1/rank2/rank3/rank4/hand', "
@@ -202,6 +210,7 @@ class Position:
         PositionError
             If the FEN is malformed or the position impossible.
         """
+        _check_length(fen)
         m = re.fullmatch(r"\s*([^\[\s]+)\[([^\]]*)\]\s+([wb])\b.*", fen)
         if not m:
             raise PositionError(f"{fen!r} is not a dobutsu FEN like 'gle/1c1/1C1/ELG[-] w 0 1'")
@@ -215,7 +224,7 @@ class Position:
             for ch in rank:
                 if ch == "+":
                     promoted = True
-                elif ch.isdigit():
+                elif ch in _FEN_GAPS:  # ASCII digits only: str.isdigit() is true for '²' too
                     cells += [EMPTY] * int(ch)
                 else:
                     code = _cell_of_letter(ch, fen)
@@ -304,10 +313,21 @@ class Position:
         return self.text()
 
 
+def _check_length(text: str) -> None:
+    if len(text) > MAX_TEXT_CHARS:
+        raise PositionError(f"a position is at most {MAX_TEXT_CHARS} characters; got {len(text):,}")
+
+
+#: Piece letters on the board, both cases (ASCII only).
+_PIECE_LETTERS = "".join(PIECE_LETTER.values()) + "".join(PIECE_LETTER.values()).lower()
+#: The run lengths of empty cells a FEN rank can hold.
+_FEN_GAPS = "123"
+
+
 def _cell_of_letter(ch: str, context: str) -> int:
     if ch == "-":
         return EMPTY
-    piece = LETTER_PIECE.get(ch.upper())
+    piece = LETTER_PIECE.get(ch.upper()) if ch in _PIECE_LETTERS else None
     if piece is None:
         raise PositionError(f"{context!r}: unknown piece letter {ch!r} (use L G E C R, '-' empty)")
     return piece | (0 if ch.isupper() else OPPONENT)
@@ -321,11 +341,15 @@ def _letter_of_cell(code: int) -> str:
 
 
 def _parse_hand(hand: str, context: str) -> tuple:
+    """Counts of a hand field: ``-`` for empty hands, else one letter per piece (never both)."""
     counts = [0] * 6
-    if hand != "-":
-        for ch in hand:
-            if ch.upper() not in HAND_LETTERS:
-                raise PositionError(f"{context!r}: {ch!r} cannot be in hand (only C E G, upper "
-                                    f"case Sente's, lower case Gote's)")
-            counts[HAND_LETTERS.index(ch.upper()) + (0 if ch.isupper() else 3)] += 1
+    if hand == "-":
+        return tuple(counts)
+    if not hand:
+        raise PositionError(f"{context!r}: the hand field is empty; write '-' when no piece is in hand")
+    for ch in hand:
+        if ch not in HAND_LETTERS + HAND_LETTERS.lower():
+            raise PositionError(f"{context!r}: {ch!r} cannot be in hand (the hand field is '-' or "
+                                f"pieces C E G, upper case Sente's, lower case Gote's)")
+        counts[HAND_LETTERS.index(ch.upper()) + (0 if ch.isupper() else 3)] += 1
     return tuple(counts)

@@ -27,8 +27,9 @@ DIRS = "UDLR"
 MAX_CELLS = 256
 #: Most cleaners (the search keeps a set of cleaners in one int64).
 MAX_CLEANERS = 62
-#: Largest step budget (the key of the search's table of dead nodes packs a step count in 12 bits).
-MAX_BUDGET = 4095
+#: Largest step budget (the search keeps a row of state per step, and the key of its table of dead
+#: nodes packs a step count in 12 bits).
+MAX_BUDGET = 1000
 
 
 @dataclass
@@ -114,7 +115,7 @@ def parse_problem(text: str) -> Problem:
             raise PuzzleInputError(f"{n} {kind} budgets announced, {len(rest)} given")
         for (r, c), budget in zip(cells, rest[:n]):
             if not 0 <= budget <= MAX_BUDGET:
-                raise PuzzleInputError(f"a step budget must be in 0..{MAX_BUDGET}, got {budget}")
+                raise PuzzleInputError(f"a step budget must be 0..{MAX_BUDGET}, got {budget}")
             cleaners.append((kind, r, c, budget))
         rest = rest[n:]
     if rest:

@@ -1,0 +1,227 @@
+"""Writing a file so that nothing is lost: lock, leftovers, temporary name, permissions, rename.
+
+:class:`ReservedOutput` holds a target path from before a long job starts until its file is in
+place:
+
+- A lock file ``.NAME.lock`` beside the target, locked with ``flock``: a second job for the
+  same target fails at once with :class:`OutputError` (it does not wait). The lock goes with
+  the process, so a killed job never leaves a stale lock.
+- Temporary files ``.NAME.*.partial`` beside the target can only be left by a job that no
+  longer holds the lock, i.e. one that was killed: they are removed.
+- The temporary file is created at once (so an unwritable folder fails before any work is done)
+  with mode ``0o666`` less the umask, as any new file.
+- An existing target that ``replaceable`` does not accept is never replaced unless ``force``.
+- :meth:`ReservedOutput.commit` flushes the temporary file to disk and renames it over the
+  target in one step; leaving the block without a commit removes it. Either the old file or
+  the complete new one is in place at every moment.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+from pathlib import Path
+from typing import Callable
+
+LOCK_SUFFIX = ".lock"
+PARTIAL_SUFFIX = ".partial"
+
+
+class OutputError(OSError):
+    """Raised when a file cannot be written where asked: no such folder, not writable, another
+    job writing it, a file there that must not be replaced, or the disk full; the message says
+    which, and that nothing was written."""
+
+
+def describe_os_error(exc: BaseException) -> str:
+    """One line for an OS or HDF5 error: the system's text for its errno when there is one
+    (HDF5 puts ``errno = 28`` in its message), else its message with the line breaks removed."""
+    import re
+
+    errno = getattr(exc, "errno", None)
+    if not errno:
+        found = re.search(r"errno = (\d+)", str(exc))
+        errno = int(found.group(1)) if found else None
+    if errno:
+        return os.strerror(errno)
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+class ReservedOutput:
+    """A target path held for one job (module docstring); a context manager.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file to write.
+    replaceable : callable, optional
+        ``replaceable(path)`` says whether an existing file at ``path`` may be replaced
+        (default: any file may).
+    force : bool, optional
+        Replace an existing file even if ``replaceable`` refuses it.
+
+    Attributes
+    ----------
+    path : Path
+        The target.
+    tmp : Path
+        The temporary file to write (it exists, empty, once the block is entered).
+    removed : list of Path
+        Leftovers of killed jobs that were removed.
+
+    Raises
+    ------
+    OutputError
+        On entering: the folder does not exist or is not writable, another job holds the
+        target, or a file there may not be replaced.
+    """
+
+    def __init__(self, path, replaceable: Callable[[Path], bool] | None = None, force: bool = False):
+        self.path = Path(path)
+        self.folder = self.path.parent
+        self.replaceable = replaceable
+        self.force = force
+        self.tmp: Path | None = None
+        self.removed: list[Path] = []
+        self._lock_fd: int | None = None
+        self._lock_path = self.folder / f".{self.path.name}{LOCK_SUFFIX}"
+        self.committed = False
+
+    # --- entering ------------------------------------------------------------------------
+
+    def __enter__(self) -> "ReservedOutput":
+        if not self.folder.is_dir():
+            raise OutputError(f"{self.folder}: no such folder")
+        if self.path.is_dir():
+            raise OutputError(f"{self.path} is a folder")
+        try:
+            self._lock()
+            self._check_target()
+            self._remove_leftovers()
+            self.tmp = self._create_tmp()
+        except BaseException:
+            self._unlock()
+            raise
+        return self
+
+    def _fail_write(self, exc: OSError) -> OutputError:
+        return OutputError(f"cannot write in {self.folder} ({describe_os_error(exc)})")
+
+    def _lock(self) -> None:
+        while True:
+            try:
+                fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+            except OSError as exc:
+                raise self._fail_write(exc) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 32).decode("ascii", "replace").strip()
+                os.close(fd)
+                who = f" (process {holder})" if holder.isdigit() else ""
+                raise OutputError(f"{self.path} is being written by another build{who}; wait for it to finish "
+                                  f"or write elsewhere") from None
+            except OSError as exc:
+                os.close(fd)
+                raise self._fail_write(exc) from None
+            try:  # the holder before us may have removed the lock file after we opened it: retry then
+                same = os.fstat(fd).st_ino == os.stat(self._lock_path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        self._lock_fd = fd
+        try:  # who holds it, for the message of a job that finds it locked (on a full disk: nobody says)
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError:
+            pass
+
+    def _check_target(self) -> None:
+        if self.force or self.replaceable is None or not os.path.lexists(self.path):
+            return
+        if not self.replaceable(self.path):
+            raise OutputError(f"{self.path} exists and is not a dobutsu tablebase: not replacing it "
+                              f"(--force replaces it)")
+
+    def _remove_leftovers(self) -> None:
+        prefix, suffix = f".{self.path.name}.", PARTIAL_SUFFIX
+        try:
+            entries = list(os.scandir(self.folder))
+        except OSError:
+            return
+        for entry in entries:
+            if entry.name.startswith(prefix) and entry.name.endswith(suffix) and len(entry.name) > len(prefix + suffix):
+                try:
+                    os.unlink(entry.path)
+                    self.removed.append(Path(entry.path))
+                except OSError:
+                    pass
+
+    def _create_tmp(self) -> Path:
+        while True:
+            tmp = self.folder / f".{self.path.name}.{secrets.token_hex(4)}{PARTIAL_SUFFIX}"
+            try:
+                os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666))
+                return tmp
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise self._fail_write(exc) from None
+
+    # --- leaving -------------------------------------------------------------------------
+
+    def commit(self) -> Path:
+        """Flush the temporary file to disk and rename it over the target.
+
+        Returns
+        -------
+        Path
+            The target.
+
+        Raises
+        ------
+        OutputError
+            If a file that may not be replaced appeared at the target meanwhile, or the flush or
+            the rename fails (the temporary file is then removed when the block ends).
+        """
+        self._check_target()
+        try:
+            fd = os.open(self.tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(self.tmp, self.path)
+        except OSError as exc:
+            raise OutputError(f"{self.path}: writing failed ({describe_os_error(exc)}); nothing was written") from None
+        self.committed = True
+        try:  # the rename itself, on disk
+            fd = os.open(self.folder, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+        return self.path
+
+    def __exit__(self, *exc) -> None:
+        if not self.committed and self.tmp is not None:
+            try:
+                os.unlink(self.tmp)
+            except OSError:
+                pass
+        self._unlock()
+
+    def _unlock(self) -> None:
+        if self._lock_fd is None:
+            return
+        try:  # removed while still locked: a job that opened it meanwhile sees a new file and retries
+            os.unlink(self._lock_path)
+        except OSError:
+            pass
+        os.close(self._lock_fd)
+        self._lock_fd = None

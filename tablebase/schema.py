@@ -1,0 +1,260 @@
+"""The tablebase file's layout, format version 3 (one HDF5 file that any HDF5 reader can read),
+and the checks of its metadata.
+
+Layout::
+
+    /keys     int64 <i8, (n,)  canonical keys of the non-terminal positions, strictly ascending;
+                               chunks of KEY_CHUNK entries, shuffle + deflate + fletcher32
+    /values   uint8, (n,)      the value byte of each key (values.py): 0 draw, else DTM + 1,
+                               a win when the DTM is odd; chunks of VALUE_CHUNK, deflate + fletcher32
+    /index    int64 <i8, (m,)  the first key of each chunk of /keys (m = ceil(n / KEY_CHUNK));
+                               its CRC-32 is the attribute index_crc32
+    /chunk_table  int64 <i8, (m + m', 2)   byte offset and size in the file of each chunk of
+                               /keys, then of /values, as HDF5's chunk index records them (no
+                               two overlapping); its CRC-32 is the attribute chunk_table_crc32
+    /stats/dtm_wins, /stats/dtm_losses   int64 <i8: positions per DTM (index = plies)
+
+The root attributes hold the metadata (:class:`Metadata`): format and version, rules, start
+position, counts per class and per value, the longest DTM, the start position's value and the
+seconds of each build phase, and ``metadata_crc32``, the CRC-32 of all the others
+(:func:`metadata_crc32`). Strings are fixed-length UTF-8 and the attributes are kept in the root
+group's object header, so every byte of HDF5's own metadata is covered by one of HDF5's
+checksums (superblock, object headers, the chunk index) and the file has no global heap (HDF5
+can loop forever on a damaged one). Terminal positions are not stored: the rules answer them.
+Version 3 differs from version 2 only by ``metadata_crc32`` and the string attributes' storage;
+version 2 files are still read, with every check but the metadata CRC.
+
+The chunks' bytes are :mod:`~dobutsu_tb.tablebase.chunks`' to encode and decode; files are
+written by :mod:`~dobutsu_tb.tablebase.writer` and read, every byte checked, by
+:mod:`~dobutsu_tb.tablebase.reader`.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+import h5py
+import numpy as np
+from h5py import h5z
+
+from dobutsu_tb.tablebase.values import MAX_STORED_DTM
+
+FORMAT = "dobutsu-tablebase"
+FORMAT_VERSION = 3
+RULES = ("dobutsu shogi (SPEC §1): catch and try (Tanaka's convention: catch-terminal and "
+         "try-terminal positions are not stored), side to move normalised, mirrors folded")
+KEY_LAYOUT = "Huffman-style 64-bit canonical key, first code bit at bit 62 (SPEC §1.3)"
+VALUE_LAYOUT = "uint8: 0 draw, otherwise DTM + 1 in plies; an odd DTM is a win, an even one a loss"
+#: The dtypes of /keys and /values.
+KEY_DTYPE, VALUE_DTYPE = np.dtype("<i8"), np.dtype("u1")
+
+
+#: Datasets of a tablebase file, at the root and in /stats.
+MEMBERS = {"keys", "values", "index", "chunk_table", "stats"}
+STATS_MEMBERS = {"dtm_wins", "dtm_losses"}
+#: The filter pipelines of /keys and /values, in order (what encode_chunks applies).
+KEY_FILTERS = (h5z.FILTER_SHUFFLE, h5z.FILTER_DEFLATE, h5z.FILTER_FLETCHER32)
+VALUE_FILTERS = (h5z.FILTER_DEFLATE, h5z.FILTER_FLETCHER32)
+FILTER_NAMES = {h5z.FILTER_SHUFFLE: "shuffle", h5z.FILTER_DEFLATE: "deflate", h5z.FILTER_FLETCHER32: "fletcher32"}
+#: Most entries in a chunk of a file we read (ours have KEY_CHUNK and VALUE_CHUNK).
+MAX_CHUNK = 1 << 16
+
+
+class TablebaseFileError(OSError):
+    """Raised for a missing, unreadable, corrupt or foreign tablebase file; the message says where."""
+
+
+@dataclass
+class Metadata:
+    """What a tablebase file says about itself (its root attributes).
+
+    Attributes
+    ----------
+    start : str
+        Start position in SPEC §1.6 text form.
+    reachable, nonterminal, catch_terminal, try_terminal : int
+        Position counts (SPEC §1.4).
+    wins, draws, losses : int
+        Stored (non-terminal) positions per WDL.
+    start_wdl, start_dtm : int
+        The start position's value (DTM in plies).
+    no_moves : int
+        Non-terminal positions without a legal move (stored as losses in 0).
+    max_dtm : int
+        The longest DTM stored, in plies.
+    seconds : dict of str to float
+        Wall time of each build phase.
+    """
+
+    start: str
+    reachable: int
+    nonterminal: int
+    catch_terminal: int
+    try_terminal: int
+    wins: int
+    draws: int
+    losses: int
+    start_wdl: int
+    start_dtm: int
+    no_moves: int = 0
+    max_dtm: int = 0
+    seconds: dict = field(default_factory=dict)
+    created: str = ""
+    format_version: int = FORMAT_VERSION
+
+
+#: The integer attributes of the metadata: counts, the longest DTM and the start position's value.
+COUNT_FIELDS = ("reachable", "nonterminal", "catch_terminal", "try_terminal", "no_moves", "wins",
+                "draws", "losses", "start_wdl", "start_dtm", "max_dtm")
+
+
+def value_counts(per_code: np.ndarray) -> dict:
+    """What the metadata say about the values, from the number of positions per value byte.
+
+    Parameters
+    ----------
+    per_code : numpy.ndarray of int64, shape (256,)
+        Positions per value byte (``np.bincount(values, minlength=256)``).
+
+    Returns
+    -------
+    dict
+        ``wins``, ``draws``, ``losses``, ``no_moves`` (losses in 0: the positions without a
+        legal move) and ``max_dtm`` (plies), as ints.
+    """
+    decided = per_code[1:]
+    dtm = np.arange(decided.shape[0])
+    return {"wins": int(decided[dtm % 2 == 1].sum()), "draws": int(per_code[0]),
+            "losses": int(decided[dtm % 2 == 0].sum()), "no_moves": int(decided[0]),
+            "max_dtm": int(np.flatnonzero(decided).max()) if decided.any() else 0}
+
+
+def metadata_crc32(attrs: dict) -> int:
+    """CRC-32 of a file's root attributes, ``metadata_crc32`` itself left out: of one line per
+    attribute, sorted by name, ``name=value`` with integers in decimal, floats in hexadecimal
+    (``float.hex``) and strings JSON-quoted (UTF-8).
+
+    Parameters
+    ----------
+    attrs : dict of str to int, float or str
+
+    Returns
+    -------
+    int
+        In [0, 2**32).
+    """
+    import json
+
+    lines = []
+    for name in sorted(attrs):
+        if name == "metadata_crc32":
+            continue
+        value = attrs[name]
+        text = (json.dumps(value, ensure_ascii=False) if isinstance(value, str)
+                else value.hex() if isinstance(value, float) else str(int(value)))
+        lines.append(f"{name}={text}")
+    return zlib.crc32("\n".join(lines).encode("utf-8"))
+
+
+_KIND_NAMES = {int: "an integer", float: "a number", str: "a string"}
+
+
+def _attribute(value, name: str, kind: type, filename: str):
+    """An attribute's value as ``kind`` (int, float or str); the type must match exactly (a
+    number stored as text, an array or a float count is refused)."""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8")
+    if kind is str:
+        ok = isinstance(value, str)
+    else:
+        ok = (np.ndim(value) == 0 and not isinstance(value, (bool, np.bool_, str))
+              and isinstance(value, (int, np.integer) if kind is int else (int, float, np.integer, np.floating)))
+    if not ok:
+        raise TablebaseFileError(f"{filename}: metadata attribute {name!r} is not {_KIND_NAMES[kind]}")
+    return kind(value)
+
+
+#: Root attributes of each readable format version, by type (besides ``seconds_*``, floats).
+_STRING_ATTRS = ("format", "rules", "key_layout", "value_layout", "start", "created")
+_INT_ATTRS = ("format_version", *COUNT_FIELDS, "index_crc32", "chunk_table_crc32")
+#: Version 2 files have no metadata_crc32; they are read with every other check.
+READABLE_VERSIONS = (2, FORMAT_VERSION)
+
+
+def read_metadata(f: h5py.File, check_counts: bool = True) -> Metadata:
+    """The :class:`Metadata` of an open tablebase file, checked: the attributes' names and types,
+    their CRC-32 (``metadata_crc32``, format version 3), the start position, and (unless
+    ``check_counts`` is false, as the verifier asks, to report the details itself) that the
+    counts agree with each other.
+
+    Raises
+    ------
+    TablebaseFileError
+        If the file is not a tablebase of a readable format version, or its attributes are
+        missing, unknown, of the wrong type, damaged or contradict each other.
+    """
+    name = f.filename
+    try:
+        a = f.attrs
+        raw = {k: a[k] for k in a.keys()}
+        fmt = raw.get("format")
+        if isinstance(fmt, bytes):
+            fmt = fmt.decode("utf-8", "replace")
+        if not isinstance(fmt, str) or fmt != FORMAT:
+            raise TablebaseFileError(f"{name}: not a dobutsu tablebase file")
+        version = _attribute(raw.get("format_version"), "format_version", int, name)
+        if version not in READABLE_VERSIONS:
+            raise TablebaseFileError(f"{name}: format version {version} (this program reads version "
+                                     f"{FORMAT_VERSION}; build the file again with 'dobutsu-tb build')")
+        known = (*_STRING_ATTRS, *_INT_ATTRS) + (("metadata_crc32",) if version >= 3 else ())
+        missing = [k for k in known if k not in raw and k != "created"]
+        if missing:
+            raise TablebaseFileError(f"{name}: metadata attribute {missing[0]!r} is missing (a damaged file?)")
+        unknown = [k for k in raw if k not in known and not k.startswith("seconds_")]
+        if unknown:
+            raise TablebaseFileError(f"{name}: unknown metadata attribute {unknown[0]!r} (a damaged file?)")
+        attrs = {k: _attribute(v, k, str if k in _STRING_ATTRS else float if k.startswith("seconds_") else int, name)
+                 for k, v in raw.items()}
+        if version >= 3 and attrs["metadata_crc32"] != metadata_crc32(attrs):
+            raise TablebaseFileError(f"{name}: the metadata fail their CRC-32 check: the file is damaged")
+    except TablebaseFileError:
+        raise
+    except Exception as exc:  # h5py raises assorted types for damaged attribute headers
+        raise TablebaseFileError(f"{name}: unreadable metadata ({' '.join(str(exc).split())})") from None
+    meta = Metadata(start=attrs["start"], created=attrs.get("created", ""), format_version=version,
+                    seconds={k[len("seconds_"):]: v for k, v in attrs.items() if k.startswith("seconds_")},
+                    **{k: attrs[k] for k in COUNT_FIELDS})
+    problem = _start_problem(meta.start) or (_metadata_problem(meta) if check_counts else None)
+    if problem:
+        raise TablebaseFileError(f"{name}: inconsistent metadata: {problem}")
+    return meta
+
+
+def _start_problem(text: str) -> str | None:
+    from dobutsu_tb.tablebase.game.position import Position, PositionError
+    from dobutsu_tb.tablebase.game.rules import NONTERMINAL, classify
+
+    try:
+        position = Position.from_text(text)
+    except PositionError as exc:
+        return f"the start position {text!r} is not a position ({exc})"
+    if classify(position.state()) != NONTERMINAL:
+        return f"the start position {text} is terminal"
+    return None
+
+
+def _metadata_problem(m: Metadata) -> str | None:
+    if min(m.reachable, m.nonterminal, m.catch_terminal, m.try_terminal, m.no_moves, m.wins, m.draws, m.losses) < 0:
+        return "a negative count"
+    if m.reachable != m.nonterminal + m.catch_terminal + m.try_terminal:
+        return "reachable is not non-terminal + catch-terminal + try-terminal"
+    if m.wins + m.draws + m.losses != m.nonterminal:
+        return "wins + draws + losses is not the number of non-terminal positions"
+    if not 0 <= m.max_dtm <= MAX_STORED_DTM:
+        return f"the longest DTM {m.max_dtm} is out of range"
+    if m.start_wdl not in (-1, 0, 1) or not 0 <= m.start_dtm <= m.max_dtm:
+        return "the start position's value is out of range"
+    if (m.start_dtm != 0) if m.start_wdl == 0 else (m.start_dtm % 2 == 1) != (m.start_wdl == 1):
+        return "the start position's DTM contradicts its WDL"
+    return None

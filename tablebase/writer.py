@@ -1,0 +1,229 @@
+"""Writing a tablebase file: sort records, checked, then written chunk by chunk into a temporary
+file that :func:`reserve_output` holds (locked against other builds, leftovers of killed ones
+removed), compressed in parallel and written with HDF5's direct chunk writes, then renamed into
+place when complete, so a failed or interrupted write never leaves a file that looks complete.
+The layout is :mod:`~dobutsu_tb.tablebase.schema`'s.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+import zlib
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from dobutsu_tb.encoding import config, interrupt
+from dobutsu_tb.tablebase.chunks import encode_chunks, hdf5_chunk_table
+from dobutsu_tb.tablebase.game.key import KEY_SHIFT
+from dobutsu_tb.tablebase.output import OutputError, ReservedOutput, describe_os_error
+from dobutsu_tb.tablebase.schema import (
+    COUNT_FIELDS,
+    FORMAT,
+    FORMAT_VERSION,
+    KEY_LAYOUT,
+    RULES,
+    VALUE_LAYOUT,
+    Metadata,
+    metadata_crc32,
+)
+from dobutsu_tb.tablebase.values import MAX_STORED_DTM
+
+#: A sort record (uint64): a key's code bits above its value byte.
+RECORD_VALUE_BITS = 8
+RECORD_VALUE_MASK = (1 << RECORD_VALUE_BITS) - 1
+
+
+def pack_records(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Sort records (uint64, shape (n,)) of keys (int64) and value bytes (uint8): ``code << 8 | value``."""
+    keys = np.asarray(keys, np.int64)
+    return ((keys >> KEY_SHIFT).astype(np.uint64) << np.uint64(RECORD_VALUE_BITS)) | np.asarray(values, np.uint64)
+
+
+def record_keys(records: np.ndarray) -> np.ndarray:
+    """The keys (int64) of sort records."""
+    return (records >> np.uint64(RECORD_VALUE_BITS)).astype(np.int64) << KEY_SHIFT
+
+
+def record_values(records: np.ndarray) -> np.ndarray:
+    """The value bytes (uint8) of sort records."""
+    return (records & np.uint64(RECORD_VALUE_MASK)).astype(np.uint8)
+
+
+def _encode_group(records: np.ndarray, first: int, count: int, chunk: int, keys: bool) -> list[bytes]:
+    n = records.shape[0]
+    lo, hi = first * chunk, min(n, (first + count) * chunk)
+    full = np.zeros(count * chunk, np.int64 if keys else np.uint8)  # the last chunk is padded
+    full[: hi - lo] = record_keys(records[lo:hi]) if keys else record_values(records[lo:hi])
+    return encode_chunks(full.reshape(count, chunk), shuffle=keys)
+
+
+def _write_chunks(dset, records: np.ndarray, chunk: int, keys: bool, pool, progress) -> None:
+    n_chunks = math.ceil(records.shape[0] / chunk)
+    per_task = 256
+    group = per_task * 8
+    for g in range(0, n_chunks, group):
+        interrupt.check()
+        firsts = range(g, min(n_chunks, g + group), per_task)
+        tasks = [pool.submit(_encode_group, records, f, min(per_task, n_chunks - f), chunk, keys) for f in firsts]
+        for f, task in zip(firsts, tasks):
+            for k, data in enumerate(task.result()):
+                dset.id.write_direct_chunk(((f + k) * chunk,), data, 0)
+            if progress is not None:
+                progress(min(per_task * chunk, records.shape[0] - f * chunk))
+
+
+def write_tablebase(path, records: np.ndarray, meta: Metadata, progress=None, force: bool = False) -> Path:
+    """Write a tablebase file atomically (:func:`reserve_output`, then :func:`write_file`).
+
+    Parameters
+    ----------
+    path : str or Path
+        Target file; replaced if it exists, only once the new file is complete.
+    records : numpy.ndarray of uint64, shape (n,)
+        Sort records (:func:`pack_records`), strictly ascending by key.
+    meta : Metadata
+        Written as attributes; its counts must agree with the records.
+    progress : callable, optional
+        Called as ``progress(entries)`` as chunks are written (each dataset counts n entries).
+    force : bool, optional
+        Replace an existing file at ``path`` even if it is not a dobutsu tablebase.
+
+    Returns
+    -------
+    Path
+        The path written.
+
+    Raises
+    ------
+    ValueError
+        If the keys are not strictly ascending or a value byte is out of range.
+    OutputError
+        If the file cannot be written (:class:`~dobutsu_tb.tablebase.output.ReservedOutput`):
+        nothing is written then.
+    """
+    with reserve_output(path, force) as out:
+        write_file(out.tmp, records, meta, progress)
+        return out.commit()
+
+
+def is_tablebase_file(path) -> bool:
+    """Whether ``path`` is an HDF5 file that says it is a dobutsu tablebase (of any format
+    version, damaged or not): the files a build may replace without ``--force``."""
+    try:
+        with h5py.File(path, "r") as f:
+            fmt = f.attrs.get("format")
+    except Exception:  # noqa: BLE001 (anything unreadable is not known to be ours)
+        return False
+    return (fmt.decode("utf-8", "replace") if isinstance(fmt, bytes) else fmt) == FORMAT
+
+
+def reserve_output(path, force: bool = False) -> ReservedOutput:
+    """Hold ``path`` for writing a tablebase (:class:`~dobutsu_tb.tablebase.output.ReservedOutput`):
+    locked against other builds, leftovers of killed builds removed, the temporary file created
+    in the target folder; an existing file that is not a dobutsu tablebase is kept unless
+    ``force``. Use as a context manager; write with :func:`write_file` into its ``tmp``, then
+    call its ``commit()``.
+
+    Raises
+    ------
+    OutputError
+        When entering, if ``path`` cannot be written.
+    """
+    return ReservedOutput(path, is_tablebase_file, force)
+
+
+def check_records(records: np.ndarray, counts: np.ndarray) -> None:
+    """Refuse sort records that no tablebase may hold.
+
+    Parameters
+    ----------
+    records : numpy.ndarray of uint64, shape (n,)
+    counts : numpy.ndarray of int64, shape (256,)
+        Records per value byte.
+
+    Raises
+    ------
+    ValueError
+        If the keys are not strictly ascending or a value byte is out of range.
+    """
+    n = records.shape[0]
+    step = 1 << 22  # the order check in slices: no temporaries the size of the records
+    for lo in range(0, max(0, n - 1), step):
+        part = records[lo: min(n, lo + step + 1)] >> np.uint64(RECORD_VALUE_BITS)
+        if not (part[1:] > part[:-1]).all():
+            raise ValueError("keys must be strictly ascending")
+    if counts[MAX_STORED_DTM + 2:].any():
+        raise ValueError("a value byte is out of range")
+
+
+def _create_hdf5(tmp) -> h5py.File:
+    """A new HDF5 file whose every piece of HDF5 metadata carries a checksum: superblock and
+    object headers of version 2 or later, the root's attributes kept in its object header
+    (compact storage, up to 64 of them) rather than in an unchecked fractal heap."""
+    from h5py import h5f, h5p
+
+    fcpl = h5p.create(h5p.FILE_CREATE)
+    fcpl.set_attr_phase_change(64, 48)
+    fapl = h5p.create(h5p.FILE_ACCESS)
+    fapl.set_libver_bounds(h5f.LIBVER_V110, h5f.LIBVER_LATEST)
+    return h5py.File(h5f.create(os.fsencode(tmp), h5f.ACC_TRUNC, fcpl=fcpl, fapl=fapl))
+
+
+def write_file(tmp, records: np.ndarray, meta: Metadata, progress=None) -> None:
+    """Write a tablebase into ``tmp`` (a temporary file that :func:`reserve_output` created);
+    the arguments are those of :func:`write_tablebase`. Stops at
+    :func:`~dobutsu_tb.encoding.interrupt.check` between chunk groups.
+
+    Raises
+    ------
+    ValueError
+        If the keys are not strictly ascending or a value byte is out of range.
+    OutputError
+        If HDF5 cannot write the file (a full disk: its message, in one line).
+    """
+    n = records.shape[0]
+    records = np.asarray(records, np.uint64)
+    counts = np.bincount(record_values(records), minlength=256)
+    check_records(records, counts)
+    dtm_counts = counts[1:]  # counts[d + 1] = positions with DTM d
+    dtm_wins = np.where(np.arange(dtm_counts.shape[0]) % 2 == 1, dtm_counts, 0)
+    dtm_losses = np.where(np.arange(dtm_counts.shape[0]) % 2 == 0, dtm_counts, 0)
+    top = int(np.flatnonzero(dtm_counts).max()) + 1 if dtm_counts.any() else 1
+    key_chunk, value_chunk = config.KEY_CHUNK, config.VALUE_CHUNK
+    from concurrent.futures import ThreadPoolExecutor
+
+    try:
+        with _create_hdf5(tmp) as f, ThreadPoolExecutor(config.THREADS) as pool:
+            for name, dtype, chunk, shuffle in (("keys", "<i8", key_chunk, True), ("values", "u1", value_chunk, False)):
+                dset = f.create_dataset(name, shape=(n,), dtype=dtype, chunks=(max(1, chunk),), compression="gzip",
+                                        compression_opts=config.GZIP_LEVEL, shuffle=shuffle, fletcher32=True)
+                _write_chunks(dset, records, chunk, name == "keys", pool, progress)
+            index = record_keys(records[::key_chunk]).astype("<i8")
+            f.create_dataset("index", data=index)
+            table = np.concatenate([hdf5_chunk_table(f["keys"]), hdf5_chunk_table(f["values"])])[:, :2]
+            f.create_dataset("chunk_table", data=np.ascontiguousarray(table).astype("<i8"), compression="gzip",
+                             shuffle=True)
+            stats = f.create_group("stats")
+            stats.create_dataset("dtm_wins", data=dtm_wins[:top].astype("<i8"))
+            stats.create_dataset("dtm_losses", data=dtm_losses[:top].astype("<i8"))
+            attrs = {"format": FORMAT, "format_version": FORMAT_VERSION, "rules": RULES, "key_layout": KEY_LAYOUT,
+                     "value_layout": VALUE_LAYOUT, "start": meta.start,
+                     **{name: int(getattr(meta, name)) for name in COUNT_FIELDS},
+                     **{f"seconds_{phase}": float(secs) for phase, secs in meta.seconds.items()},
+                     "created": meta.created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                     "index_crc32": zlib.crc32(index.tobytes()),
+                     "chunk_table_crc32": zlib.crc32(np.ascontiguousarray(table).astype("<i8").tobytes())}
+            attrs["metadata_crc32"] = metadata_crc32(attrs)
+            for name, value in attrs.items():
+                if isinstance(value, str):  # fixed-length UTF-8: no global heap (module docstring)
+                    data = value.encode("utf-8")
+                    f.attrs.create(name, data=data, dtype=h5py.string_dtype("utf-8", max(1, len(data))))
+                else:
+                    f.attrs[name] = np.int64(value) if isinstance(value, int) else np.float64(value)
+    except (OSError, RuntimeError) as exc:  # h5py's types for a write that failed (a full disk)
+        raise OutputError(f"writing the tablebase into {Path(tmp).parent} failed ({describe_os_error(exc)}); "
+                          f"nothing was written") from None

@@ -1,0 +1,254 @@
+"""Builds that lose nothing (issue 9): the output is checked before any work, files that are not
+tablebases are kept, the umask is honoured, signals stop a build in every phase with nothing
+left behind, leftovers of killed builds go, two builds cannot write one file, a full disk is one
+error line, and a machine without the memory is told so before the build starts.
+
+Signals and kills are sent from inside a child ``dobutsu-tb build`` at a chosen phase (a hook
+wraps the phase's first function), so each phase is hit for certain.
+"""
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import LION_CHICK
+from dobutsu_tb.tablebase import build as build_module
+from dobutsu_tb.tablebase.probe import open_tablebase
+
+# A child `dobutsu-tb build` whose phase argv[1] starts by argv[2]: a signal to itself (SIGINT,
+# SIGTERM, SIGKILL), or "pause" (write argv[3], then wait until argv[4] exists).
+CHILD = r"""
+import os, signal, sys, time
+from dobutsu_tb.tablebase import build, probe, retrograde, writer
+phase, action = sys.argv[1], sys.argv[2]
+hooks = {"enumeration": (build, "enumerate_positions"), "retrograde": (retrograde, "solve"),
+         "sort": (build, "sorted_records"), "write": (writer, "_encode_group"), "check": (probe, "open_tablebase")}
+module, name = hooks[phase]
+original = getattr(module, name)
+def hooked(*args, **kwargs):
+    if action == "pause":
+        open(sys.argv[3], "w").close()
+        while not os.path.exists(sys.argv[4]):
+            time.sleep(0.05)
+    elif not getattr(hooked, "done", False):
+        hooked.done = True
+        os.kill(os.getpid(), getattr(signal, action))
+    return original(*args, **kwargs)
+setattr(module, name, hooked)
+from dobutsu_tb.analysis.cli import main
+main([a for a in sys.argv[5:]], prog_name="dobutsu-tb")
+"""
+
+
+def child(phase, action, out, *extra, wait=True):
+    args = [sys.executable, "-c", CHILD, phase, action, *extra] + [""] * (2 - len(extra)) + [
+        "build", "--start", LION_CHICK, "--out", str(out), "--quiet"]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if not wait:
+        return proc
+    out_text, err_text = proc.communicate(timeout=300)
+    return proc.returncode, out_text, err_text
+
+
+def leftovers(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+@pytest.mark.parametrize("phase,sig", [("enumeration", "SIGINT"), ("retrograde", "SIGTERM"), ("sort", "SIGINT"),
+                                       ("write", "SIGTERM"), ("check", "SIGINT")])
+def test_a_signal_stops_the_build_in_every_phase(tmp_path, phase, sig):
+    out = tmp_path / "lc.h5"
+    code, stdout, stderr = child(phase, sig, out)
+    signum = getattr(signal, sig)
+    assert code == 128 + signum, stderr
+    assert stdout == ""
+    assert stderr == f"error: interrupted by {sig}: the build stopped, {out} was not written\n"
+    assert leftovers(tmp_path) == []
+
+
+def test_a_signal_keeps_the_file_it_would_have_replaced(lion_chick_tb, tmp_path):
+    out = tmp_path / "lc.h5"
+    out.write_bytes(lion_chick_tb.path.read_bytes())
+    code, _, _ = child("write", "SIGTERM", out)
+    assert code == 143 and leftovers(tmp_path) == ["lc.h5"]
+    assert out.read_bytes() == lion_chick_tb.path.read_bytes()
+
+
+def test_leftovers_of_a_killed_build_are_removed_by_the_next(cli, tmp_path):
+    out = tmp_path / "lc.h5"
+    code, _, _ = child("write", "SIGKILL", out)
+    assert code == -signal.SIGKILL
+    left = leftovers(tmp_path)
+    assert ".lc.h5.lock" in left and any(n.startswith(".lc.h5.") and n.endswith(".partial") for n in left)
+    (tmp_path / ".other.h5.1234abcd.partial").write_bytes(b"not ours to remove")
+    result = cli("build", "--start", LION_CHICK, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "removed 1 leftover file(s) of an interrupted build" in result.output
+    assert leftovers(tmp_path) == [".other.h5.1234abcd.partial", "lc.h5"]
+
+
+def test_two_builds_cannot_write_one_file(cli, tmp_path):
+    out = tmp_path / "lc.h5"
+    paused, go = tmp_path / "paused", tmp_path / "go"
+    first = child("enumeration", "pause", out, paused, go, wait=False)
+    try:
+        deadline = time.monotonic() + 120
+        while not paused.exists():
+            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+            time.sleep(0.05)
+        result = cli("build", "--start", LION_CHICK, "--out", out, "-q")
+        assert result.exit_code == 1
+        assert result.output == (f"error: {out} is being written by another build (process {first.pid}); "
+                                 f"wait for it to finish or write elsewhere\n")
+    finally:
+        go.touch()
+        stdout, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stderr
+    assert "win in 15 plies" in stdout
+    with open_tablebase(out) as tb:
+        assert tb.probe_dtm(LION_CHICK) == 15
+    assert leftovers(tmp_path) == ["go", "lc.h5", "paused"]
+
+
+def test_a_lock_held_elsewhere_is_one_error_line(cli, tmp_path):
+    lock = os.open(tmp_path / ".lc.h5.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        result = cli("build", "--start", LION_CHICK, "--out", tmp_path / "lc.h5", "-q")
+    finally:
+        os.close(lock)
+    assert result.exit_code == 1 and result.output.startswith("error: ") and result.output.count("\n") == 1
+    assert "is being written by another build" in result.output
+    assert leftovers(tmp_path) == [".lc.h5.lock"]  # the holder's: not ours to remove
+
+
+def _no_computing(monkeypatch):
+    """Make any start of the computation fail the test: the errors below come before it."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("the build started computing")
+    monkeypatch.setattr(build_module, "enumerate_positions", refuse)
+
+
+def test_an_unwritable_folder_fails_before_computing(cli, tmp_path, monkeypatch):
+    _no_computing(monkeypatch)
+    if os.geteuid() == 0:  # root writes anywhere but in sysfs
+        folder = "/sys"
+    else:
+        folder = tmp_path / "ro"
+        folder.mkdir()
+        folder.chmod(0o555)
+    result = cli("build", "--start", LION_CHICK, "--out", f"{folder}/lc.h5", "-q")
+    assert result.exit_code == 1
+    assert result.output.startswith(f"error: cannot write in {folder} (") and result.output.count("\n") == 1
+    result = cli("build", "--start", LION_CHICK, "--out", tmp_path / "no" / "such" / "lc.h5", "-q")
+    assert result.exit_code == 1 and result.output == f"error: {tmp_path / 'no' / 'such'}: no such folder\n"
+
+
+def test_a_file_that_is_not_a_tablebase_is_kept(cli, lion_chick_tb, tmp_path, monkeypatch):
+    out = tmp_path / "notes.h5"
+    out.write_text("my notes")
+    with monkeypatch.context() as m:
+        _no_computing(m)
+        result = cli("build", "--start", LION_CHICK, "--out", out, "-q")
+    assert result.exit_code == 1
+    assert result.output == (f"error: {out} exists and is not a dobutsu tablebase: not replacing it "
+                             f"(--force replaces it)\n")
+    assert out.read_text() == "my notes" and leftovers(tmp_path) == ["notes.h5"]
+    assert cli("build", "--start", LION_CHICK, "--out", out, "-q", "--force").exit_code == 0
+    with open_tablebase(out) as tb:
+        assert tb.probe_dtm(LION_CHICK) == 15
+    # A tablebase (even a damaged one) is replaced without --force.
+    damaged = tmp_path / "damaged.h5"
+    data = bytearray(lion_chick_tb.path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    assert cli("build", "--start", LION_CHICK, "--out", damaged, "-q").exit_code == 0
+    assert leftovers(tmp_path) == ["damaged.h5", "notes.h5"]
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027, 0o002])
+def test_the_file_honours_the_umask(cli, tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        assert cli("build", "--start", LION_CHICK, "--out", tmp_path / "lc.h5", "-q").exit_code == 0
+    finally:
+        os.umask(old)
+    assert (tmp_path / "lc.h5").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_a_full_disk_is_one_error_line_and_leaves_nothing(tmp_path):
+    """Writes beyond a file size limit fail (EFBIG) as on a full disk (ENOSPC), in a child."""
+    import resource
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))
+
+    for out in (tmp_path / "lc.h5",):
+        proc = subprocess.run([sys.executable, "-m", "dobutsu_tb.analysis.cli", "build", "--start", LION_CHICK,
+                               "--out", str(out), "-q"], capture_output=True, text=True, preexec_fn=limit, timeout=300)
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr == (f"error: writing the tablebase into {tmp_path} failed ({os.strerror(27)}); "
+                               f"nothing was written\n")
+        assert leftovers(tmp_path) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+@pytest.mark.parametrize("size", ["8k", "16k", "20k", "24k"])
+def test_a_really_full_disk(tmp_path, size):
+    """ENOSPC at every stage of the write (the sizes fill the disk at chunks, at the metadata,
+    when HDF5 flushes on close): one error line, nothing left, no crash."""
+    folder = tmp_path / "small"
+    folder.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        proc = subprocess.run([sys.executable, "-m", "dobutsu_tb.analysis.cli", "build", "--start", LION_CHICK,
+                               "--out", str(folder / "lc.h5"), "-q"], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1, proc.stderr
+        assert "No space left on device" in proc.stderr and "nothing was written" in proc.stderr
+        assert leftovers(folder) == []
+    finally:
+        subprocess.run(["umount", str(folder)])
+
+
+def test_too_little_memory_is_said_before_the_build(cli, tmp_path, monkeypatch):
+    monkeypatch.setattr(build_module, "available_memory", lambda: 100 << 20)
+    monkeypatch.setattr(build_module, "_resident_memory", lambda: 0)
+    with monkeypatch.context() as m:
+        _no_computing(m)
+        result = cli("build", "--out", tmp_path / "full.h5", "-q")
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    need = build_module.estimate_memory(build_module.STANDARD_NONTERMINAL,
+                                        build_module.STANDARD_REACHABLE - build_module.STANDARD_NONTERMINAL)
+    assert result.output == (f"error: the build needs about {need / 2**30:.1f} GiB of memory for 246,803,167 "
+                             f"positions, but only 0.1 GiB is available (MemAvailable in /proc/meminfo); free some "
+                             f"memory, or pass --ignore-memory to try anyway\n")
+    assert leftovers(tmp_path) == []
+    # As the tables grow (a start whose counts are not known in advance).
+    from dobutsu_tb.encoding import compact_layout, config
+
+    monkeypatch.setattr(config, "DEFAULT_EXPECTED", 1024)
+    monkeypatch.setattr(compact_layout, "MIN_SLOT_BITS", 14)  # tables that start small and grow
+    first = build_module.estimate_memory(1024, 1024)
+    monkeypatch.setattr(build_module, "available_memory", lambda: first)
+    result = cli("build", "--start", LION_CHICK, "--out", tmp_path / "lc.h5", "-q")
+    assert result.exit_code == 1 and "error: the build needs about" in result.output, result.output
+    assert leftovers(tmp_path) == []
+    result = cli("build", "--start", LION_CHICK, "--out", tmp_path / "lc.h5", "-q", "--ignore-memory")
+    assert result.exit_code == 0 and leftovers(tmp_path) == ["lc.h5"]
+
+
+def test_the_memory_estimate_grows_with_the_positions():
+    small = build_module.estimate_memory(10_000, 10_000)
+    full = build_module.estimate_memory(build_module.STANDARD_NONTERMINAL,
+                                        build_module.STANDARD_REACHABLE - build_module.STANDARD_NONTERMINAL)
+    assert build_module.BASE_MEMORY < small < 2 * build_module.BASE_MEMORY
+    # The full build: a 2**27-slot table (512 MiB), its value bytes, 8-byte sort records.
+    assert 1.5 * 2**30 < full < 2.5 * 2**30

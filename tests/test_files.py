@@ -1,0 +1,312 @@
+"""Files that are not what they claim (issue 9): every one gives a ``TablebaseFileError`` and, in
+every command that reads a tablebase, one ``error:`` line and exit code 1; never a traceback and
+never a wrong answer.
+
+Each case takes a copy of the lion-and-chick tablebase and changes it as a careless tool or a
+hostile user would: attributes of the wrong type, missing or unknown; datasets missing, extra, of
+the wrong dtype, shape, chunking or filters; a damaged or forged index, chunk table or chunk;
+metadata that lie. "Resealed" cases recompute the checksums (as a forger would), so that the
+check under test is the one that trips.
+"""
+
+import shutil
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import LION_CHICK, reseal
+from dobutsu_tb.tablebase import writer
+from dobutsu_tb.tablebase.game.key import decode
+from dobutsu_tb.tablebase.game.position import Position
+from dobutsu_tb.tablebase.probe import open_tablebase
+from dobutsu_tb.tablebase.reader import TablebaseFile
+from dobutsu_tb.tablebase.schema import TablebaseFileError
+from dobutsu_tb.tablebase.values import decode_value, decode_values
+from dobutsu_tb.tablebase.writer import pack_records
+
+COMMANDS = [("probe", LION_CHICK, "--tb"), ("line", LION_CHICK, "--tb"), ("stats",), ("verify",),
+            ("verify-line", "--start", LION_CHICK, "Lb4-c3", "--tb"), ("serve", "--port", "0", "--chunked", "--tb")]
+
+
+def recreate(f, name, data, **options):
+    del f[name]
+    f.create_dataset(name, data=data, **options)
+
+
+def truth(path):
+    with TablebaseFile(path) as f:
+        return f.read_all()
+
+
+def forge(path, records, meta, monkeypatch):
+    """Write records that no build would write (the writer's own checks switched off)."""
+    monkeypatch.setattr(writer, "check_records", lambda records, counts: None)
+    with writer.reserve_output(path, force=True) as out:
+        writer.write_file(out.tmp, records, meta)
+        out.commit()
+    monkeypatch.undo()
+
+
+# --- files refused on open -----------------------------------------------------------------
+
+def _attrs(**changes):
+    def change(f):
+        for k, v in changes.items():
+            if v is None:
+                del f.attrs[k]
+            else:
+                f.attrs[k] = v
+    return change
+
+
+def _resealed(change):
+    def both(f):
+        change(f)
+        reseal(f)
+    return both
+
+
+def _swap_index(f):
+    index = f["index"][()]
+    index[[1, 2]] = index[[2, 1]]
+    f["index"][...] = index
+
+
+def _table_outside(f):
+    table = f["chunk_table"][()]
+    table[3, 0] = 10 ** 9
+    f["chunk_table"][...] = table
+
+
+def _table_swapped(f):
+    """Chunk 1 of /keys read from chunk 2's bytes, chunk 3 of /values from chunk 4's (a pure
+    exchange of two entries, every checksum recomputed, is a forged file: verify's to find)."""
+    table = f["chunk_table"][()]
+    m = f["index"].shape[0]
+    table[1] = table[2]
+    table[m + 3] = table[m + 4]
+    f["chunk_table"][...] = table
+
+
+def _table_huge_size(f):
+    table = f["chunk_table"][()]
+    table[0, 1] = 1 << 20
+    f["chunk_table"][...] = table
+
+
+OPEN_CASES = [
+    ("version-as-text", _attrs(format_version="3"), "'format_version' is not an integer"),
+    ("version-4", _attrs(format_version=np.int64(4)), "format version 4"),
+    ("version-2-with-crc", _attrs(format_version=np.int64(2)), "unknown metadata attribute 'metadata_crc32'"),
+    ("count-as-float", _attrs(nonterminal=11711.0), "'nonterminal' is not an integer"),
+    ("count-as-array", _attrs(wins=np.array([6465, 0])), "'wins' is not an integer"),
+    ("count-as-bool", _attrs(no_moves=np.bool_(False)), "'no_moves' is not an integer"),
+    ("start-as-int", _attrs(start=np.int64(5)), "'start' is not a string"),
+    ("seconds-as-text", _attrs(seconds_write="fast"), "'seconds_write' is not a number"),
+    ("missing-attribute", _attrs(max_dtm=None), "'max_dtm' is missing"),
+    ("missing-crc", _attrs(metadata_crc32=None), "'metadata_crc32' is missing"),
+    ("unknown-attribute", _attrs(wdl_codes="1 0 -1"), "unknown metadata attribute 'wdl_codes'"),
+    ("edited-created", _attrs(created="2000-01-01T00:00:00+00:00"), "metadata fail their CRC-32 check"),
+    ("edited-start-dtm", _attrs(start_dtm=np.int64(13)), "metadata fail their CRC-32 check"),
+    ("start-not-a-position", _resealed(_attrs(start="S/-l-/-c-/-C-/-L-")), "is not a position"),
+    ("start-terminal", _resealed(_attrs(start="S/---/-l-/-L-/---/-")), "is terminal"),
+    ("start-not-stored", _resealed(_attrs(start="S/gle/-c-/-C-/ELG/-")),
+     "start position S/gle/-c-/-C-/ELG/- is not stored"),
+    ("start-value-lie", _resealed(_attrs(start_dtm=np.int64(13))), "is not the one stored"),
+    ("counts-disagree", _resealed(_attrs(wins=np.int64(6466))), "wins + draws + losses"),
+    ("max-dtm-out-of-range", _resealed(_attrs(max_dtm=np.int64(300))), "the longest DTM 300 is out of range"),
+    ("extra-dataset", lambda f: f.create_dataset("wdl", data=np.zeros(3, "i1")), "unexpected dataset /wdl"),
+    ("missing-stats", lambda f: f.__delitem__("stats/dtm_losses"), "dataset /stats/dtm_losses is missing"),
+    ("stats-not-a-group", lambda f: (f.__delitem__("stats"), f.create_dataset("stats", data=1)),
+     "the list of datasets is unreadable"),
+    ("values-short", lambda f: recreate(f, "values", f["values"][:-1], chunks=(1024,), compression="gzip",
+                                        fletcher32=True), "/values is uint8 of shape (11710,)"),
+    ("keys-2d", lambda f: recreate(f, "keys", f["keys"][()].reshape(-1, 1), chunks=(512, 1), compression="gzip",
+                                   shuffle=True, fletcher32=True), "expected int64 of shape (11711,)"),
+    ("keys-float", lambda f: recreate(f, "keys", f["keys"][()].astype("<f8"), chunks=(512,), compression="gzip",
+                                      shuffle=True, fletcher32=True), "/keys is float64"),
+    ("keys-big-endian", lambda f: recreate(f, "keys", f["keys"][()].astype(">i8"), chunks=(512,),
+                                           compression="gzip", shuffle=True, fletcher32=True), "/keys is >i8"),
+    ("values-16-bit", lambda f: recreate(f, "values", f["values"][()].astype("<u2"), chunks=(1024,),
+                                         compression="gzip", fletcher32=True), "/values is uint16"),
+    ("values-no-fletcher32", lambda f: recreate(f, "values", f["values"][()], chunks=(1024,), compression="gzip"),
+     "/values does not have the filters of a tablebase (deflate, fletcher32"),
+    ("keys-lzf", lambda f: recreate(f, "keys", f["keys"][()], chunks=(512,), compression="lzf", shuffle=True,
+                                    fletcher32=True), "/keys does not have the filters"),
+    ("values-shuffled", lambda f: recreate(f, "values", f["values"][()], chunks=(1024,), shuffle=True,
+                                           compression="gzip", fletcher32=True), "/values does not have the filters"),
+    ("values-scaleoffset", lambda f: recreate(f, "values", f["values"][()], chunks=(1024,), scaleoffset=0,
+                                              compression="gzip"), "/values does not have the filters"),
+    ("values-not-chunked", lambda f: recreate(f, "values", f["values"][()]), "/values is not chunked"),
+    ("keys-huge-chunks", lambda f: recreate(f, "keys", f["keys"][()], chunks=(1 << 17,), maxshape=(None,),
+                                            compression="gzip", shuffle=True, fletcher32=True),
+     "/keys is not chunked as a tablebase's is (chunks (131072,))"),
+    ("stats-float", lambda f: recreate(f, "stats/dtm_wins", f["stats/dtm_wins"][()].astype("f8")),
+     "/stats/dtm_wins is float64"),
+    ("stats-2d", lambda f: recreate(f, "stats/dtm_wins", f["stats/dtm_wins"][()].reshape(1, -1)),
+     "/stats/dtm_wins has shape"),
+    ("index-damaged", _swap_index, "/index fails its CRC-32 check"),
+    ("index-forged", _resealed(_swap_index), "/index is not strictly ascending"),
+    ("index-float", _resealed(lambda f: recreate(f, "index", f["index"][()].astype("f8"))), "/index is float64"),
+    ("chunk-table-damaged", _table_outside, "/chunk_table fails its CRC-32 check"),
+    ("chunk-table-outside", _resealed(_table_outside), "/chunk_table points outside the file"),
+    ("chunk-table-huge-size", _resealed(_table_huge_size), "impossible sizes"),
+    ("chunk-table-overlapping", _resealed(_table_swapped), "/chunk_table has chunks that overlap"),
+    ("chunk-table-short", _resealed(lambda f: recreate(f, "chunk_table", f["chunk_table"][:-1])),
+     "/chunk_table is int64 of shape (34, 2)"),
+]
+
+
+@pytest.fixture()
+def bad_copy(lion_chick_tb, tmp_path):
+    path = tmp_path / "bad.h5"
+    shutil.copyfile(lion_chick_tb.path, path)
+    return path
+
+
+def _refused_everywhere(cli, path, message, serve=True):
+    """open_tablebase raises with ``message``; each command prints one error line, exit code 1."""
+    for in_memory in (False, True):
+        with pytest.raises(TablebaseFileError) as caught:
+            open_tablebase(path, in_memory=in_memory)
+        assert message in str(caught.value)
+    for command in COMMANDS if serve else COMMANDS[:-1]:
+        result = cli(*command, path)
+        assert result.exit_code == 1, (command, result.output)
+        if command == ("verify",) and "FAILED" in result.output:
+            assert "metadata: " in result.output  # metadata that contradict the data: its report says how
+            continue
+        assert message in result.output, (command, result.output)
+        assert result.output.startswith("error: ") and result.output.count("\n") == 1, (command, result.output)
+
+
+@pytest.mark.parametrize("change,message", [c[1:] for c in OPEN_CASES], ids=[c[0] for c in OPEN_CASES])
+def test_a_file_that_breaks_its_schema_is_refused(cli, bad_copy, change, message):
+    with h5py.File(bad_copy, "a") as f:
+        change(f)
+    _refused_everywhere(cli, bad_copy, message)
+
+
+def test_format_version_1_says_build_again(cli, lion_chick_tb, tmp_path):
+    keys, values = truth(lion_chick_tb.path)
+    wdl, dtm = decode_values(values)
+    path = tmp_path / "v1.h5"
+    with h5py.File(path, "w") as f:  # the layout of format version 1
+        for name, data in (("keys", keys), ("wdl", wdl), ("dtm", dtm.astype("<u2")), ("index", keys[::512])):
+            f.create_dataset(name, data=data, chunks=True, compression="gzip", fletcher32=True)
+        f.attrs.update({"format": "dobutsu-tablebase", "format_version": np.int64(1), "start": LION_CHICK})
+    _refused_everywhere(cli, path, "format version 1 (this program reads version 3; build the file again")
+
+
+def test_someone_elses_files_are_refused(cli, tmp_path):
+    cases = [("empty.h5", b"", "not a readable HDF5 file"), ("text.h5", b"keys,values\n1,2\n", "not a readable HDF5")]
+    for name, data, message in cases:
+        (tmp_path / name).write_bytes(data)
+        _refused_everywhere(cli, tmp_path / name, message)
+    with h5py.File(tmp_path / "other.h5", "w") as f:
+        f["keys"] = np.arange(10)
+        f.attrs["format"] = "something else"
+    _refused_everywhere(cli, tmp_path / "other.h5", "not a dobutsu tablebase")
+    (tmp_path / "folder.h5").mkdir()  # the commands' --tb refuses a folder as a usage error
+    with pytest.raises(TablebaseFileError, match="is a folder"):
+        open_tablebase(tmp_path / "folder.h5")
+
+
+def test_a_version_2_file_is_still_read(lion_chick_tb, bad_copy):
+    """Files of format version 2 (no metadata CRC) are read with every other check."""
+    with h5py.File(bad_copy, "a") as f:
+        del f.attrs["metadata_crc32"]
+        f.attrs["format_version"] = np.int64(2)
+    keys, values = truth(lion_chick_tb.path)
+    with open_tablebase(bad_copy) as tb:
+        assert tb.metadata.format_version == 2
+        assert tb.probe_dtm(LION_CHICK) == 15
+    wdl, dtm = open_tablebase(bad_copy, in_memory=True).probe_many(keys)
+    assert (dtm != 0).sum() == (values > 1).sum()
+
+
+# --- files whose damage shows when a chunk is read --------------------------------------------
+
+
+def _every_answer_right_or_refused(path, keys, values):
+    """Probe every stored position lazily and in memory: each answer is the true one or a
+    TablebaseFileError. Returns how many were refused lazily."""
+    positions = [Position.from_state(int(s)) for s in decode(keys)]
+    refused = 0
+    with open_tablebase(path) as tb:
+        for pos, code in zip(positions, values.tolist()):
+            try:
+                found = tb.value(pos)
+            except TablebaseFileError:
+                refused += 1
+                continue
+            assert found[:2] == decode_value(code), pos.text()
+    try:
+        tb = open_tablebase(path, in_memory=True)
+    except TablebaseFileError:
+        return refused
+    with tb:
+        wdl, dtm = tb.probe_many(keys)
+    assert np.array_equal(np.abs(dtm), np.where(values > 0, values.astype(np.int16) - 1, 0))
+    return refused
+
+
+def _forged(lion_chick_tb, tmp_path, monkeypatch, edit):
+    keys, values = truth(lion_chick_tb.path)
+    k, v = keys.copy(), values.copy()
+    edit(k, v)
+    path = tmp_path / "forged.h5"
+    forge(path, pack_records(k, v), lion_chick_tb.metadata, monkeypatch)
+    return path, keys, values
+
+
+@pytest.mark.parametrize("entry,edit,message", [
+    (5000, lambda k, v: v.__setitem__(5000, 200), "the value byte of entry 5000 (200) is out of range"),
+    (7000, lambda k, v: v.__setitem__(7000, 1), "the value byte of entry 7000 (1) is out of range"),
+    (3000, lambda k, v: k.__setitem__(slice(3000, 3002), k[3000:3002][::-1]), "chunk 5 of /keys is out of order"),
+], ids=["value-beyond-longest-dtm", "loss-in-0-without-such-positions", "keys-out-of-order"])
+def test_a_forged_chunk_gives_errors_not_answers(cli, lion_chick_tb, tmp_path, monkeypatch, entry, edit, message):
+    path, keys, values = _forged(lion_chick_tb, tmp_path, monkeypatch, edit)
+    assert _every_answer_right_or_refused(path, keys, values) > 0
+    with pytest.raises(TablebaseFileError, match="out of"):
+        open_tablebase(path, in_memory=True)
+    victim = Position.from_state(int(decode(keys[entry:entry + 1])[0])).text()
+    for command in (("stats", path), ("verify", path), ("probe", victim, "--tb", path)):
+        result = cli(*command)
+        assert result.exit_code == 1 and result.output.startswith("error: ") and result.output.count("\n") == 1
+        assert (message if command[0] == "probe" else "out of") in result.output, result.output
+
+
+def test_a_filter_mask_that_skips_filters(cli, lion_chick_tb, bad_copy):
+    """A chunk recorded in HDF5's index with a filter mask that tells HDF5 readers to skip its
+    filters (HDF5's checksums intact): our reader goes by the chunk table and answers right;
+    verify names the chunk."""
+    keys, values = truth(lion_chick_tb.path)
+    with h5py.File(bad_copy, "a") as f:
+        dset = f["values"]
+        info = dset.id.get_chunk_info(2)
+        raw = open(bad_copy, "rb").read()[info.byte_offset: info.byte_offset + info.size]
+        # (HDF5 keeps the old mask of a chunk rewritten at the same size: one byte more.)
+        dset.id.write_direct_chunk(info.chunk_offset, raw + b"\0", filter_mask=1)
+    assert _every_answer_right_or_refused(bad_copy, keys, values) == 0
+    result = cli("verify", bad_copy)
+    assert result.exit_code == 1 and "FAILED" in result.output
+    assert "chunk 2 of /values: HDF5's filter mask is 0x1" in result.output
+
+
+def test_counts_that_lie_are_refused_by_whole_file_readers(cli, lion_chick_tb, bad_copy):
+    """Counts that still add up but are not the data's (resealed): probes are right (the values
+    are); in-memory opening, stats and verify refuse the file."""
+    with h5py.File(bad_copy, "a") as f:
+        f.attrs["wins"] = f.attrs["wins"] + 1
+        f.attrs["losses"] = f.attrs["losses"] - 1
+        reseal(f)
+    with open_tablebase(bad_copy) as tb:
+        assert tb.probe_dtm(LION_CHICK) == 15
+    with pytest.raises(TablebaseFileError, match="inconsistent metadata: wins is 6,466 but the data have 6,465"):
+        open_tablebase(bad_copy, in_memory=True)
+    result = cli("stats", bad_copy)
+    assert result.exit_code == 1 and result.output.startswith("error: ") and "wins is 6,466" in result.output
+    result = cli("verify", bad_copy)
+    assert result.exit_code == 1 and "metadata: wins is 6,466 but the data has 6,465" in result.output
