@@ -12,9 +12,10 @@ fast) are written as plain functions in a numba-free module that lists them in `
 kernels it calls.
 
 The cache lives under ``$DOBUTSU_TB_CACHE`` or ``~/.cache/dobutsu-tablebase``; the
-:data:`~dobutsu_tb.encoding.config.KEEP_CACHES` most recently used versions are kept. Set ``NUMBA_DISABLE_JIT=1`` to run the
-kernels as plain Python when debugging. ``NUMBA_BOUNDSCHECK=1`` needs a fresh cache folder
-(``DOBUTSU_TB_CACHE``): numba's cache does not notice the flag.
+:data:`~dobutsu_tb.encoding.config.KEEP_CACHES` most recently used versions are kept. Set
+``NUMBA_DISABLE_JIT=1`` to run the kernels as plain Python when debugging.
+``NUMBA_BOUNDSCHECK=1`` needs a fresh cache folder (``DOBUTSU_TB_CACHE``): numba's cache does not
+notice the flag.
 """
 
 from __future__ import annotations

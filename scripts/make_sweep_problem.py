@@ -96,8 +96,9 @@ def main() -> None:
                 walked.add((r, c))
             routes.append(route)
             visits.append((kind, seen))
-        near = lambda r, c, code: any(0 <= r + dr < h and 0 <= c + dc < w and tiles[r + dr][c + dc] == code
-                                      for dr, dc in STEPS.values())
+        def near(r, c, code):
+            return any(0 <= r + dr < h and 0 <= c + dc < w and tiles[r + dr][c + dc] == code
+                       for dr, dc in STEPS.values())
         start_cells = {(r, c) for _, r, c, _ in starts}
         for kind, seen in visits:
             for k, (r, c) in enumerate(seen):

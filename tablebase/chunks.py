@@ -133,6 +133,56 @@ def inflate_chunk(chunk: bytes, dtype: np.dtype, count: int, shuffle: bool) -> n
     return np.frombuffer(raw, dtype)
 
 
+class ChunkError(ValueError):
+    """A damaged chunk among several (:func:`inflate_chunks`); ``index`` is its place in the list."""
+
+    def __init__(self, index: int, message: str):
+        super().__init__(message)
+        self.index = index
+
+
+def inflate_chunks(chunks, dtype: np.dtype, count: int, shuffle: bool) -> np.ndarray:
+    """The elements of several stored chunks, end to end: :func:`inflate_chunk` for many chunks,
+    with one shuffle undone for all of them (whole-file readers).
+
+    Parameters
+    ----------
+    chunks : sequence of bytes-like
+        Stored chunks, their fletcher32 last (the caller checks it).
+    dtype : numpy.dtype
+        The elements' dtype.
+    count : int
+        Elements in each chunk (the last chunk of a dataset is stored full size too).
+    shuffle : bool
+        Undo HDF5's shuffle filter (for /keys).
+
+    Returns
+    -------
+    numpy.ndarray of dtype, shape (len(chunks) * count,)
+
+    Raises
+    ------
+    ChunkError
+        For the first chunk whose zlib stream is damaged, cut short or of the wrong size.
+    """
+    size = count * dtype.itemsize
+    parts = []
+    for i, chunk in enumerate(chunks):
+        if len(chunk) <= CHECKSUM_BYTES:
+            raise ChunkError(i, "too short")
+        try:
+            raw = _inflater.decompress(chunk[:-CHECKSUM_BYTES])
+        except (zlib.error, _inflater.error) as exc:
+            raise ChunkError(i, f"damaged deflate stream ({exc})") from None
+        if len(raw) != size:
+            raise ChunkError(i, f"inflates to {len(raw)} bytes, not {size}")
+        parts.append(raw)
+    data = np.frombuffer(b"".join(parts), np.uint8)
+    if shuffle and dtype.itemsize > 1:
+        data = np.ascontiguousarray(data.reshape(len(parts), dtype.itemsize, count).transpose(0, 2, 1))
+    return data.view(dtype).reshape(len(parts) * count)
+
+
 def hdf5_chunk_table(dset: h5py.Dataset) -> np.ndarray:
     """HDF5's own record of a one-dimensional chunked dataset's chunks, in chunk order.
 

@@ -27,7 +27,15 @@ import numpy as np
 from h5py import h5z
 
 from dobutsu_tb.encoding import config
-from dobutsu_tb.tablebase.chunks import CHECKSUM_BYTES, checksum_matches, hdf5_chunk_table, inflate_chunk, stored_bound
+from dobutsu_tb.tablebase.chunks import (
+    CHECKSUM_BYTES,
+    ChunkError,
+    checksum_matches,
+    hdf5_chunk_table,
+    inflate_chunk,
+    inflate_chunks,
+    stored_bound,
+)
 from dobutsu_tb.tablebase.output import describe_os_error
 from dobutsu_tb.tablebase.schema import (
     FILTER_NAMES,
@@ -251,6 +259,23 @@ class TablebaseFile:
             raise self._fail(f"chunk {c} of /{name} is cut short: the file is truncated")
         return data
 
+    def _raw_group(self, name: str, chunks: list[int]) -> list:
+        """The stored bytes of several chunks of /keys or /values (memoryviews), read with one
+        ``pread`` when they lie close together in the file (as a build writes them), else one by one."""
+        offsets, sizes = self._chunks[name]
+        at, size = offsets[chunks].astype(np.int64), sizes[chunks].astype(np.int64)
+        lo, hi = int(at.min()), int((at + size).max())
+        if hi - lo > 2 * int(size.sum()) + (1 << 16) or not hasattr(os, "pread"):
+            return [self._raw(name, c) for c in chunks]
+        try:
+            block = os.pread(self._fd, hi - lo, lo)
+        except OSError:
+            return [self._raw(name, c) for c in chunks]  # the message names the chunk
+        if len(block) != hi - lo:
+            return [self._raw(name, c) for c in chunks]
+        view = memoryview(block)
+        return [view[a - lo:a - lo + n] for a, n in zip(at.tolist(), size.tolist())]
+
     def _read_at(self, offset: int, size: int) -> bytes:  # pragma: no cover - systems without pread
         import threading
 
@@ -342,26 +367,30 @@ class TablebaseFile:
 
         keys = np.empty(self.n, np.int64)
         values = np.empty(self.n, np.uint8)
-        jobs = [("keys", c) for c in range(self.chunk_count())] + [("values", c) for c in range(self.chunk_count(True))]
         step = 2048
-        groups = [jobs[i:i + step] for i in range(0, len(jobs), step)]
+        groups = [[(name, c) for c in range(first, min(first + step, total))]
+                  for name, total in (("keys", self.chunk_count()), ("values", self.chunk_count(True)))
+                  for first in range(0, total, step)]
+        jobs = sum(len(part) for part in groups)
 
         def fetch(part):
-            return [self._raw(name, c) for name, c in part]
+            return self._raw_group(part[0][0], [c for _, c in part])
 
         def work(part, raws):
+            name, first = part[0]
             sums = checksums([memoryview(r)[:-CHECKSUM_BYTES] for r in raws])
-            for (name, c), raw, ours in zip(part, raws, sums.tolist()):
+            for c, raw, ours in zip(range(first, first + len(raws)), raws, sums.tolist()):
                 if not checksum_matches(raw, ours):
                     raise self._fail(f"chunk {c} of /{name} is damaged: fletcher32 checksum mismatch")
-                if name == "keys":
-                    arr = self.read_keys(c, raw)
-                    keys[c * self.key_chunk: c * self.key_chunk + arr.shape[0]] = arr
-                else:
-                    arr = self.read_values(c, raw)
-                    if arr.max() > self._top_code or (arr == self._forbidden_code).any():
-                        raise self._fail(f"chunk {c} of /values holds a value byte out of range: the file is damaged")
-                    values[c * self.value_chunk: c * self.value_chunk + arr.shape[0]] = arr
+            shuffled, chunk, dtype, out = ((True, self.key_chunk, KEY_DTYPE, keys) if name == "keys"
+                                        else (False, self.value_chunk, VALUE_DTYPE, values))
+            try:
+                data = inflate_chunks(raws, dtype, chunk, shuffled)
+            except ChunkError as exc:
+                raise self._fail(f"chunk {first + exc.index} of /{name} is damaged: {exc}") from None
+            start = first * chunk
+            end = min(self.n, start + data.shape[0])
+            out[start:end] = data[:end - start]
             return len(part)
 
         with ThreadPoolExecutor(config.THREADS) as pool:
@@ -371,11 +400,12 @@ class TablebaseFile:
                 while len(pending) > 2 * config.THREADS:
                     done = pending.pop(0).result()
                     if progress is not None:
-                        progress(done, len(jobs))
+                        progress(done, jobs)
             for task in pending:
                 done = task.result()
                 if progress is not None:
-                    progress(done, len(jobs))
+                    progress(done, jobs)
+        self._check_all(keys, values)
         if self._check_counts:
             counts = value_counts(np.bincount(values, minlength=256))
             for name, count in counts.items():
@@ -383,6 +413,23 @@ class TablebaseFile:
                     raise self._fail(f"inconsistent metadata: {name} is {getattr(self.metadata, name):,} but the "
                                      f"data have {count:,}")
         return keys, values
+
+    def _check_all(self, keys: np.ndarray, values: np.ndarray) -> None:
+        """What :meth:`read_keys` and :meth:`read_values` check chunk by chunk, for whole arrays."""
+        step = self.key_chunk
+        bad = np.flatnonzero(keys[1:] <= keys[:-1])
+        firsts = keys[::step]
+        wrong = np.flatnonzero(firsts != self.index[:firsts.shape[0]])
+        places = [int(bad[0] + 1) // step] if bad.size else []
+        places += [int(wrong[0])] if wrong.size else []
+        places += [min(firsts.shape[0], self.index.shape[0])] if firsts.shape[0] != self.index.shape[0] else []
+        if places:
+            c = min(places)
+            raise self._fail(f"chunk {c} of /keys is out of order or disagrees with /index: the file is damaged")
+        out = np.flatnonzero((values > self._top_code) | (values == self._forbidden_code))
+        if out.size:
+            raise self._fail(f"chunk {int(out[0]) // self.value_chunk} of /values holds a value byte out of range: "
+                             f"the file is damaged")
 
     def check_hdf5_index(self) -> list[str]:
         """Compare HDF5's own chunk index with the chunk table: offsets, sizes, filter masks.

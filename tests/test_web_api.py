@@ -178,7 +178,8 @@ def test_any_position_text_gets_an_answer(client, text):
 
 _json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
                      | st.text(max_size=20),
-                     lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5),
+                     lambda inner: (st.lists(inner, max_size=5)
+                                    | st.dictionaries(st.text(max_size=8), inner, max_size=5)),
                      max_leaves=20)
 
 

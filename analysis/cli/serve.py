@@ -30,7 +30,6 @@ def serve(tb_path, host, port, open_browser, in_memory, access_log):
     from dobutsu_tb.analysis.web import create_app, listen
     from dobutsu_tb.analysis.web.server import serve as run
     from dobutsu_tb.analysis.web.server import url_of
-
     from dobutsu_tb.tablebase.probe import open_tablebase
 
     open_tablebase(tb_path).close()  # a missing or damaged file: one error line, at once

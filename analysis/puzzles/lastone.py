@@ -192,7 +192,8 @@ def parse_board(text: str) -> int:
             if ch in "o.":
                 cells.append(ch)
             elif not ch.isspace():
-                raise PuzzleInputError(f"line {line_no}: unexpected character {ch!r} (use 'o' for a peg, '.' for a hole)")
+                raise PuzzleInputError(f"line {line_no}: unexpected character {ch!r} "
+                                       f"(use 'o' for a peg, '.' for a hole)")
     if len(cells) != N_HOLES:
         raise PuzzleInputError(f"a Last One board has {N_HOLES} cells, got {len(cells)}")
     return sum(1 << i for i, ch in enumerate(cells) if ch == "o")

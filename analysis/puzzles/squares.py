@@ -197,7 +197,8 @@ def parse_grid(text: str) -> Grid:
         if bad:
             raise PuzzleInputError(f"row {r}: unknown character {sorted(bad)[0]!r} (use '.' white, '#' black)")
         if len(row) != len(rows[0]):
-            raise PuzzleInputError(f"row {r} has {len(row)} cells, row 1 has {len(rows[0])}: the grid must be a rectangle")
+            raise PuzzleInputError(f"row {r} has {len(row)} cells, row 1 has {len(rows[0])}: "
+                                   f"the grid must be a rectangle")
     if len(rows) > MAX_SIDE or len(rows[0]) > MAX_SIDE:
         raise PuzzleInputError(f"the grid is {len(rows[0])} x {len(rows)}; at most {MAX_SIDE} x {MAX_SIDE}")
     grid = Grid([[ch == "." for ch in row] for row in rows])

@@ -134,7 +134,8 @@ class TablebaseService:
             self._stats_process = None
         if process.returncode != 0:
             lines = err.decode(errors="replace").strip().splitlines()
-            raise StatsError(f"counting the statistics failed: {lines[-1] if lines else f'exit code {process.returncode}'}")
+            why = lines[-1] if lines else f"exit code {process.returncode}"
+            raise StatsError(f"counting the statistics failed: {why}")
         return json.loads(out)
 
     def close(self) -> None:
