@@ -267,7 +267,8 @@ def solve(grid: Grid, limit: int | None = None, count_all: bool = True, threads:
     cells = np.array(cells, np.int64)
     # Solutions beyond ``keep`` are counted only; each thread keeps the first ``keep`` of its share.
     contexts = [_Context(cells, arrays["rs"], arrays["rl"], arrays["rp"], arrays["cs"], arrays["cl"], arrays["cp"],
-                         w, keep, 0 if count_all or not limit else limit, np.zeros(cells.shape[0], np.int64), np.zeros((cells.shape[0], 10), np.int64),
+                         w, keep, 0 if count_all or not limit else limit, np.zeros(cells.shape[0], np.int64),
+                         np.zeros((cells.shape[0], 10), np.int64),
                          np.empty((max(1, keep), h * w), np.int64),
                          np.empty(max(1, keep), np.int64), np.zeros(2, np.int64))
                 for _ in range(threads or THREADS)]

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from dobutsu_tb.encoding.atomics import atomic_sub
 from dobutsu_tb.encoding.config import DEAD_STATES, LOAD_FACTOR
 from dobutsu_tb.encoding.hashtable import HashTable, find_slot, insert_key
-from dobutsu_tb.encoding.atomics import atomic_sub
 from dobutsu_tb.encoding.jit import njit_callback, njit_driver
 from dobutsu_tb.encoding.search.pool import run_threads
 
