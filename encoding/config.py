@@ -49,3 +49,8 @@ VERIFY_BATCH = 1 << 20
 DEAD_STATES = 1 << 24
 #: numba cache folders kept (one per version of the sources; the least recently used go first).
 KEEP_CACHES = 8
+#: Dead nodes a Room Sweeper search remembers at most (16 bytes each, over the load factor).
+SWEEP_DEAD_STATES = 1 << 24
+#: Tasks per thread a Room Sweeper search is cut into (the nodes of the shallowest depth that has
+#: that many are dealt out one at a time).
+SWEEP_TASKS = 32

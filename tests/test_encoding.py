@@ -190,3 +190,33 @@ def test_diagram_errors():
         Position.from_diagram(SEED_DIAGRAM.replace("*H", "*Q"))
     with pytest.raises(PositionError, match="hand line"):
         Position.from_diagram(SEED_DIAGRAM.replace("H:0 Z:0 K:0", "H:0", 1))
+
+
+# --- wide bit sets ---------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 255), max_size=80), st.lists(st.integers(0, 255), max_size=40))
+def test_wide_bit_sets_match_python_sets(adds, removes):
+    """The wide_* helpers over 4 words agree with a Python set; popcount_word and
+    lowest_bit_word agree with int arithmetic on every word."""
+    from dobutsu_tb.encoding import bits
+
+    m = np.zeros((2, 4), np.int64)
+    expected = set()
+    for x in adds:
+        bits.wide_add(m, 1, x)
+        expected.add(x)
+    for x in removes:
+        bits.wide_remove(m, 1, x)
+        expected.discard(x)
+    assert {x for x in range(256) if bits.wide_has(m, 1, x)} == expected
+    assert bits.wide_count(m, 1) == len(expected) and bits.wide_empty(m, 1) == (not expected)
+    assert bits.wide_empty(m, 0)
+    bits.wide_copy(m, 1, m, 0)
+    assert (m[0] == m[1]).all()
+    for w in range(4):
+        word = int(m[1, w]) & ((1 << 64) - 1)
+        assert bits.popcount_word(m[1, w]) == bin(word).count("1")
+        if word:
+            assert bits.lowest_bit_word(m[1, w]) == (word & -word).bit_length() - 1

@@ -7,6 +7,14 @@ import numpy as np
 import pytest
 
 import naive_search
+from dobutsu_tb.encoding.hashtable import (
+    FINGERPRINT_SEED1,
+    FINGERPRINT_SEED2,
+    FingerprintSet,
+    fingerprint_add,
+    fingerprint_find,
+    fingerprint_insert,
+)
 from dobutsu_tb.encoding.jit import njit, njit_callback
 from dobutsu_tb.encoding.search import (
     bfs_shortest,
@@ -16,6 +24,7 @@ from dobutsu_tb.encoding.search import (
     dfs_solve,
     enumerate_levels,
     run_threads,
+    split_depth_for,
 )
 
 # --- a toy puzzle over int64 states: add allowed items to a set, one per move ---------------------
@@ -323,3 +332,99 @@ def test_depth_first_and_pool_errors():
 
     with pytest.raises(KeyError, match="share 1"):
         run_threads(fail, 2)
+
+
+# --- depth_first with tasks at a split depth and a table of dead nodes ---------------------------
+
+
+class QueensDead(NamedTuple):
+    col: np.ndarray
+    stop_at_first: bool
+    found: np.ndarray
+    first: np.ndarray
+    keys: np.ndarray  # a FingerprintSet's arrays: the nodes with no solution below
+    checks: np.ndarray
+    count: np.ndarray
+    limit: int
+    asked: np.ndarray  # [nodes found dead in the table]
+
+
+@njit_callback
+def _q_hashes(ctx, d):
+    """The hashes of what the rest of the search depends on: the depth, the columns taken and
+    both families of diagonals taken."""
+    n = ctx.col.shape[0]
+    cols = up = down = 0
+    for r in range(d):
+        c = ctx.col[r]
+        cols |= 1 << c
+        up |= 1 << (c - r + n)
+        down |= 1 << (c + r)
+    h1, h2 = fingerprint_add(FINGERPRINT_SEED1, FINGERPRINT_SEED2, d)
+    for word in (cols, up, down):
+        h1, h2 = fingerprint_add(h1, h2, word)
+    return h1, h2
+
+
+@njit_callback
+def _q_is_dead(ctx, d):
+    h1, h2 = _q_hashes(ctx, d)
+    dead = fingerprint_find(ctx.keys, ctx.checks, h1, h2)
+    ctx.asked[0] += dead
+    return dead
+
+
+@njit_callback
+def _q_mark_dead(ctx, d):
+    h1, h2 = _q_hashes(ctx, d)
+    fingerprint_insert(ctx.keys, ctx.checks, ctx.count, ctx.limit, h1, h2)
+
+
+def queens_dead(n, stop_at_first, table):
+    return QueensDead(np.zeros(n, np.int64), stop_at_first, np.zeros(1, np.int64), np.full(n, -1, np.int64),
+                      table.keys, table.checks, table.count, table.limit, np.zeros(1, np.int64))
+
+
+@pytest.mark.parametrize("n,solutions", [(6, 4), (8, 92), (9, 352)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_depth_first_with_tasks_and_dead_nodes_counts_every_solution(n, solutions, threads):
+    """Nodes with no solution below are remembered and skipped when met again (the counts are
+    unchanged, and some nodes are skipped), the nodes of the split depth are dealt out as tasks."""
+    table = FingerprintSet(1 << 16)
+    contexts = [queens_dead(n, False, table) for _ in range(threads)]
+    split = split_depth_for(contexts[0], _q_goal, _q_prune, _q_options, _q_place, n, 8 * threads)
+    assert 1 <= split < n
+    stopped, nodes = depth_first(contexts, *CALLBACKS, max_depth=n, is_dead=_q_is_dead, mark_dead=_q_mark_dead,
+                                 split=split)
+    assert not stopped and sum(int(c.found[0]) for c in contexts) == solutions
+    assert len(table) > 0 and sum(int(c.asked[0]) for c in contexts) > 0
+    first = [queens_dead(n, True, FingerprintSet(1 << 16)) for _ in range(threads)]
+    assert depth_first(first, *CALLBACKS, max_depth=n, is_dead=_q_is_dead, mark_dead=_q_mark_dead, split=split)[0]
+    with pytest.raises(ValueError, match="split"):
+        depth_first(contexts, *CALLBACKS, max_depth=n, split=n + 1)
+
+
+@njit
+def _fp_run(keys, checks, count, limit, words, insert):
+    out = np.zeros(words.shape[0], np.bool_)
+    for k in range(words.shape[0]):
+        h1, h2 = fingerprint_add(FINGERPRINT_SEED1, FINGERPRINT_SEED2, words[k, 0])
+        h1, h2 = fingerprint_add(h1, h2, words[k, 1])
+        out[k] = (fingerprint_insert(keys, checks, count, limit, h1, h2) if insert
+                  else fingerprint_find(keys, checks, h1, h2))
+    return out
+
+
+def test_fingerprint_set_matches_a_python_set():
+    """Insert and find agree with a Python set of the states; inserts stop at the capacity."""
+    rng = np.random.default_rng(3)
+    words = rng.integers(-(1 << 63), 1 << 63, size=(3000, 2), dtype=np.int64)
+    words[1500:, 0] = words[:1500, 0]  # states sharing their first word
+    fs = FingerprintSet(2000)
+    added = _fp_run(fs.keys, fs.checks, fs.count, fs.limit, words[:2000], True)
+    assert added.all() and len(fs) == 2000 and fs.nbytes == 2 * fs.keys.nbytes
+    assert not _fp_run(fs.keys, fs.checks, fs.count, fs.limit, words[2000:], True).any()  # full
+    found = _fp_run(fs.keys, fs.checks, fs.count, fs.limit, words, False)
+    assert found[:2000].all() and not found[2000:].any()
+    with pytest.raises(ValueError):
+        FingerprintSet(0)

@@ -89,3 +89,17 @@ def test_one_and_two_threads_agree(name):
     one, two = squares.solve(grid, limit=30, threads=1), squares.solve(grid, limit=30, threads=2)
     assert (one.count, one.solutions, one.complete) == (two.count, two.solutions, two.complete)
     assert one.count == {"seed": 3, "stairs-6x6": 1650, "open-3x3": 13}[name]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_count_all_false_stops_at_the_limit(threads):
+    """``count_all=False`` stops the search once ``limit`` solutions are found: the count is then
+    only a lower bound (``complete`` False), and the solutions kept are real ones."""
+    grid = squares.read_grid(os.path.join(DATA, "stairs-6x6.txt"))
+    result = squares.solve(grid, limit=3, count_all=False, threads=threads)
+    assert len(result.solutions) == 3 and all(squares.check(grid, s) == [] for s in result.solutions)
+    assert 3 <= result.count < 1650 and not result.complete
+    # Fewer solutions than the limit: the search runs to the end and the count is exact.
+    seed = squares.solve(squares.read_grid(os.path.join(DATA, "seed.txt")), limit=5, count_all=False,
+                         threads=threads)
+    assert seed.count == 3 and seed.complete and SEED_SOLUTION in seed.solutions

@@ -2,7 +2,9 @@
 problems are cross-checked by brute force over all routes."""
 
 import itertools
+import math
 import os
+import random
 
 import pytest
 
@@ -27,7 +29,7 @@ def brute_force_solvable(p):
 
 
 @pytest.mark.parametrize("name", ["tiny", "meeting-5x5", "items-4x4", "trio-5x5", "six-7x7", "six-7x7-long",
-                                  "meeting-7x7"])
+                                  "seven-8x8", "meeting-7x7", "wide-10x10", "wide-16x16"])
 def test_solutions_pass_the_simulator(name):
     p = problem(name)
     result = sweep.solve(p)
@@ -110,6 +112,8 @@ def test_check_cli(cli, tmp_path):
     ("2 2\n2 0\n0 11\n1 3\n0\n0", "unknown tile code 11"),
     ("2 2\n2 0\n0 0\n2 3 3\n0\n0", "gives 2 boy budgets but the board has 1"),
     ("2 2\n1 0\n0 0\n0\n0\n0", "no cleaner"),
+    ("2 2\n2 0\n0 0\n1 5000\n0\n0", "must be 0..1000"),
+    ("8 8\n" + "2 " * 64 + "\n64 " + "1 " * 64 + "\n0\n0", "64 cleaners: at most 62"),
     ("2 2\n2 0\n0", "needs 4 tile codes"),
     ("2 2\n2 0\n0 x\n1 3\n0\n0", "not an integer"),
 ])
@@ -132,3 +136,139 @@ def test_one_and_two_threads_agree(name):
     for result in (one, two):
         if result.routes is not None:
             assert sweep.simulate(p, result.routes)[0] == []
+
+
+def test_an_item_goes_to_whoever_reaches_it_first():
+    """Two robots pass the bottle: the one on the right reaches it at step 1 (and could never
+    dump it), the one on the left at step 2. Only the left one may fetch it; routes in which the
+    right one walks over it first leave it holding the bottle."""
+    p = sweep.parse_problem("6 1\n1 4 0 7 4 9\n0\n0\n2 3 4")
+    assert sweep.simulate(p, ["RRR", "LLLL"])[0] == ["the robot from 1,5 still holds 1 item(s)"]
+    assert sweep.simulate(p, ["RRR", ""])[0] == []
+    assert brute_force_solvable(p)
+    for threads in (1, 2):
+        result = sweep.solve(p, threads=threads)
+        assert result.routes is not None and sweep.simulate(p, result.routes)[0] == []
+
+
+def legal_routes(p, r, c, budget):
+    """Every route of at most ``budget`` steps that stays on enterable cells and never steps
+    straight back (the simulator would reject the others anyway)."""
+    out = [""]
+
+    def walk(r, c, prev, route):
+        if len(route) == budget:
+            return
+        for d, (dr, dc) in sweep.STEPS.items():
+            rr, cc = r + dr, c + dc
+            if (0 <= rr < p.height and 0 <= cc < p.width and (rr, cc) != prev
+                    and p.tiles[rr][cc] not in (sweep.BIN, sweep.BOX, sweep.OBSTACLE)):
+                out.append(route + d)
+                walk(rr, cc, (r, c), route + d)
+
+    walk(r, c, None, "")
+    return out
+
+
+def test_items_by_arrival_time_agree_with_brute_force():
+    """200 small random boards with two girls or two robots and their items: the solver's answer
+    (routes replayed by the simulator, or no solution) agrees with brute force over all legal
+    routes."""
+    import random
+
+    rng = random.Random(2)
+    for _ in range(200):
+        w, h = rng.choice([(3, 2), (4, 2), (5, 1), (6, 1), (3, 3)])
+        tiles = [sweep.DIRTY] * (w * h)
+        cells = rng.sample(range(w * h), w * h)
+        kind = rng.choice(["girl", "robot"])
+        code, item, dump = ((sweep.GIRL, sweep.APPLE, sweep.BIN) if kind == "girl"
+                            else (sweep.ROBOT, sweep.BOTTLE, sweep.BOX))
+        tiles[cells[0]] = tiles[cells[1]] = code
+        tiles[cells[2]] = dump
+        for c in cells[3:]:
+            roll = rng.random()
+            tiles[c] = item if roll < 0.3 else sweep.CLEAN if roll < 0.45 else sweep.DIRTY
+        counts = ["0", "0", "0"]
+        counts[sweep.KINDS.index(kind)] = f"2 {rng.randint(1, 5)} {rng.randint(1, 5)}"
+        text = f"{w} {h}\n" + "\n".join(" ".join(map(str, tiles[r * w:(r + 1) * w])) for r in range(h))
+        p = sweep.parse_problem(text + "\n" + "\n".join(counts))
+        solvable = any(not sweep.simulate(p, list(routes))[0] for routes in itertools.product(
+            *[legal_routes(p, r, c, b) for _, r, c, b in p.cleaners]))
+        result = sweep.solve(p, threads=1)
+        assert (result.routes is not None) == solvable, text
+        if result.routes is not None:
+            assert sweep.simulate(p, result.routes)[0] == [], text
+
+
+def random_problem(rng, w, h, near=None, cleaners=3, max_budget=4, max_combos=3000):
+    """A random problem with a few cleaners of any kind (dirt, puddles, items, walls, a bin and a
+    box); with ``near`` (a cell number) everything but clean floor lies within 3 steps of it, so
+    that short routes matter on a large board. Budgets are drawn until brute force over all legal
+    routes stays under ``max_combos`` combinations."""
+    n = w * h
+    centre = near if near is not None else rng.randrange(n)
+    close = [x for x in range(n) if abs(x // w - centre // w) + abs(x % w - centre % w) <= 3]
+    tiles = [sweep.CLEAN] * n
+    for x in close:
+        roll = rng.random()
+        tiles[x] = (sweep.DIRTY if roll < 0.45 else sweep.CLEAN if roll < 0.6 else sweep.PUDDLE if roll < 0.7
+                    else sweep.APPLE if roll < 0.78 else sweep.BOTTLE if roll < 0.86 else sweep.OBSTACLE)
+    spots = rng.sample(close, min(len(close), cleaners + 2))
+    tiles[spots[0]], tiles[spots[1]] = sweep.BIN, sweep.BOX
+    codes = [rng.choice([sweep.BOY, sweep.GIRL, sweep.ROBOT]) for _ in spots[2:]]
+    for x, code in zip(spots[2:], codes):
+        tiles[x] = code
+    text = f"{w} {h}\n" + "\n".join(" ".join(map(str, tiles[r * w:(r + 1) * w])) for r in range(h))
+    while True:
+        counts = [[b for b in [rng.randint(1, max_budget) for _ in range(codes.count(code))]]
+                  for code in (sweep.BOY, sweep.GIRL, sweep.ROBOT)]
+        p = sweep.parse_problem(text + "\n" + "\n".join(" ".join(map(str, [len(c)] + c)) for c in counts))
+        per = [legal_routes(p, r, c, b) for _, r, c, b in p.cleaners]
+        if math.prod(len(x) for x in per) <= max_combos:
+            return p, per
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_boards_agree_with_brute_force(seed):
+    """Random small boards with up to three cleaners of any kind, walls, items and room for
+    meetings, and random boards wider than 64 cells (up to 16 x 16) whose dirt lies across the
+    words of the bit sets: the solver (one and two threads) and brute force over all legal routes
+    agree on solvability, and every answer is replayed by the simulator."""
+    rng = random.Random(seed)
+    for k in range(40):
+        if k % 2:
+            w, h = rng.choice([(3, 3), (4, 3), (4, 4), (5, 2)])
+            p, per = random_problem(rng, w, h)
+        else:
+            w, h = rng.choice([(16, 16), (13, 5), (9, 9), (70, 1), (11, 7)])
+            p, per = random_problem(rng, w, h, near=rng.choice([63, 64, 127, 128, 200]) % (w * h))
+        solvable = any(not sweep.simulate(p, list(routes))[0] for routes in itertools.product(*per))
+        for threads in (1, 2):
+            result = sweep.solve(p, threads=threads)
+            assert (result.routes is not None) == solvable, (threads, p)
+            if result.routes is not None:
+                assert sweep.simulate(p, result.routes)[0] == [], p
+
+
+@pytest.mark.parametrize("name", ["wide-10x10", "wide-16x16"])
+def test_boards_wider_than_64_cells(name):
+    """Generated problems on 100 and 256 cells, solved and replayed by the simulator."""
+    p = problem(name)
+    assert p.width * p.height > 64
+    result = sweep.solve(p)
+    assert result.routes is not None and sweep.simulate(p, result.routes)[0] == []
+
+
+def test_unsolvable_wide_board_reports_the_search(cli, tmp_path):
+    """A 16 x 16 board on which one boy cannot clean both dirty cells: proved, and the command
+    says how much was searched."""
+    rows = [["1"] * 16 for _ in range(16)]
+    rows[0][0], rows[0][6], rows[15][15] = "2", "0", "0"
+    text = "16 16\n" + "\n".join(" ".join(r) for r in rows) + "\n1 29\n0\n0"
+    result = sweep.solve(sweep.parse_problem(text))
+    assert result.routes is None and result.complete and result.nodes >= 1
+    path = tmp_path / "unsolvable.txt"
+    path.write_text(text)
+    out = cli("puzzle", "sweep", path)
+    assert out.exit_code == 0 and out.output.startswith("No solution") and "nodes" in out.output

@@ -206,12 +206,17 @@ def sweep_cmd(file, routes_file, threads):
         click.echo("valid: the routes leave the room clean")
         return
     result = sweep.solve(problem, threads=threads)
+    searched = f"{result.nodes:,} nodes searched, {result.dead:,} dead nodes remembered"
     if result.routes is None:
-        click.echo("No solution: no routes within the budgets clean the room.")
+        if not result.complete:
+            click.echo(f"Gave up: no routes found, and no proof that none exist ({searched}).")
+            sys.exit(1)
+        click.echo(f"No solution: no routes within the budgets clean the room (proved: {searched}).")
         return
     click.echo(sweep.routes_text(problem, result.routes))
     _, tiles = sweep.simulate(problem, result.routes)
-    click.echo(("found with meetings" if result.with_meetings else "found without meetings") + "; final board:")
+    click.echo(("found with meetings" if result.with_meetings else "found without meetings")
+               + f" ({searched}); final board:")
     click.echo(problem.board_text(tiles))
 
 

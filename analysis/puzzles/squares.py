@@ -75,6 +75,7 @@ class _Context(NamedTuple):
     col_pos: np.ndarray
     width: int
     limit: int
+    stop_at: int  # stop the whole search once this thread has found this many (0: never)
     digit: np.ndarray
     valid: np.ndarray  # valid[i]: the digits white cell i can take, given the cells before it
     out: np.ndarray
@@ -99,7 +100,7 @@ def _on_goal(ctx, i):
         ctx.tag[stored] = ctx.digit[0]
         ctx.found[1] = stored + 1
     ctx.found[0] += 1
-    return False
+    return ctx.stop_at > 0 and ctx.found[0] >= ctx.stop_at
 
 
 @njit_callback
@@ -227,10 +228,18 @@ def solve(grid: Grid, limit: int | None = None, count_all: bool = True, threads:
     limit : int, optional
         Keep at most this many solutions (all by default).
     count_all : bool
-        Count every solution even beyond ``limit`` (otherwise the search stops at ``limit``).
+        Count every solution even beyond ``limit`` (the default). When False and ``limit`` is
+        positive, the search stops as soon as ``limit`` solutions are found: ``count`` is then
+        only a lower bound and ``complete`` False (with several threads, the solutions kept are
+        the first of each thread's share, not necessarily those a single thread finds first).
     threads : int, optional
         Threads sharing the search (the first cell's digits are dealt out); default
         :data:`~dobutsu_tb.encoding.config.THREADS`.
+
+    Returns
+    -------
+    SquaresResult
+        ``complete`` is True when every solution was found and kept.
     """
     h, w = grid.height, grid.width
     cells = [r * w + c for r in range(h) for c in range(w) if grid.white[r][c]]
@@ -258,11 +267,12 @@ def solve(grid: Grid, limit: int | None = None, count_all: bool = True, threads:
     cells = np.array(cells, np.int64)
     # Solutions beyond ``keep`` are counted only; each thread keeps the first ``keep`` of its share.
     contexts = [_Context(cells, arrays["rs"], arrays["rl"], arrays["rp"], arrays["cs"], arrays["cl"], arrays["cp"],
-                         w, keep, np.zeros(cells.shape[0], np.int64), np.zeros((cells.shape[0], 10), np.int64),
+                         w, keep, 0 if count_all or not limit else limit, np.zeros(cells.shape[0], np.int64),
+                         np.zeros((cells.shape[0], 10), np.int64),
                          np.empty((max(1, keep), h * w), np.int64),
                          np.empty(max(1, keep), np.int64), np.zeros(2, np.int64))
                 for _ in range(threads or THREADS)]
-    depth_first(contexts, _is_goal, _on_goal, _prune, _options, _place, cells.shape[0])
+    stopped, _ = depth_first(contexts, _is_goal, _on_goal, _prune, _options, _place, cells.shape[0])
     found = sum(int(ctx.found[0]) for ctx in contexts)
     # The threads' solutions in the order of one search: by the first cell's digit (each
     # thread's share of them), then as each thread found them.
@@ -272,7 +282,7 @@ def solve(grid: Grid, limit: int | None = None, count_all: bool = True, threads:
     stored = out.shape[0]
     texts = ["\n".join("".join("#" if out[s, r * w + c] < 0 else str(out[s, r * w + c])
                                for c in range(w)) for r in range(h)) for s in range(stored)]
-    return SquaresResult(int(found), texts, complete=limit is None or found <= keep)
+    return SquaresResult(int(found), texts, complete=not stopped and (limit is None or found <= keep))
 
 
 def check(grid: Grid, solution: str) -> list[str]:

@@ -14,8 +14,9 @@ Drivers, one module each:
 - :func:`dfs_solve` (``dfs``): depth-first search for one path to a goal, with a transposition
   table of dead states (from which no goal can be reached) in the shared hash table;
 - :func:`depth_first` (``dfs``): the generic depth-first driver for states wider than an int64,
-  kept by the puzzle in a context of per-depth arrays, with a goal test, a pruning bound and the
-  root's choices dealt out to threads (the thread pool is :func:`run_threads`, ``pool``);
+  kept by the puzzle in a context of per-depth arrays, with a goal test, a pruning bound, an
+  optional table of dead nodes, and the root's choices (or the nodes at a chosen depth,
+  :func:`split_depth_for`) dealt out to threads (the thread pool is :func:`run_threads`, ``pool``);
 - :func:`bfs_shortest` (``bfs``): breadth-first search with parent links for a shortest path,
   the number of shortest paths, and the size of each level; states seen at any earlier level are
   skipped;
@@ -31,10 +32,10 @@ Drivers, one module each:
 
 from dobutsu_tb.encoding.search.bfs import ShortestResult, bfs_shortest
 from dobutsu_tb.encoding.search.chains import ChainLevel, chain_levels
-from dobutsu_tb.encoding.search.dfs import depth_first, dfs_solve
+from dobutsu_tb.encoding.search.dfs import depth_first, dfs_solve, split_depth_for
 from dobutsu_tb.encoding.search.levels import Level, enumerate_levels
 from dobutsu_tb.encoding.search.pool import run_threads
 from dobutsu_tb.encoding.search.wide import WideResult, bfs_wide_levels
 
 __all__ = ["ChainLevel", "Level", "ShortestResult", "WideResult", "bfs_shortest", "bfs_wide_levels", "chain_levels",
-           "depth_first", "dfs_solve", "enumerate_levels", "run_threads"]
+           "depth_first", "dfs_solve", "enumerate_levels", "run_threads", "split_depth_for"]

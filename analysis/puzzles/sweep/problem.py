@@ -23,8 +23,13 @@ KINDS = ("boy", "girl", "robot")
 #: A step's letter and its (row, column) offset; a direction's number is its index in DIRS.
 STEPS = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
 DIRS = "UDLR"
-#: Largest board, in cells.
-MAX_CELLS = 64
+#: Largest board, in cells (16 x 16: a wide bit set of four int64 words).
+MAX_CELLS = 256
+#: Most cleaners (the search keeps a set of cleaners in one int64).
+MAX_CLEANERS = 62
+#: Largest step budget (the search keeps a row of state per step, and the key of its table of dead
+#: nodes packs a step count in 12 bits).
+MAX_BUDGET = 1000
 
 
 @dataclass
@@ -46,6 +51,17 @@ class Problem:
     cleaners: list
 
     def board_text(self, tiles=None) -> str:
+        """The board as rows of tile codes.
+
+        Parameters
+        ----------
+        tiles : list of list of int, optional
+            Another board of the same size (the simulator's final board); default the problem's.
+
+        Returns
+        -------
+        str
+        """
         tiles = tiles or self.tiles
         return "\n".join(" ".join(f"{t:2d}" for t in row) for row in tiles)
 
@@ -53,11 +69,21 @@ class Problem:
 def parse_problem(text: str) -> Problem:
     """Read the problem format of SPEC §2.4.
 
+    Parameters
+    ----------
+    text : str
+        The file's text (see the module docstring).
+
+    Returns
+    -------
+    Problem
+
     Raises
     ------
     PuzzleInputError
         For a malformed file: missing numbers, an unknown tile code, a budget count that does not
-        match the board's cleaners, no cleaner at all, a board of more than 64 cells.
+        match the board's cleaners, a budget over :data:`MAX_BUDGET`, no cleaner at all or more
+        than :data:`MAX_CLEANERS`, a board of more than :data:`MAX_CELLS` cells.
     """
     text = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
     try:
@@ -88,22 +114,51 @@ def parse_problem(text: str) -> Problem:
         if len(rest) < n:
             raise PuzzleInputError(f"{n} {kind} budgets announced, {len(rest)} given")
         for (r, c), budget in zip(cells, rest[:n]):
-            if budget < 0:
-                raise PuzzleInputError(f"a step budget must be >= 0, got {budget}")
+            if not 0 <= budget <= MAX_BUDGET:
+                raise PuzzleInputError(f"a step budget must be 0..{MAX_BUDGET}, got {budget}")
             cleaners.append((kind, r, c, budget))
         rest = rest[n:]
     if rest:
         raise PuzzleInputError(f"{len(rest)} numbers left over after the robots' budgets")
     if not cleaners:
         raise PuzzleInputError("the board has no cleaner")
+    if len(cleaners) > MAX_CLEANERS:
+        raise PuzzleInputError(f"{len(cleaners)} cleaners: at most {MAX_CLEANERS}")
     return Problem(w, h, tiles, cleaners)
 
 
 def read_problem(path) -> Problem:
+    """Read a problem file (see :func:`parse_problem`).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+
+    Returns
+    -------
+    Problem
+
+    Raises
+    ------
+    PuzzleInputError
+        For a malformed file.
+    """
     return parse_problem(Path(path).read_text())
 
 
 def routes_text(problem: Problem, routes: list[str]) -> str:
+    """The routes, one line per cleaner (``boy 2,3 RRDL``, ``-`` for no step).
+
+    Parameters
+    ----------
+    problem : Problem
+    routes : list of str
+        One route per cleaner of ``problem.cleaners``, in that order.
+
+    Returns
+    -------
+    str
+    """
     return "\n".join(f"{kind} {r + 1},{c + 1} {route or '-'}"
                      for (kind, r, c, _), route in zip(problem.cleaners, routes))
 
@@ -111,6 +166,16 @@ def routes_text(problem: Problem, routes: list[str]) -> str:
 def parse_routes(problem: Problem, text: str) -> list[str]:
     """Routes in the format :func:`routes_text` writes (lines that do not start with a kind of
     cleaner are ignored, so the solver's whole output can be read back).
+
+    Parameters
+    ----------
+    problem : Problem
+    text : str
+
+    Returns
+    -------
+    list of str
+        One route per cleaner, in the problem's order.
 
     Raises
     ------

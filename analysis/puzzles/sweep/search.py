@@ -1,386 +1,231 @@
 """The Room Sweeper solver: routes that leave the room clean, or a proof that none exist.
 
-Two searches on the shared depth-first driver (:func:`dobutsu_tb.encoding.search.depth_first`),
-whose callbacks are the ``_step_*`` and ``_route_*`` functions below:
+The routes are chosen cleaner after cleaner (the next one picked by
+:func:`~.bounds.next_cleaner`, the most constrained), a step or the end of the route at each
+depth, on the shared depth-first driver
+(:func:`dobutsu_tb.encoding.search.depth_first`), whose callbacks are the ``_route_*`` functions
+below. The room is a wide bit set of the cells still to clean (:mod:`.tables`). Choosing routes
+one after another is exact, because the cleaners interact only through what they clean:
 
-- without meetings, cleaner by cleaner: meetings only clean more, so without them the cleaners
-  interact only through what they clean, and their routes can be chosen one after another, a
-  step or the end of the route at each depth;
-- with meetings, all cleaners step by step: at each time step every active cleaner picks a
-  direction or stops, the combinations enumerated like an odometer.
+- dirty floor and puddles are cleaned by whoever comes, in any order;
+- an apple or bottle goes to whoever of its kind steps on it first in time (the lowest number on
+  a tie, as the simulator plays it): each item remembers when and by whom it was taken and
+  whether that cleaner dumped it afterwards, and a later route that reaches it earlier takes it
+  over (and must dump it in turn). A route may end holding items, provided that later routes
+  take each of them over; holding fewer items changes no one's dumps;
+- a meeting happens when a cleaner steps onto a cell at the time step at which a cleaner whose
+  route is already chosen stepped onto it (``traj`` holds the chosen routes): the dirty floor
+  of its 3x3 block is cleaned then. Since only dirty floor is cleaned that way, the order of
+  cleaning does not matter.
 
-Both keep the board as int64 bit sets (dirt, puddles, apples, bottles), prune with all-pairs
-distances (:func:`_prune`: a dirty cell no cleaner can still reach, with the 3x3 slack of a
-meeting, an item its cleaner cannot fetch and dump in time, more dirt than steps left) and try
-cleaning moves first; the root's choices are dealt out to the threads.
+The solver first searches without meetings (tight bounds; every solution found is valid, as
+meetings only clean more), then, if none is found, with meetings, which is complete. Bounds
+(:mod:`.bounds`) prune a node that cannot be finished; a table of dead nodes
+(:class:`~dobutsu_tb.encoding.hashtable.FingerprintSet`, keyed on everything the rest of the
+search depends on) skips a node met before by another way; the nodes at a shallow depth are dealt
+out to the threads one at a time.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
-from dobutsu_tb.analysis.puzzles.sweep.problem import (
-    APPLE,
-    BIN,
-    BOTTLE,
-    BOX,
-    DIRS,
-    DIRTY,
-    KINDS,
-    OBSTACLE,
-    PUDDLE,
-    STEPS,
-    Problem,
+from dobutsu_tb.analysis.puzzles.sweep.bounds import (
+    NO_MEETINGS,
+    UNLIMITED,
+    hopeless,
+    next_cleaner,
+    state_hashes,
+    unplaced,
 )
-from dobutsu_tb.encoding.bits import popcount
-from dobutsu_tb.encoding.jit import njit, njit_callback
-from dobutsu_tb.encoding.search import depth_first
+from dobutsu_tb.analysis.puzzles.sweep.problem import DIRS, Problem
+from dobutsu_tb.analysis.puzzles.sweep.tables import INF, Tables, tables
+from dobutsu_tb.encoding.bits import lowest_bit_word, wide_copy, wide_empty, wide_has, wide_remove
+from dobutsu_tb.encoding.config import SWEEP_DEAD_STATES, SWEEP_TASKS, THREADS
+from dobutsu_tb.encoding.hashtable import FingerprintSet, fingerprint_find, fingerprint_insert
+from dobutsu_tb.encoding.jit import njit_callback
+from dobutsu_tb.encoding.search import depth_first, split_depth_for
 
-#: Distance to a cell that cannot be reached.
-INF = 1 << 20
-#: The option code of stopping (0..3 are the directions of DIRS).
+#: The option code of ending the route (0..3 are the directions of DIRS).
 STOP = 4
+#: The searches :func:`solve` runs in turn: without meetings, with the bounds allowing for at most
+#: 2 and 4 meetings (quick when few meetings are needed), then the complete search.
+SWEEP_PHASES = (NO_MEETINGS, 2, 4, UNLIMITED)
 
 
-class _Board(NamedTuple):
-    """What the searches know of the problem (:func:`_tables`): per cleaner its kind (0 boy,
-    1 girl, 2 robot), start cell and budget; per cell its neighbours (-1: none), tile code, the
-    distances to every cell, to the nearest cell next to a bin and to a box, whether it is next
-    to a bin or a box, and the cells of its 3x3 block (-1 padded)."""
+class _Context(NamedTuple):
+    """One thread's search; row d holds the node at depth d, where the cleaner ``cur[d]`` has
+    taken ``step[d]`` steps and the cleaners of ``placed[d]`` (a set) have finished their routes
+    (``cur[d]`` is the number of cleaners once everyone has)."""
 
-    kind: np.ndarray
-    start: np.ndarray
-    budget: np.ndarray
-    nbr: np.ndarray
-    dist: np.ndarray
-    bin_adj: np.ndarray
-    box_adj: np.ndarray
-    bin_dist: np.ndarray
-    box_dist: np.ndarray
-    block: np.ndarray
-    tiles: np.ndarray
-
-
-@njit
-def _bit(i):
-    return np.int64(1) << i
-
-
-@njit
-def _cleans(masks, level, kind, cell):
-    """True when a cleaner of ``kind`` stepping onto ``cell`` cleans something there
-    (``masks[level]``: dirty floor, puddles, apples, bottles)."""
-    b = _bit(cell)
-    return (masks[level, 0] & b) != 0 or (masks[level, 1 + kind] & b) != 0
-
-
-@njit
-def _prune(n_cl, kind, t, pos, active, rem, hold, dirty, puddle, apple, bottle, dist, bin_dist, box_dist,
-           block, meetings):
-    """True when some item can no longer be cleaned in time (lower bounds for every cleaner):
-    each step cleans at most one cell of its own (so the puddles, apples, bottles and, without
-    meetings, all the dirt must not outnumber the steps left of those who can clean them), and
-    each item must be within reach of a cleaner who can clean it."""
-    steps0 = steps1 = steps2 = 0  # steps left of the boys, girls, robots
-    for i in range(n_cl):
-        if active[t, i]:
-            if kind[i] == 0:
-                steps0 += rem[i]
-            elif kind[i] == 1:
-                steps1 += rem[i]
-            else:
-                steps2 += rem[i]
-    if popcount(puddle) > steps0 or popcount(apple) > steps1 or popcount(bottle) > steps2:
-        return True
-    if not meetings and popcount(dirty) + popcount(puddle) + popcount(apple) + popcount(bottle) \
-            > steps0 + steps1 + steps2:
-        return True
-    for i in range(n_cl):
-        if hold[t, i] > 0:
-            d = bin_dist[pos[t, i]] if kind[i] == 1 else box_dist[pos[t, i]]
-            if d > (rem[i] if active[t, i] else 0):
-                return True
-    for x in range(dist.shape[0]):
-        b = _bit(x)
-        if dirty & b:
-            ok = False
-            for i in range(n_cl):
-                r = rem[i] if active[t, i] else 0
-                if dist[pos[t, i], x] <= r:
-                    ok = True
-                    break
-                if meetings:
-                    for k in range(block.shape[1]):
-                        y = block[x, k]
-                        if y >= 0 and dist[pos[t, i], y] <= r:
-                            ok = True
-                            break
-                    if ok:
-                        break
-            if not ok:
-                return True
-        elif (puddle | apple | bottle) & b:
-            need = 0 if puddle & b else 1 if apple & b else 2
-            ok = False
-            for i in range(n_cl):
-                if kind[i] != need:
-                    continue
-                r = rem[i] if active[t, i] else 0
-                extra = 0 if need == 0 else bin_dist[x] if need == 1 else box_dist[x]
-                if dist[pos[t, i], x] + extra <= r:
-                    ok = True
-                    break
-            if not ok:
-                return True
-    return False
-
-
-@njit
-def _is_clean(masks, level):
-    return masks[level, 0] == 0 and masks[level, 1] == 0 and masks[level, 2] == 0 and masks[level, 3] == 0
-
-
-@njit
-def _step_onto(board, masks, hold, dst, j, to):
-    """Cleaner ``j`` steps onto cell ``to``: masks and holds of row ``dst`` (already copies of the
-    row before) get what it cleans, picks up and dumps there."""
-    kind = board.kind[j]
-    b = _bit(to)
-    if masks[dst, 0] & b:
-        masks[dst, 0] &= ~b
-    elif masks[dst, 1] & b and kind == 0:
-        masks[dst, 1] &= ~b
-    elif masks[dst, 2] & b and kind == 1:
-        masks[dst, 2] &= ~b
-        hold[dst, j] += 1
-    elif masks[dst, 3] & b and kind == 2:
-        masks[dst, 3] &= ~b
-        hold[dst, j] += 1
-    if hold[dst, j] and ((kind == 1 and board.bin_adj[to]) or (kind == 2 and board.box_adj[to])):
-        hold[dst, j] = 0
-
-
-@njit
-def _cleaning_first(board, masks, level, j, at, came_from, out, k):
-    """Append cleaner ``j``'s directions from ``at`` into ``out[k:]``, not straight back to
-    ``came_from``: those onto something it cleans first. Returns the new length."""
-    for pass_ in range(2):
-        for d in range(4):
-            to = board.nbr[at, d]
-            if to < 0 or to == came_from:
-                continue
-            if _cleans(masks, level, board.kind[j], to) == (pass_ == 0):
-                out[k] = d
-                k += 1
-    return k
-
-
-# --- with meetings: all cleaners step by step ------------------------------------------------
-
-
-class _StepContext(NamedTuple):
-    """One thread's search with meetings; row t holds the state after t time steps."""
-
-    board: _Board
-    pos: np.ndarray  # (T + 2, cleaners)
-    prev: np.ndarray  # the cell each came from (-1: none yet)
-    active: np.ndarray  # still moving
-    hold: np.ndarray  # items held
-    masks: np.ndarray  # (T + 2, 4): dirt, puddles, apples, bottles
-    choice: np.ndarray  # (T + 2, cleaners): the option each takes at step t
-    opts: np.ndarray  # (T + 2, cleaners, 5): each cleaner's options at step t, best first
-    nopt: np.ndarray
-    rem: np.ndarray  # (cleaners,) scratch: steps left
-    out_moves: np.ndarray  # (T + 1, cleaners): the solution's direction per step, -1 none
-    result: np.ndarray  # [steps of the solution found, or -1]
+    tab: Tables
+    cap: int  # meetings: NO_MEETINGS, a cap on those the bounds allow for, or UNLIMITED
+    room: np.ndarray  # (D + 1, W): the cells still to clean
+    placed: np.ndarray  # (D + 1,)
+    cur: np.ndarray
+    step: np.ndarray
+    pos: np.ndarray
+    prev: np.ndarray  # the cell it came from (-1 at its start)
+    hold: np.ndarray  # items it holds, not dumped yet
+    met: np.ndarray  # meetings so far that cleaned something
+    taken_at: np.ndarray  # (D + 1, items): when each apple or bottle was taken (INF: not yet)
+    taken_by: np.ndarray  # (D + 1, items): by whom
+    dumped: np.ndarray  # (D + 1, items): whether that cleaner dumped it afterwards
+    opts: np.ndarray  # (D + 1, 5): the options, best first
+    traj: np.ndarray  # (cleaners, T + 1): the cell of each cleaner after s steps (its chosen route)
+    length: np.ndarray  # (cleaners,): the length of each chosen route
+    scratch: np.ndarray  # (T + 5, W) bit sets for the hashes (rows 1..T) and the bounds (the last 4)
+    counts: np.ndarray  # (cleaners + 6,) scratch for the bounds
+    cells: np.ndarray  # (cells,) scratch for the bounds
+    dead_keys: np.ndarray  # the table of dead nodes (FingerprintSet's arrays)
+    dead_checks: np.ndarray
+    dead_count: np.ndarray
+    dead_limit: int
+    found: np.ndarray  # [cleaner, steps, placed] of the node where a solution was found
+    visits: np.ndarray  # (cleaners + 1,): nodes searched per current cleaner (the last: none)
+    budget: np.ndarray  # [nodes this thread may search (0: no limit), 1 once the limit was hit]
 
 
 @njit_callback
-def _step_goal(ctx, t):
-    if not _is_clean(ctx.masks, t):
+def _route_goal(ctx, d):
+    """The room is clean and every item taken was dumped (the current cleaner stops, the rest
+    stay)."""
+    if not wide_empty(ctx.room, d):
         return False
-    for i in range(ctx.pos.shape[1]):
-        if ctx.hold[t, i]:
+    for q in range(ctx.dumped.shape[1]):
+        if ctx.taken_at[d, q] < INF and not ctx.dumped[d, q]:
             return False
     return True
 
 
 @njit_callback
-def _found(ctx, t):
-    ctx.result[0] = t
-    return True
-
-
-@njit_callback
-def _step_prune(ctx, t):
-    b = ctx.board
-    n_cl = b.kind.shape[0]
-    any_active = False
-    for i in range(n_cl):
-        ctx.rem[i] = b.budget[i] - t
-        any_active |= ctx.active[t, i]
-    m = ctx.masks
-    return not any_active or _prune(n_cl, b.kind, t, ctx.pos, ctx.active, ctx.rem, ctx.hold, m[t, 0], m[t, 1],
-                                    m[t, 2], m[t, 3], b.dist, b.bin_dist, b.box_dist, b.block, True)
-
-
-@njit_callback
-def _step_options(ctx, t):
-    """Each cleaner's options, best first: steps onto something it can clean, other steps,
-    stopping; a cleaner that has stopped only stays. The node's choices are the combinations
-    but the one in which nobody moves (the last), in odometer order (the last cleaner's option
-    changes fastest)."""
-    n_cl = ctx.pos.shape[1]
-    combinations = 1
-    for i in range(n_cl):
-        k = 0
-        if ctx.active[t, i]:
-            k = _cleaning_first(ctx.board, ctx.masks, t, i, ctx.pos[t, i], ctx.prev[t, i], ctx.opts[t, i], 0)
-        ctx.opts[t, i, k] = STOP
-        ctx.nopt[t, i] = k + 1
-        combinations = min(combinations * (k + 1), 1 << 62)
-    return combinations - 1
-
-
-@njit_callback
-def _step_apply(ctx, t, k):
-    """Combination ``k`` at step t: every cleaner's option, the level t + 1 they make, and the
-    meetings (two movers arriving on one cell clean its 3x3 block's dirty floor)."""
-    b = ctx.board
-    n_cl = ctx.pos.shape[1]
-    for j in range(n_cl - 1, -1, -1):
-        ctx.choice[t, j] = k % ctx.nopt[t, j]
-        k //= ctx.nopt[t, j]
-    for q in range(4):
-        ctx.masks[t + 1, q] = ctx.masks[t, q]
-    for j in range(n_cl):
-        c = ctx.opts[t, j, ctx.choice[t, j]]
-        ctx.hold[t + 1, j] = ctx.hold[t, j]
-        if c == STOP:
-            ctx.pos[t + 1, j] = ctx.pos[t, j]
-            ctx.prev[t + 1, j] = ctx.prev[t, j]
-            ctx.active[t + 1, j] = False
-            ctx.out_moves[t, j] = -1
-            continue
-        to = b.nbr[ctx.pos[t, j], c]
-        ctx.pos[t + 1, j] = to
-        ctx.prev[t + 1, j] = ctx.pos[t, j]
-        ctx.active[t + 1, j] = t + 1 < b.budget[j]
-        ctx.out_moves[t, j] = c
-        _step_onto(b, ctx.masks, ctx.hold, t + 1, j, to)
-    for j in range(n_cl):  # meetings: two movers arriving on one cell
-        if ctx.out_moves[t, j] < 0:
-            continue
-        for i in range(j + 1, n_cl):
-            if ctx.out_moves[t, i] >= 0 and ctx.pos[t + 1, i] == ctx.pos[t + 1, j]:
-                for q in range(b.block.shape[1]):
-                    y = b.block[ctx.pos[t + 1, j], q]
-                    if y >= 0:
-                        ctx.masks[t + 1, 0] &= ~_bit(y)
-    return True
-
-
-# --- without meetings: cleaner by cleaner ----------------------------------------------------
-
-
-class _RouteContext(NamedTuple):
-    """One thread's search without meetings; row d holds the state at depth d, where cleaner
-    ``cur[d]`` has taken ``step[d]`` steps and the cleaners before it have finished."""
-
-    board: _Board
-    pos: np.ndarray  # (D + 1, cleaners)
-    active: np.ndarray
-    hold: np.ndarray
-    masks: np.ndarray  # (D + 1, 4)
-    cur: np.ndarray  # (D + 1,): the cleaner whose route is being chosen
-    step: np.ndarray  # its steps so far
-    prev: np.ndarray  # the cell it came from (-1 at its start)
-    opts: np.ndarray  # (D + 1, 5): its options, best first
-    choice: np.ndarray  # (D + 1,): the option taken
-    rem: np.ndarray  # (cleaners,) scratch: steps left
-    out_moves: np.ndarray  # (T + 1, cleaners): out_moves[k, i], the k-th step of cleaner i, -1 past its end
-    result: np.ndarray  # [rows of out_moves filled, or -1]
-
-
-@njit_callback
-def _route_goal(ctx, d):
-    return ctx.cur[d] >= ctx.pos.shape[1] and _is_clean(ctx.masks, d)
-
-
-@njit_callback
 def _route_found(ctx, d):
-    """Replay the choices into routes."""
-    out = ctx.out_moves
-    for a in range(out.shape[0]):
-        for b in range(out.shape[1]):
-            out[a, b] = -1
-    longest = 0
-    for e in range(d):
-        c = ctx.opts[e, ctx.choice[e]]
-        if c < STOP:
-            out[ctx.step[e], ctx.cur[e]] = c
-            longest = max(longest, ctx.step[e] + 1)
-    ctx.result[0] = longest
+    ctx.found[0] = ctx.cur[d]
+    ctx.found[1] = ctx.step[d]
+    ctx.found[2] = ctx.placed[d]
     return True
 
 
 @njit_callback
 def _route_prune(ctx, d):
-    """Every route chosen but the room not clean; or the bounds of :func:`_prune`, which see the
-    current cleaner's steps left and the later cleaners' whole budgets."""
-    b = ctx.board
-    n_cl = b.kind.shape[0]
+    """The bounds; also every node once the thread's node budget is spent (the search then
+    answers nothing)."""
     i = ctx.cur[d]
-    if i >= n_cl:
-        return True
-    for j in range(n_cl):
-        ctx.rem[j] = b.budget[j] if j > i else (b.budget[j] - ctx.step[d] if j == i else 0)
-    m = ctx.masks
-    return _prune(n_cl, b.kind, d, ctx.pos, ctx.active, ctx.rem, ctx.hold, m[d, 0], m[d, 1], m[d, 2], m[d, 3],
-                  b.dist, b.bin_dist, b.box_dist, b.block, False)
+    ctx.visits[i] += 1
+    if ctx.budget[0] > 0 and ctx.visits[i] & 1023 == 0:
+        if ctx.visits.sum() > ctx.budget[0]:
+            ctx.budget[1] = 1
+    return ctx.budget[1] != 0 or i == ctx.tab.kind.shape[0] or hopeless(ctx, d)
 
 
 @njit_callback
 def _route_options(ctx, d):
-    """The current cleaner's steps (cleaning ones first), then ending its route, allowed once
-    its items are dumped."""
+    """The current cleaner's steps (those onto something it cleans first), then ending its route
+    (with items still held only if a later route can take them over: the bounds check)."""
+    tab = ctx.tab
     i = ctx.cur[d]
     k = 0
-    if ctx.step[d] < ctx.board.budget[i]:
-        k = _cleaning_first(ctx.board, ctx.masks, d, i, ctx.pos[d, i], ctx.prev[d], ctx.opts[d], 0)
-    if ctx.hold[d, i] == 0:
-        ctx.opts[d, k] = STOP
-        k += 1
-    return k
+    if ctx.step[d] < tab.budget[i]:
+        at = ctx.pos[d]
+        for pass_ in range(2):
+            for c in range(4):
+                to = tab.nbr[at, c]
+                if to < 0 or to == ctx.prev[d]:
+                    continue
+                q = tab.need[to]
+                cleans = wide_has(ctx.room, d, to) and (q < 0 or q == tab.kind[i])
+                if cleans == (pass_ == 0):
+                    ctx.opts[d, k] = c
+                    k += 1
+    ctx.opts[d, k] = STOP
+    return k + 1
 
 
 @njit_callback
 def _route_apply(ctx, d, k):
+    tab = ctx.tab
     i = ctx.cur[d]
-    ctx.choice[d] = k
     c = ctx.opts[d, k]
-    for j in range(ctx.pos.shape[1]):
-        ctx.pos[d + 1, j] = ctx.pos[d, j]
-        ctx.active[d + 1, j] = ctx.active[d, j]
-        ctx.hold[d + 1, j] = ctx.hold[d, j]
-    for q in range(4):
-        ctx.masks[d + 1, q] = ctx.masks[d, q]
+    wide_copy(ctx.room, d, ctx.room, d + 1)
+    for q in range(ctx.taken_at.shape[1]):
+        ctx.taken_at[d + 1, q] = ctx.taken_at[d, q]
+        ctx.taken_by[d + 1, q] = ctx.taken_by[d, q]
+        ctx.dumped[d + 1, q] = ctx.dumped[d, q]
     if c == STOP:
-        ctx.active[d + 1, i] = False
-        ctx.cur[d + 1] = i + 1
+        ctx.length[i] = ctx.step[d]
+        ctx.placed[d + 1] = ctx.placed[d] | (1 << i)
+        ctx.cur[d + 1] = tab.kind.shape[0]
         ctx.step[d + 1] = 0
+        ctx.pos[d + 1] = 0
+        rest = unplaced(ctx, d + 1)
+        if rest:
+            ctx.cur[d + 1] = next_cleaner(ctx, d + 1, rest)
+            ctx.pos[d + 1] = tab.start[ctx.cur[d + 1]]
         ctx.prev[d + 1] = -1
-    else:
-        to = ctx.board.nbr[ctx.pos[d, i], c]
-        ctx.pos[d + 1, i] = to
-        ctx.cur[d + 1] = i
-        ctx.step[d + 1] = ctx.step[d] + 1
-        ctx.prev[d + 1] = ctx.pos[d, i]
-        _step_onto(ctx.board, ctx.masks, ctx.hold, d + 1, i, to)
+        ctx.hold[d + 1] = 0
+        ctx.met[d + 1] = ctx.met[d]
+        return True
+    to = tab.nbr[ctx.pos[d], c]
+    s = ctx.step[d] + 1  # the time step of this step
+    kind = tab.kind[i]
+    ctx.placed[d + 1] = ctx.placed[d]
+    ctx.cur[d + 1] = i
+    ctx.step[d + 1] = s
+    ctx.pos[d + 1] = to
+    ctx.prev[d + 1] = ctx.pos[d]
+    ctx.hold[d + 1] = ctx.hold[d]
+    ctx.met[d + 1] = ctx.met[d]
+    ctx.traj[i, s] = to
+    q = tab.need[to]
+    item = tab.item_of[to]
+    me = i
+    if wide_has(ctx.room, d, to):
+        if q < 0 or q == kind:
+            wide_remove(ctx.room, d + 1, to)
+            if item >= 0:
+                ctx.hold[d + 1] += 1
+                ctx.taken_at[d + 1, item] = s
+                ctx.taken_by[d + 1, item] = me
+                ctx.dumped[d + 1, item] = False
+    elif q == kind and item >= 0:  # an item of its kind, taken by a cleaner before: taken over if later
+        if ctx.taken_at[d, item] > s or (ctx.taken_at[d, item] == s and ctx.taken_by[d, item] > me):
+            ctx.hold[d + 1] += 1
+            ctx.taken_at[d + 1, item] = s
+            ctx.taken_by[d + 1, item] = me
+            ctx.dumped[d + 1, item] = False
+    if ctx.hold[d + 1] and tab.dump_adj[kind, to]:
+        ctx.hold[d + 1] = 0
+        for q in range(ctx.dumped.shape[1]):
+            if ctx.taken_by[d + 1, q] == me:
+                ctx.dumped[d + 1, q] = True
+    if ctx.cap != NO_MEETINGS:
+        placed = ctx.placed[d]
+        while placed:
+            j = lowest_bit_word(placed)
+            placed &= placed - 1
+            if ctx.length[j] >= s and ctx.traj[j, s] == to:
+                cleaned = False
+                for w in range(ctx.room.shape[1]):
+                    cleaned |= (ctx.room[d + 1, w] & tab.block_dirt[to, w]) != 0
+                    ctx.room[d + 1, w] &= ~tab.block_dirt[to, w]
+                ctx.met[d + 1] += cleaned
+                break
     return True
+
+
+@njit_callback
+def _route_is_dead(ctx, d):
+    h1, h2 = state_hashes(ctx, d)
+    return fingerprint_find(ctx.dead_keys, ctx.dead_checks, h1, h2)
+
+
+@njit_callback
+def _route_mark_dead(ctx, d):
+    h1, h2 = state_hashes(ctx, d)
+    fingerprint_insert(ctx.dead_keys, ctx.dead_checks, ctx.dead_count, ctx.dead_limit, h1, h2)
 
 
 # --- the solver ------------------------------------------------------------------------------
@@ -388,120 +233,106 @@ def _route_apply(ctx, d, k):
 
 @dataclass
 class SweepResult:
-    """Answer of :func:`solve`: routes (or None when none exist) and whether meetings were needed
-    by the search that found them."""
+    """Answer of :func:`solve`.
+
+    Attributes
+    ----------
+    routes : list of str or None
+        One route per cleaner in the problem's order, or None when no routes clean the room.
+    with_meetings : bool
+        Found by the search with meetings (the search without them found nothing).
+    nodes : int
+        Nodes searched, both searches together.
+    dead : int
+        Dead nodes remembered in the tables of dead nodes.
+    complete : bool
+        False when the search gave up (``max_nodes``): no routes, and no proof either.
+    visits : list of int
+        Nodes searched per cleaner whose route was being chosen, in the last search.
+    """
 
     routes: list | None
     with_meetings: bool
+    nodes: int = 0
+    dead: int = 0
+    complete: bool = True
+    visits: list = field(default_factory=list)
 
 
-def _tables(problem: Problem) -> _Board:
-    w, h = problem.width, problem.height
-    n = w * h
-    flat = [t for row in problem.tiles for t in row]
-    enterable = [t not in (BIN, BOX, OBSTACLE) for t in flat]
-    nbr = -np.ones((n, 4), np.int64)
-    for x in range(n):
-        r, c = divmod(x, w)
-        for d, ch in enumerate(DIRS):
-            dr, dc = STEPS[ch]
-            rr, cc = r + dr, c + dc
-            if 0 <= rr < h and 0 <= cc < w and enterable[rr * w + cc]:
-                nbr[x, d] = rr * w + cc
-    dist = np.full((n, n), INF, np.int64)
-    for s in range(n):
-        if not enterable[s]:
-            continue
-        dist[s, s] = 0
-        frontier = [s]
-        while frontier:
-            nxt = []
-            for x in frontier:
-                for y in nbr[x]:
-                    if y >= 0 and dist[s, y] == INF:
-                        dist[s, y] = dist[s, x] + 1
-                        nxt.append(y)
-            frontier = nxt
-
-    def adjacent_to(code):
-        adj = np.zeros(n, np.bool_)
-        for x in range(n):
-            r, c = divmod(x, w)
-            adj[x] = enterable[x] and any(0 <= r + dr < h and 0 <= c + dc < w and flat[(r + dr) * w + c + dc] == code
-                                          for dr, dc in STEPS.values())
-        return adj
-
-    bin_adj, box_adj = adjacent_to(BIN), adjacent_to(BOX)
-    bin_dist = np.array([min([dist[x, y] for y in range(n) if bin_adj[y]] or [INF]) for x in range(n)], np.int64)
-    box_dist = np.array([min([dist[x, y] for y in range(n) if box_adj[y]] or [INF]) for x in range(n)], np.int64)
-    block = -np.ones((n, 9), np.int64)
-    for x in range(n):
-        r, c = divmod(x, w)
-        k = 0
-        for rr in range(r - 1, r + 2):
-            for cc in range(c - 1, c + 2):
-                if 0 <= rr < h and 0 <= cc < w and enterable[rr * w + cc]:
-                    block[x, k] = rr * w + cc
-                    k += 1
-    kinds = np.array([KINDS.index(k) for k, _, _, _ in problem.cleaners], np.int64)
-    start = np.array([r * problem.width + c for _, r, c, _ in problem.cleaners], np.int64)
-    budget = np.array([b for _, _, _, b in problem.cleaners], np.int64)
-    return _Board(kinds, start, budget, nbr, dist, bin_adj, box_adj, bin_dist, box_dist, block,
-                  np.array(flat, np.int64))
+def _context(tab: Tables, cap: int, dead: FingerprintSet, max_nodes: int) -> _Context:
+    n_cl = tab.kind.shape[0]
+    rows = 2 + int((tab.budget + 1).sum())
+    horizon = int(tab.budget.max(initial=0))
+    W = tab.remaining.shape[0]
+    n_items = tab.item_cell.shape[0]
+    room = np.zeros((rows, W), np.int64)
+    room[0] = tab.remaining
+    traj = np.full((n_cl, horizon + 1), -1, np.int64)
+    traj[:, 0] = tab.start
+    int_rows = [np.zeros(rows, np.int64) for _ in range(7)]  # placed, cur, step, pos, prev, hold, met
+    ctx = _Context(tab, cap, room, *int_rows[:4], np.full(rows, -1, np.int64), *int_rows[5:],
+                   np.full((rows, n_items), INF, np.int64), np.full((rows, n_items), -1, np.int64),
+                   np.ones((rows, n_items), np.bool_), np.zeros((rows, 5), np.int64), traj,
+                   np.zeros(n_cl, np.int64), np.zeros((horizon + 5, W), np.int64), np.zeros(n_cl + 6, np.int64),
+                   np.zeros(tab.need.shape[0], np.int64), dead.keys, dead.checks, dead.count, dead.limit,
+                   np.full(3, -1, np.int64), np.zeros(n_cl + 1, np.int64), np.array([max_nodes, 0], np.int64))
+    ctx.cur[0] = next_cleaner(ctx, 0, (1 << n_cl) - 1)
+    ctx.pos[0] = tab.start[ctx.cur[0]]
+    return ctx
 
 
-def _root_masks(board: _Board, rows: int) -> np.ndarray:
-    """(rows, 4) int64 bit sets, row 0 holding the problem's dirt, puddles, apples, bottles."""
-    masks = np.zeros((rows, 4), np.int64)
-    for q, code in enumerate((DIRTY, PUDDLE, APPLE, BOTTLE)):
-        for x in np.flatnonzero(board.tiles == code):
-            masks[0, q] |= np.int64(1) << np.int64(x)
-    return masks
+def _routes(tab: Tables, ctx: _Context) -> list[str]:
+    """The routes of a context that found a solution, in the problem's order of cleaners."""
+    last, steps = int(ctx.found[0]), int(ctx.found[1])
+    routes = []
+    for i in range(tab.kind.shape[0]):
+        n = steps if i == last else int(ctx.length[i]) if (int(ctx.found[2]) >> i) & 1 else 0
+        routes.append("".join(DIRS[list(tab.nbr[ctx.traj[i, s - 1]]).index(ctx.traj[i, s])] for s in range(1, n + 1)))
+    return routes
 
 
-def _step_context(board: _Board) -> _StepContext:
-    n_cl, rows = board.kind.shape[0], int(board.budget.max()) + 2
-    pos = np.empty((rows, n_cl), np.int64)
-    pos[0] = board.start
-    prev = np.full((rows, n_cl), -1, np.int64)
-    active = np.zeros((rows, n_cl), np.bool_)
-    active[0] = board.budget > 0
-    return _StepContext(board, pos, prev, active, np.zeros((rows, n_cl), np.int64), _root_masks(board, rows),
-                        np.zeros((rows, n_cl), np.int64), np.zeros((rows, n_cl, 5), np.int64),
-                        np.zeros((rows, n_cl), np.int64), np.zeros(n_cl, np.int64),
-                        np.full((rows - 1, n_cl), -1, np.int64), np.full(1, -1, np.int64))
-
-
-def _route_context(board: _Board) -> _RouteContext:
-    n_cl = board.kind.shape[0]
-    rows = 2 + int((board.budget + 1).sum())
-    pos = np.empty((rows, n_cl), np.int64)
-    pos[0] = board.start
-    active = np.zeros((rows, n_cl), np.bool_)
-    active[0] = True
-    return _RouteContext(board, pos, active, np.zeros((rows, n_cl), np.int64), _root_masks(board, rows),
-                         np.zeros(rows, np.int64), np.zeros(rows, np.int64), np.full(rows, -1, np.int64),
-                         np.zeros((rows, 5), np.int64), np.zeros(rows, np.int64), np.zeros(n_cl, np.int64),
-                         np.full((int(board.budget.max()) + 1, n_cl), -1, np.int64), np.full(1, -1, np.int64))
-
-
-def solve(problem: Problem, threads: int = 2) -> SweepResult:
+def solve(problem: Problem, threads: int | None = None, dead_states: int = SWEEP_DEAD_STATES,
+          phases: tuple = SWEEP_PHASES, max_nodes: int = 0) -> SweepResult:
     """Routes that clean the room, or a proof that none exist (``routes`` None).
 
-    First searched without meetings, cleaner by cleaner (tight bounds; any solution found is
-    valid, since meetings only clean more), then with meetings, all cleaners step by step. Each
-    search deals the root's choices out to ``threads`` threads.
+    Searched first without meetings, then with meetings (see the module docstring).
+
+    Parameters
+    ----------
+    problem : Problem
+    threads : int, optional
+        Threads sharing each search (default :data:`~dobutsu_tb.encoding.config.THREADS`).
+    dead_states : int, optional
+        Dead nodes remembered at most per search (16 bytes each, over the load factor).
+    phases : tuple of int, optional
+        The searches to run, in turn: :data:`NO_MEETINGS`, a number of meetings the bounds allow
+        for, or :data:`UNLIMITED` (the complete search).
+    max_nodes : int, optional
+        Give up after about this many nodes per search (0, the default: never); the answer
+        then has ``complete`` False and no routes.
+
+    Returns
+    -------
+    SweepResult
     """
-    board = _tables(problem)
-    searches = ((False, _route_context, (_route_goal, _route_found, _route_prune, _route_options, _route_apply)),
-                (True, _step_context, (_step_goal, _found, _step_prune, _step_options, _step_apply)))
-    for meetings, make, callbacks in searches:
-        contexts = [make(board) for _ in range(threads)]
-        depth_first(contexts, *callbacks, max_depth=contexts[0].pos.shape[0] - 1)
+    threads = threads or THREADS
+    tab = tables(problem)
+    callbacks = (_route_goal, _route_found, _route_prune, _route_options, _route_apply)
+    nodes = dead_total = 0
+    for cap in phases:
+        dead = FingerprintSet(dead_states)
+        contexts = [_context(tab, cap, dead, max_nodes // threads) for _ in range(threads)]
+        max_depth = contexts[0].pos.shape[0] - 1
+        split = split_depth_for(contexts[0], _route_goal, _route_prune, _route_options, _route_apply, max_depth,
+                                SWEEP_TASKS * threads) if threads > 1 else 0
+        _, searched = depth_first(contexts, *callbacks, max_depth=max_depth, is_dead=_route_is_dead,
+                                  mark_dead=_route_mark_dead, split=split)
+        nodes += searched
+        dead_total += len(dead)
+        visits = [int(sum(ctx.visits[i] for ctx in contexts)) for i in range(len(tab.kind))]
         for ctx in contexts:
-            steps = int(ctx.result[0])
-            if steps >= 0:
-                routes = ["".join(DIRS[ctx.out_moves[t, i]] for t in range(steps) if ctx.out_moves[t, i] >= 0)
-                          for i in range(len(board.kind))]
-                return SweepResult(routes, meetings)
-    return SweepResult(None, True)
+            if ctx.found[0] >= 0:
+                return SweepResult(_routes(tab, ctx), cap != NO_MEETINGS, nodes, dead_total, True, visits)
+        if any(ctx.budget[1] for ctx in contexts):
+            return SweepResult(None, cap != NO_MEETINGS, nodes, dead_total, False, visits)
+    return SweepResult(None, True, nodes, dead_total, True, visits)
