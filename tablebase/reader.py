@@ -36,7 +36,6 @@ from dobutsu_tb.tablebase.chunks import (
     inflate_chunks,
     stored_bound,
 )
-from dobutsu_tb.tablebase.output import describe_os_error
 from dobutsu_tb.tablebase.schema import (
     FILTER_NAMES,
     KEY_DTYPE,
@@ -109,6 +108,8 @@ class TablebaseFile:
             try:
                 fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
             except OSError as exc:
+                from dobutsu_tb.tablebase.output import describe_os_error  # builds' module: imported when needed
+
                 raise TablebaseFileError(f"{self.path}: cannot be read ({describe_os_error(exc)})") from None
             try:
                 self._file = h5py.File(self.path, "r")
@@ -165,7 +166,7 @@ class TablebaseFile:
             data, crc = dset[()], int(self._file.attrs[crc_attr])
         except Exception as exc:  # noqa: BLE001
             raise self._fail(f"/{name} is unreadable ({' '.join(str(exc).split())})") from None
-        if zlib.crc32(np.ascontiguousarray(data).tobytes()) != crc:
+        if zlib.crc32(np.ascontiguousarray(data)) != crc:
             raise self._fail(f"/{name} fails its CRC-32 check: the file is damaged")
         return np.asarray(data, np.int64)
 
@@ -209,8 +210,7 @@ class TablebaseFile:
         starts, ends = packed >> _SIZE_BITS, (packed >> _SIZE_BITS) + (packed & ((1 << _SIZE_BITS) - 1))
         if (starts[1:] < ends[:-1]).any():
             raise self._fail("/chunk_table has chunks that overlap: the file is damaged")
-        self._chunks = {"keys": (table[:m, 0].copy(), table[:m, 1].copy()),
-                        "values": (table[m:, 0].copy(), table[m:, 1].copy())}
+        self._chunks = {"keys": (table[:m, 0], table[:m, 1]), "values": (table[m:, 0], table[m:, 1])}
 
     def _check_start_value(self) -> None:
         """The start position is stored with the value the metadata give it (one probe)."""

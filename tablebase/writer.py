@@ -205,8 +205,7 @@ def write_file(tmp, records: np.ndarray, meta: Metadata, progress=None) -> None:
             index = record_keys(records[::key_chunk]).astype("<i8")
             f.create_dataset("index", data=index)
             table = np.concatenate([hdf5_chunk_table(f["keys"]), hdf5_chunk_table(f["values"])])[:, :2]
-            f.create_dataset("chunk_table", data=np.ascontiguousarray(table).astype("<i8"), compression="gzip",
-                             shuffle=True)
+            f.create_dataset("chunk_table", data=np.ascontiguousarray(table).astype("<i8"))  # contiguous: quick to open
             stats = f.create_group("stats")
             stats.create_dataset("dtm_wins", data=dtm_wins[:top].astype("<i8"))
             stats.create_dataset("dtm_losses", data=dtm_losses[:top].astype("<i8"))
