@@ -193,7 +193,8 @@ def write_file(tmp, records: np.ndarray, meta: Metadata, progress=None) -> None:
     dtm_wins = np.where(np.arange(dtm_counts.shape[0]) % 2 == 1, dtm_counts, 0)
     dtm_losses = np.where(np.arange(dtm_counts.shape[0]) % 2 == 0, dtm_counts, 0)
     top = int(np.flatnonzero(dtm_counts).max()) + 1 if dtm_counts.any() else 1
-    key_chunk, value_chunk = config.KEY_CHUNK, config.VALUE_CHUNK
+    # HDF5 refuses chunks larger than the dataset: a small tablebase has one chunk of each.
+    key_chunk, value_chunk = max(1, min(config.KEY_CHUNK, n)), max(1, min(config.VALUE_CHUNK, n))
     from concurrent.futures import ThreadPoolExecutor
 
     try:

@@ -16,6 +16,20 @@ def test_build_small(cli, tmp_path):
     assert out.exists()
 
 
+@pytest.mark.parametrize("start, nonterminal, value", [("S/--l/---/---/L--/-", "21", "win in 7 plies"),
+                                                        ("S/-l-/---/---/-L-/C", "726", None)])
+def test_build_a_start_with_fewer_positions_than_a_chunk(cli, tmp_path, start, nonterminal, value):
+    # Fewer positions than a chunk of /keys (512) or /values (1,024): HDF5 refuses chunks larger
+    # than the data, so such files have one smaller chunk; verify re-derives every value.
+    out = tmp_path / "small.h5"
+    result = cli("build", "--start", start, "--out", str(out), "--quiet")
+    assert result.exit_code == 0, result.output
+    assert any(ln.split() == ["non-terminal:", nonterminal] for ln in result.output.splitlines())
+    assert value is None or f"start position {start}: {value}" in result.output
+    result = cli("verify", str(out))
+    assert result.exit_code == 0 and "OK" in result.output, result.output
+
+
 def test_probe_text_and_json(cli, lion_chick_tb):
     tb = str(lion_chick_tb.path)
     result = cli("probe", LION_CHICK, "--tb", tb)

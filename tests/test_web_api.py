@@ -82,6 +82,14 @@ def test_verify_line_illegal_move_is_a_400_with_the_plies_before(client):
     assert len(data["plies"]) == 1 and data["illegal"]["ply"] == 2
 
 
+@pytest.mark.parametrize("moves", ["\ud800", ["Lb4-a3", "\udfff"], "Lb4-a3 \u00e9"])
+def test_an_unencodable_move_is_a_400_not_a_500(client, moves):
+    # A lone surrogate cannot be encoded in UTF-8: the answer echoes it escaped.
+    body = json.dumps({"start": LION_CHICK, "moves": moves})  # ASCII, the surrogates escaped
+    answer = client.post("/api/verify-line", content=body, headers={"Content-Type": "application/json"})
+    assert answer.status_code == 400 and "is illegal" in answer.json()["error"]
+
+
 def test_stats_is_stats_json(client, cli, lion_chick_tb):
     answer = client.get("/api/stats")
     assert answer.status_code == 200

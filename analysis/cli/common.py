@@ -95,7 +95,7 @@ class ErrorHandlingGroup(click.Group):
             click.echo(f"error: {exc or 'out of memory'}", err=True)
             ctx.exit(1)
         except KeyboardInterrupt as exc:  # Interrupted: SIGINT or SIGTERM, after the job cleaned up
-            click.echo(f"error: {exc or 'interrupted'}", err=True)
+            click.echo(f"error: {str(exc) or 'interrupted'}", err=True)
             ctx.exit(getattr(exc, "exit_code", 130))
 
 

@@ -31,7 +31,8 @@ from pathlib import Path
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse
+from starlette.responses import FileResponse
+from starlette.responses import JSONResponse as _StarletteJSONResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -41,6 +42,14 @@ from dobutsu_tb.tablebase.game.notation import IllegalMoveError
 from dobutsu_tb.tablebase.game.position import MAX_TEXT_CHARS, PositionError
 from dobutsu_tb.tablebase.probe import MissingPositionError
 from dobutsu_tb.tablebase.schema import TablebaseFileError
+
+
+class JSONResponse(_StarletteJSONResponse):
+    """Starlette's JSON answer with non-ASCII characters escaped, so that any text echoed from a
+    request (even a lone surrogate, which UTF-8 cannot encode) makes valid JSON, never a 500."""
+
+    def render(self, content) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode("ascii")
 
 STATIC = Path(__file__).with_name("static")
 #: Input limits: characters of a position (a FEN with full hands needs about 40), plies of a
