@@ -62,10 +62,11 @@ def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
     1 when a move is illegal.
     """
     from dobutsu_tb.analysis.lines import read_games
+    from dobutsu_tb.analysis.reports import parse_position
     from dobutsu_tb.analysis.textfiles import InputFileError
     from dobutsu_tb.tablebase.game.position import Position
 
-    start_pos = Position.start() if start is None else Position.from_text(start)
+    start_pos = Position.start() if start is None else parse_position(start)
     games = read_games(move_file) if move_file else []
     if move_file and not games and not moves:
         raise InputFileError(f"{move_file}: no moves in the file (only blank lines and # comments)")

@@ -27,10 +27,11 @@ def build(start, out, quiet, force, ignore_memory):
     takes a few minutes and about 2 GiB of memory. The file appears only when complete; Ctrl-C
     or SIGTERM stops the build (exit code 130 or 143) and leaves nothing behind.
     """
+    from dobutsu_tb.analysis.reports import parse_position
     from dobutsu_tb.tablebase.build import build_tablebase
     from dobutsu_tb.tablebase.game.position import Position
 
-    position = Position.start() if start is None else Position.from_text(start)
+    position = Position.start() if start is None else parse_position(start)
     if out is None:
         out = Path(DEFAULT_TB if start is None or position.key() == Position.start().key()
                    else "dobutsu-" + position.text().replace("/", "_") + ".h5")
@@ -50,12 +51,12 @@ def probe(position, tb_path, as_json):
     after it, for the side then to move: a move to a 'loss' wins.
     """
     from dobutsu_tb.analysis.lines import mover_value
-    from dobutsu_tb.analysis.reports import probe_json
-    from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
+    from dobutsu_tb.analysis.reports import parse_position, probe_json
+    from dobutsu_tb.tablebase.game.position import SIDE_NAMES
     from dobutsu_tb.tablebase.probe import open_tablebase
     from dobutsu_tb.tablebase.values import WDL_NAMES, describe_value
 
-    pos = Position.from_text(position)
+    pos = parse_position(position)
     with open_tablebase(tb_path) as tb:
         if as_json:
             click.echo(json.dumps(probe_json(tb, pos), indent=2))
@@ -83,9 +84,9 @@ def probe(position, tb_path, as_json):
 def show(position, png):
     """Draw POSITION (pieces, hands, side to move, coordinates) into a PNG file."""
     from dobutsu_tb.analysis.pictures import draw_position
-    from dobutsu_tb.tablebase.game.position import Position
+    from dobutsu_tb.analysis.reports import parse_position
 
-    draw_position(Position.from_text(position), png)
+    draw_position(parse_position(position), png)
     click.echo(f"wrote {png}")
 
 
@@ -99,12 +100,12 @@ def show(position, png):
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (no pictures).")
 def line(position, tb_path, max_plies, png_dir, as_json):
     """A perfect-play line from POSITION to the end of the game, move by move with the board."""
-    from dobutsu_tb.analysis.reports import perfect_line_json
-    from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
+    from dobutsu_tb.analysis.reports import parse_position, perfect_line_json
+    from dobutsu_tb.tablebase.game.position import SIDE_NAMES
     from dobutsu_tb.tablebase.probe import open_tablebase
     from dobutsu_tb.tablebase.values import describe_value
 
-    pos = Position.from_text(position)
+    pos = parse_position(position)
     with open_tablebase(tb_path) as tb:
         if as_json:
             click.echo(json.dumps(perfect_line_json(tb, pos, max_plies), indent=2))
