@@ -162,7 +162,8 @@ def othello_cmd(start_file, to_move, colour, do_count, check):
 
 @puzzle.command("squares")
 @click.argument("file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
-@click.option("--first", type=click.IntRange(min=1), default=None, help="Print only the first N solutions.")
+@click.option("--first", type=click.IntRange(1, 1_000_000), default=None,
+              help="Print only the first N solutions (N up to 1,000,000; each is kept in memory).")
 @click.option("--count", "count_only", is_flag=True, help="Print only the number of solutions.")
 def squares_cmd(file, first, count_only):
     """Cross Squared Number Puzzle on the grid in FILE ('.' white, '#' black, up to 8 x 8):
