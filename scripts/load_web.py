@@ -11,14 +11,17 @@ until N requests are answered or S seconds have passed, whichever comes first; t
 stopped at the end. With P >= N every request asks a new position (no answer comes from the
 server's cache of recent probes); a smaller pool revisits positions, as people do.
 
-Prints the requests answered, the failures, the wall time, probes per second and the latency
-percentiles (milliseconds). Traffic goes to 127.0.0.1 only.
+Prints the server's start-up (seconds from the command to its address, and its resident memory
+then), the requests answered, the failures, the wall time, probes per second and the latency
+percentiles (milliseconds), then the seconds of ``/api/line`` of the file's start position and
+of ``/api/stats`` asked twice (counted once, then kept). Traffic goes to 127.0.0.1 only.
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
+import json
 import random
 import re
 import statistics
@@ -56,6 +59,7 @@ def random_positions(path, count: int, seed: int) -> list[str]:
 
 
 def start_server(path, in_memory: bool) -> tuple[subprocess.Popen, int]:
+    started = time.perf_counter()
     cli = Path(sys.executable).parent / "dobutsu-tb"
     args = [str(cli), "serve", "--tb", str(path), "--host", HOST, "--port", "0",
             "--in-memory" if in_memory else "--chunked"]
@@ -64,7 +68,20 @@ def start_server(path, in_memory: bool) -> tuple[subprocess.Popen, int]:
     if found is None:
         proc.kill()
         sys.exit("the server did not start")
+    with open(f"/proc/{proc.pid}/status") as f:
+        rss = int(f.read().split("VmRSS:")[1].split()[0]) * 1024
+    print(f"start-up: {time.perf_counter() - started:.2f} s to the address, {rss / 2**20:.0f} MiB resident")
     return proc, int(found.group(1))
+
+
+def timed_get(port: int, path: str) -> float:
+    """Seconds to answer one ``GET path`` on a new connection."""
+    conn = http.client.HTTPConnection(HOST, port, timeout=300)
+    t = time.perf_counter()
+    conn.request("GET", path)
+    conn.getresponse().read()
+    conn.close()
+    return time.perf_counter() - t
 
 
 def client(port: int, queue: list, lock: threading.Lock, deadline: float, latencies: list, failures: list) -> None:
@@ -110,7 +127,7 @@ def main() -> None:
     try:
         conn = http.client.HTTPConnection(HOST, port, timeout=60)  # the page's first request, not timed
         conn.request("GET", "/api/info")
-        conn.getresponse().read()
+        start = json.loads(conn.getresponse().read())["start"]
         conn.close()
         latencies: list[float] = []
         failures: list[str] = []
@@ -123,6 +140,8 @@ def main() -> None:
         for t in threads:
             t.join()
         wall = time.perf_counter() - t0
+        line = timed_get(port, "/api/line?position=" + urllib.parse.quote(start, safe="/"))
+        stats = [timed_get(port, "/api/stats") for _ in range(2)]
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -132,6 +151,7 @@ def main() -> None:
           f"{len(failures)} failed, {args.clients} clients, {'in memory' if args.in_memory else 'chunked'}")
     print(f"{wall:.2f} s: {len(ms) / wall:.0f} probes/s; latency ms: median {q[49]:.1f}, p90 {q[89]:.1f}, "
           f"p99 {q[98]:.1f}, max {ms[-1]:.1f}")
+    print(f"/api/line of {start}: {line:.3f} s; /api/stats: {stats[0]:.2f} s, then {stats[1] * 1e3:.1f} ms")
 
 
 if __name__ == "__main__":

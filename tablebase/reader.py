@@ -259,11 +259,11 @@ class TablebaseFile:
             raise self._fail(f"chunk {c} of /{name} is cut short: the file is truncated")
         return data
 
-    def _raw_group(self, name: str, chunks: list[int]) -> list:
+    def _raw_group(self, name: str, chunks: range) -> list:
         """The stored bytes of several chunks of /keys or /values (memoryviews), read with one
         ``pread`` when they lie close together in the file (as a build writes them), else one by one."""
         offsets, sizes = self._chunks[name]
-        at, size = offsets[chunks].astype(np.int64), sizes[chunks].astype(np.int64)
+        at, size = offsets[chunks.start:chunks.stop], sizes[chunks.start:chunks.stop]
         lo, hi = int(at.min()), int((at + size).max())
         if hi - lo > 2 * int(size.sum()) + (1 << 16) or not hasattr(os, "pread"):
             return [self._raw(name, c) for c in chunks]
@@ -368,18 +368,15 @@ class TablebaseFile:
         keys = np.empty(self.n, np.int64)
         values = np.empty(self.n, np.uint8)
         step = 2048
-        groups = [[(name, c) for c in range(first, min(first + step, total))]
+        groups = [(name, range(first, min(first + step, total)))  # chunks of one dataset
                   for name, total in (("keys", self.chunk_count()), ("values", self.chunk_count(True)))
                   for first in range(0, total, step)]
-        jobs = sum(len(part) for part in groups)
+        jobs = sum(len(chunks) for _, chunks in groups)
 
-        def fetch(part):
-            return self._raw_group(part[0][0], [c for _, c in part])
-
-        def work(part, raws):
-            name, first = part[0]
+        def work(name, chunks, raws):
+            first = chunks.start
             sums = checksums([memoryview(r)[:-CHECKSUM_BYTES] for r in raws])
-            for c, raw, ours in zip(range(first, first + len(raws)), raws, sums.tolist()):
+            for c, raw, ours in zip(chunks, raws, sums.tolist()):
                 if not checksum_matches(raw, ours):
                     raise self._fail(f"chunk {c} of /{name} is damaged: fletcher32 checksum mismatch")
             shuffled, chunk, dtype, out = ((True, self.key_chunk, KEY_DTYPE, keys) if name == "keys"
@@ -391,12 +388,12 @@ class TablebaseFile:
             start = first * chunk
             end = min(self.n, start + data.shape[0])
             out[start:end] = data[:end - start]
-            return len(part)
+            return len(chunks)
 
         with ThreadPoolExecutor(config.THREADS) as pool:
             pending = []
-            for part in groups:
-                pending.append(pool.submit(work, part, fetch(part)))
+            for name, chunks in groups:
+                pending.append(pool.submit(work, name, chunks, self._raw_group(name, chunks)))
                 while len(pending) > 2 * config.THREADS:
                     done = pending.pop(0).result()
                     if progress is not None:

@@ -126,3 +126,17 @@ def test_line_json(cli, lion_chick_tb):
     # Each ply's DTM counts down to the capture that ends the line.
     assert [abs(p["dtm"]) for p in data["moves"]] == list(range(14, -1, -1))
     assert data["moves"][-1]["terminal"] == "lion captured" and data["end"] == "Sente captures the lion"
+
+
+def test_ctrl_c_while_the_command_line_is_read_is_one_error_line(monkeypatch, capsys):
+    # click's own answer would be "Aborted!" and exit code 1.
+    from dobutsu_tb.analysis.cli import LazyGroup, main
+
+    def interrupted(self, ctx, args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(LazyGroup, "parse_args", interrupted)
+    with pytest.raises(SystemExit) as stopped:
+        main.main(["probe", LION_CHICK], prog_name="dobutsu-tb")
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err.endswith("error: interrupted\n")

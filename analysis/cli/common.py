@@ -78,6 +78,22 @@ def error_message(exc: BaseException) -> str:
 class ErrorHandlingGroup(click.Group):
     """Turns the project's expected errors into one line on stderr and exit code 1."""
 
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """click's ``main``, but Ctrl-C while the command line is read or a command's module is
+        imported is ``error: interrupted`` and exit code 130, as during a command (not click's
+        ``Aborted!`` and exit code 1)."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except (click.exceptions.Abort, KeyboardInterrupt):
+            click.echo("error: interrupted", err=True)
+            sys.exit(130)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        sys.exit(code if isinstance(code, int) else 0)
+
     def invoke(self, ctx):
         problem = environment_problem()
         if problem is not None:
