@@ -45,6 +45,20 @@ def test_sweepoptimizer_problems_solve(name):
     assert result.routes is not None and sweep.simulate(p, result.routes)[0] == []
 
 
+def test_q64_has_a_solution(cli):
+    """SweepOptimizer's q64, which neither SweepOptimizer2 nor our search solves in 10 minutes,
+    has routes that clean the room (data/sweep/q64-routes.txt, found by hand): the simulator
+    and ``--check`` accept them, and they use all 60 steps."""
+    path = os.path.join(DATA, "sweepoptimizer", "q64.txt")
+    routes_path = os.path.join(DATA, "q64-routes.txt")
+    p = sweep.read_problem(path)
+    routes = sweep.parse_routes(p, open(routes_path).read())
+    assert sweep.simulate(p, routes)[0] == []
+    assert sum(len(r) for r in routes) == 60
+    out = cli("puzzle", "sweep", path, "--check", routes_path)
+    assert out.exit_code == 0 and out.output.startswith("valid")
+
+
 def test_meetings_needed():
     p = problem("meeting-5x5")
     result = sweep.solve(p)
