@@ -30,6 +30,7 @@ from dobutsu_tb.analysis.puzzles.sweep.problem import (
     STEPS,
     Problem,
 )
+from dobutsu_tb.encoding.bits import WORD_SHIFT
 
 #: Distance to a cell that cannot be reached.
 INF = 1 << 20
@@ -37,7 +38,7 @@ INF = 1 << 20
 #: an apple, a bottle (the kind of cleaner that takes it).
 ANY, NOTHING = -1, -2
 #: Bits of a word of a wide bit set.
-WORD = 64
+WORD = 1 << WORD_SHIFT
 
 
 class Tables(NamedTuple):
