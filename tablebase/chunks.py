@@ -89,6 +89,26 @@ def checksum_matches(chunk: bytes, ours: int) -> bool:
     return stored == ours or stored == int.from_bytes(ours.to_bytes(CHECKSUM_BYTES, "little"), "big")
 
 
+def _inflate(chunk, size: int) -> bytes:
+    """The inflated bytes of a stored chunk (its fletcher32 last, not checked here).
+
+    Raises
+    ------
+    ValueError
+        If the chunk is too short, its zlib stream damaged or cut short, or it does not inflate
+        to ``size`` bytes.
+    """
+    if len(chunk) <= CHECKSUM_BYTES:
+        raise ValueError("too short")
+    try:
+        raw = _inflater.decompress(memoryview(chunk)[:-CHECKSUM_BYTES])
+    except (zlib.error, _inflater.error) as exc:
+        raise ValueError(f"damaged deflate stream ({exc})") from None
+    if len(raw) != size:
+        raise ValueError(f"inflates to {len(raw)} bytes, not {size}")
+    return raw
+
+
 def inflate_chunk(chunk: bytes, dtype: np.dtype, count: int, shuffle: bool) -> np.ndarray:
     """The ``count`` elements of one stored chunk, its zlib stream checked (Adler-32 included).
 
@@ -119,14 +139,7 @@ def inflate_chunk(chunk: bytes, dtype: np.dtype, count: int, shuffle: bool) -> n
     ValueError
         If the zlib stream is damaged or cut short, or inflates to the wrong size.
     """
-    if len(chunk) <= CHECKSUM_BYTES:
-        raise ValueError("too short")
-    try:
-        raw = _inflater.decompress(memoryview(chunk)[:-CHECKSUM_BYTES])
-    except (zlib.error, _inflater.error) as exc:
-        raise ValueError(f"damaged deflate stream ({exc})") from None
-    if len(raw) != count * dtype.itemsize:
-        raise ValueError(f"inflates to {len(raw)} bytes, not {count * dtype.itemsize}")
+    raw = _inflate(chunk, count * dtype.itemsize)
     if shuffle and dtype.itemsize > 1:
         planes = np.frombuffer(raw, np.uint8).reshape(dtype.itemsize, count)
         return np.ascontiguousarray(planes.T).view(dtype).reshape(count)
@@ -168,15 +181,10 @@ def inflate_chunks(chunks, dtype: np.dtype, count: int, shuffle: bool) -> np.nda
     size = count * dtype.itemsize
     parts = []
     for i, chunk in enumerate(chunks):
-        if len(chunk) <= CHECKSUM_BYTES:
-            raise ChunkError(i, "too short")
         try:
-            raw = _inflater.decompress(chunk[:-CHECKSUM_BYTES])
-        except (zlib.error, _inflater.error) as exc:
-            raise ChunkError(i, f"damaged deflate stream ({exc})") from None
-        if len(raw) != size:
-            raise ChunkError(i, f"inflates to {len(raw)} bytes, not {size}")
-        parts.append(raw)
+            parts.append(_inflate(chunk, size))
+        except ValueError as exc:
+            raise ChunkError(i, str(exc)) from None
     data = np.frombuffer(b"".join(parts), np.uint8)
     if shuffle and dtype.itemsize > 1:
         data = np.ascontiguousarray(data.reshape(len(parts), dtype.itemsize, count).transpose(0, 2, 1))
