@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Run the searches of the Room Sweeper solver one at a time on a problem and print, for each,
-its seconds, nodes, dead nodes remembered and answer (the figures the README gives for q64).
+"""Run the searches of Room Sweeper's search engine (``--engine search``) one at a time on a
+problem and print, for each, its seconds, nodes, dead nodes remembered and answer (the figures
+the README gives for q64).
 
 Usage: python scripts/sweep_phases.py PROBLEM [--phases none,2,4,any] [--max-nodes N] [--threads T]
 
@@ -39,10 +40,12 @@ def main() -> None:
     tab = tables(problem)
     cells = sum((int(w) & (2 ** 64 - 1)).bit_count() for w in tab.remaining)
     print(f"{args.problem.name}: {cells} cells to clean, {int(tab.budget.sum())} steps in all", flush=True)
-    solve(problem, threads=args.threads, phases=(NO_MEETINGS,), max_nodes=1)  # compile or load the kernels
+    # compile or load the kernels
+    solve(problem, threads=args.threads, phases=(NO_MEETINGS,), max_nodes=1, engine="search")
     for text in args.phases.split(","):
         start = time.perf_counter()
-        result = solve(problem, threads=args.threads, phases=(phase(text),), max_nodes=args.max_nodes)
+        result = solve(problem, threads=args.threads, phases=(phase(text),), max_nodes=args.max_nodes,
+                       engine="search")
         answer = ("solved" if result.routes is not None else "no routes" if result.complete
                   else "gave up at the node limit")
         print(f"meetings {text:>4}: {time.perf_counter() - start:8.1f} s  {result.nodes:>13,} nodes  "

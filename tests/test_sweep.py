@@ -1,5 +1,6 @@
-"""Room Sweeper: the simulator accepts the solver's answers and rejects broken routes; small
-problems are cross-checked by brute force over all routes."""
+"""Room Sweeper: the simulator accepts both engines' answers (the SAT solver and our search) and
+rejects broken routes; small problems are cross-checked by brute force over all routes, and the
+two engines against each other."""
 
 import itertools
 import math
@@ -28,27 +29,106 @@ def brute_force_solvable(p):
                for routes in itertools.product(*[list(all_routes(b)) for _, _, _, b in p.cleaners]))
 
 
+ENGINES = ("sat", "search")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("name", ["tiny", "meeting-5x5", "items-4x4", "trio-5x5", "six-7x7", "six-7x7-long",
                                   "seven-8x8", "meeting-7x7", "wide-10x10", "wide-16x16"])
-def test_solutions_pass_the_simulator(name):
+def test_solutions_pass_the_simulator(name, engine):
     p = problem(name)
-    result = sweep.solve(p)
-    assert result.routes is not None
+    result = sweep.solve(p, engine=engine)
+    assert result.routes is not None and result.engine == engine and result.complete
     assert sweep.simulate(p, result.routes)[0] == []
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("name", ["sample", "q44", "q46", "q49"])
-def test_sweepoptimizer_problems_solve(name):
+def test_sweepoptimizer_problems_solve(name, engine):
     """SweepOptimizer's problems (data/sweep/sweepoptimizer/), replayed by the simulator."""
     p = sweep.read_problem(os.path.join(DATA, "sweepoptimizer", f"{name}.txt"))
-    result = sweep.solve(p)
+    result = sweep.solve(p, engine=engine)
     assert result.routes is not None and sweep.simulate(p, result.routes)[0] == []
 
 
+def test_q64_is_solved(cli):
+    """SweepOptimizer's q64 (68 cells for 60 steps, so meetings must clean at least 8 cells),
+    which SweepOptimizer2 and our search do not solve in 10 minutes: the SAT solver (the default
+    engine) finds routes, which the simulator accepts, but not without their meetings."""
+    path = os.path.join(DATA, "sweepoptimizer", "q64.txt")
+    p = sweep.read_problem(path)
+    result = sweep.solve(p)
+    assert result.engine == "sat" and result.with_meetings and result.conflicts > 0
+    assert sweep.simulate(p, result.routes)[0] == []
+    assert sweep.simulate(p, result.routes, meetings=False)[0] != []
+    out = cli("puzzle", "sweep", path)
+    assert out.exit_code == 0 and "found with meetings (SAT solver:" in out.output
+    assert sweep.simulate(p, sweep.parse_routes(p, out.output.split("found")[0]))[0] == []
+
+
+def test_sat_solver_gives_up_on_its_conflict_budget():
+    """q64 takes the SAT solver a few hundred conflicts: with a budget of 10 it gives up, and
+    says that it has no proof either."""
+    result = sweep.solve(sweep.read_problem(os.path.join(DATA, "sweepoptimizer", "q64.txt")), engine="sat",
+                         max_nodes=10)
+    assert result.routes is None and not result.complete
+
+
+def test_engines_and_the_formula_size(cli, monkeypatch):
+    """``auto`` runs the SAT solver unless its formula is larger than AUTO_SAT_ARRIVALS, then the
+    search; ``sat`` refuses a formula larger than MAX_ARRIVALS (one line from the command, exit
+    1); an unknown engine is refused."""
+    from dobutsu_tb.analysis.puzzles.sweep import sat, search
+
+    p = problem("six-7x7")
+    assert sweep.solve(p).engine == "sat"
+    rows = [["0"] * 16 for _ in range(16)]
+    rows[0][0], rows[15][15], rows[0][15], rows[15][0] = "2", "2", "3", "4"
+    long = sweep.parse_problem("16 16\n" + "\n".join(" ".join(r) for r in rows) + "\n2 300 300\n1 300\n1 300")
+    result = sweep.solve(long)  # 146,684 arrival variables: the search (the SAT solver takes 40 s)
+    assert result.engine == "search" and sweep.simulate(long, result.routes)[0] == []
+    monkeypatch.setattr(search, "AUTO_SAT_ARRIVALS", 10)
+    monkeypatch.setattr(sat, "MAX_ARRIVALS", 10)
+    result = sweep.solve(p)
+    assert result.engine == "search" and sweep.simulate(p, result.routes)[0] == []
+    with pytest.raises(ValueError, match="arrival variables"):
+        sweep.solve(p, engine="sat")
+    with pytest.raises(ValueError, match="engine must be one of"):
+        sweep.solve(p, engine="fast")
+    out = cli("puzzle", "sweep", os.path.join(DATA, "six-7x7.txt"), "--engine", "sat")
+    assert out.exit_code == 1 and "try --engine search" in out.output and out.output.count("\n") == 1
+
+
+def shorter(p, cut):
+    """The problem with every step budget ``cut`` steps shorter (at least 0)."""
+    return sweep.Problem(p.width, p.height, p.tiles, [(k, r, c, max(0, b - cut)) for k, r, c, b in p.cleaners])
+
+
+@pytest.mark.parametrize("name", ["tiny", "items-4x4", "trio-5x5", "six-7x7", "six-7x7-long", "meeting-7x7",
+                                  "wide-10x10", "wide-16x16", "sweepoptimizer/q46", "sweepoptimizer/q49",
+                                  "sweepoptimizer/sample"])
+def test_engines_agree_on_shorter_budgets(name):
+    """The shipped problems with every budget 1 and 2 steps shorter (some still solvable, some
+    not): the SAT solver and the search (each complete) agree on which, and every answer is
+    replayed by the simulator."""
+    base = problem(name)
+    answers = []
+    for cut in (1, 2):
+        p = shorter(base, cut)
+        sat, search = sweep.solve(p, engine="sat"), sweep.solve(p, engine="search")
+        assert sat.complete and search.complete
+        assert (sat.routes is None) == (search.routes is None), (name, cut)
+        for result in (sat, search):
+            if result.routes is not None:
+                assert sweep.simulate(p, result.routes)[0] == []
+        answers.append(sat.routes is None)
+    if name == "six-7x7":
+        assert answers == [True, True]  # no routes: proved both ways
+
+
 def test_q64_has_a_solution(cli):
-    """SweepOptimizer's q64, which neither SweepOptimizer2 nor our search solves in 10 minutes,
-    has routes that clean the room (data/sweep/q64-routes.txt, found by hand): the simulator
-    and ``--check`` accept them, and they use all 60 steps."""
+    """q64's routes found by hand (data/sweep/q64-routes.txt, before we used the SAT solver): the
+    simulator and ``--check`` accept them, and they use all 60 steps."""
     path = os.path.join(DATA, "sweepoptimizer", "q64.txt")
     routes_path = os.path.join(DATA, "q64-routes.txt")
     p = sweep.read_problem(path)
@@ -59,19 +139,21 @@ def test_q64_has_a_solution(cli):
     assert out.exit_code == 0 and out.output.startswith("valid")
 
 
-def test_meetings_needed():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_meetings_needed(engine):
     p = problem("meeting-5x5")
-    result = sweep.solve(p)
+    result = sweep.solve(p, engine=engine)
     assert result.with_meetings
     # Without the meeting the walled-in centre stays dirty.
     no_meet = ["DD", "UR"]
     assert sweep.simulate(p, no_meet)[0] == ["dirty floor is left at 3,3"]
-    assert sweep.solve(problem("meeting-7x7")).with_meetings
+    assert sweep.solve(problem("meeting-7x7"), engine=engine).with_meetings
+    assert not sweep.solve(problem("tiny"), engine=engine).with_meetings
 
 
 def test_no_solution_is_proved(cli):
     p = problem("short-budget")
-    assert sweep.solve(p).routes is None
+    assert sweep.solve(p).routes is None and sweep.solve(p, engine="search").routes is None
     assert not brute_force_solvable(p)
     assert brute_force_solvable(problem("tiny"))
     assert cli("puzzle", "sweep", os.path.join(DATA, "short-budget.txt")).output.startswith("No solution")
@@ -144,7 +226,7 @@ def test_one_and_two_threads_agree(name):
     """Either thread count solves the same problems (and proves the same ones unsolvable), with
     or without meetings alike; the routes may differ, and each set is checked by the simulator."""
     p = problem(name)
-    one, two = sweep.solve(p, threads=1), sweep.solve(p, threads=2)
+    one, two = sweep.solve(p, threads=1, engine="search"), sweep.solve(p, threads=2, engine="search")
     assert (one.routes is None, one.with_meetings) == (two.routes is None, two.with_meetings)
     assert (one.routes is None) == (name == "short-budget")
     for result in (one, two):
@@ -160,8 +242,8 @@ def test_an_item_goes_to_whoever_reaches_it_first():
     assert sweep.simulate(p, ["RRR", "LLLL"])[0] == ["the robot from 1,5 still holds 1 item(s)"]
     assert sweep.simulate(p, ["RRR", ""])[0] == []
     assert brute_force_solvable(p)
-    for threads in (1, 2):
-        result = sweep.solve(p, threads=threads)
+    for threads, engine in ((1, "search"), (2, "search"), (1, "sat")):
+        result = sweep.solve(p, threads=threads, engine=engine)
         assert result.routes is not None and sweep.simulate(p, result.routes)[0] == []
 
 
@@ -185,7 +267,7 @@ def legal_routes(p, r, c, budget):
 
 
 def test_items_by_arrival_time_agree_with_brute_force():
-    """200 small random boards with two girls or two robots and their items: the solver's answer
+    """200 small random boards with two girls or two robots and their items: each engine's answer
     (routes replayed by the simulator, or no solution) agrees with brute force over all legal
     routes."""
     import random
@@ -209,10 +291,11 @@ def test_items_by_arrival_time_agree_with_brute_force():
         p = sweep.parse_problem(text + "\n" + "\n".join(counts))
         solvable = any(not sweep.simulate(p, list(routes))[0] for routes in itertools.product(
             *[legal_routes(p, r, c, b) for _, r, c, b in p.cleaners]))
-        result = sweep.solve(p, threads=1)
-        assert (result.routes is not None) == solvable, text
-        if result.routes is not None:
-            assert sweep.simulate(p, result.routes)[0] == [], text
+        for engine in ENGINES:
+            result = sweep.solve(p, threads=1, engine=engine)
+            assert (result.routes is not None) == solvable, (engine, text)
+            if result.routes is not None:
+                assert sweep.simulate(p, result.routes)[0] == [], (engine, text)
 
 
 def random_problem(rng, w, h, near=None, cleaners=3, max_budget=4, max_combos=3000):
@@ -247,7 +330,7 @@ def random_problem(rng, w, h, near=None, cleaners=3, max_budget=4, max_combos=30
 def test_random_boards_agree_with_brute_force(seed):
     """Random small boards with up to three cleaners of any kind, walls, items and room for
     meetings, and random boards wider than 64 cells (up to 16 x 16) whose dirt lies across the
-    words of the bit sets: the solver (one and two threads) and brute force over all legal routes
+    words of the bit sets: the search (one and two threads), the SAT solver and brute force over all legal routes
     agree on solvability, and every answer is replayed by the simulator."""
     rng = random.Random(seed)
     for k in range(40):
@@ -258,9 +341,9 @@ def test_random_boards_agree_with_brute_force(seed):
             w, h = rng.choice([(16, 16), (13, 5), (9, 9), (70, 1), (11, 7)])
             p, per = random_problem(rng, w, h, near=rng.choice([63, 64, 127, 128, 200]) % (w * h))
         solvable = any(not sweep.simulate(p, list(routes))[0] for routes in itertools.product(*per))
-        for threads in (1, 2):
-            result = sweep.solve(p, threads=threads)
-            assert (result.routes is not None) == solvable, (threads, p)
+        for threads, engine in ((1, "search"), (2, "search"), (1, "sat")):
+            result = sweep.solve(p, threads=threads, engine=engine)
+            assert (result.routes is not None) == solvable, (threads, engine, p)
             if result.routes is not None:
                 assert sweep.simulate(p, result.routes)[0] == [], p
 
@@ -280,9 +363,13 @@ def test_unsolvable_wide_board_reports_the_search(cli, tmp_path):
     rows = [["1"] * 16 for _ in range(16)]
     rows[0][0], rows[0][6], rows[15][15] = "2", "0", "0"
     text = "16 16\n" + "\n".join(" ".join(r) for r in rows) + "\n1 29\n0\n0"
-    result = sweep.solve(sweep.parse_problem(text))
-    assert result.routes is None and result.complete and result.nodes >= 1
+    for engine in ENGINES:
+        result = sweep.solve(sweep.parse_problem(text), engine=engine)
+        assert result.routes is None and result.complete and result.engine == engine
+    assert sweep.solve(sweep.parse_problem(text), engine="search").nodes >= 1
     path = tmp_path / "unsolvable.txt"
     path.write_text(text)
     out = cli("puzzle", "sweep", path)
-    assert out.exit_code == 0 and out.output.startswith("No solution") and "nodes" in out.output
+    assert out.exit_code == 0 and out.output.startswith("No solution") and "SAT solver:" in out.output
+    out = cli("puzzle", "sweep", path, "--engine", "search")
+    assert out.exit_code == 0 and out.output.startswith("No solution") and " nodes" in out.output

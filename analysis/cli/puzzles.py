@@ -184,8 +184,11 @@ def squares_cmd(file, first, count_only):
 @click.option("--check", "routes_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               default=None, help="Validate the routes in this file with the rules' simulator instead.")
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(1, MAX_THREADS),
-              help="Threads for the search.")
-def sweep_cmd(file, routes_file, threads):
+              help="Threads for the search (the SAT solver runs on one).")
+@click.option("--engine", default="auto", show_default=True, type=click.Choice(["auto", "sat", "search"]),
+              help="The SAT solver (CaDiCaL), our search, or auto: the SAT solver, but the search "
+                   "when the budgets are long for the board (a large formula).")
+def sweep_cmd(file, routes_file, threads, engine):
     """Room Sweeper: routes for every cleaner that leave the room clean, or proof that none exist.
 
     Routes are printed one line per cleaner (kind, start row,column, steps U D L R), the form
@@ -206,13 +209,19 @@ def sweep_cmd(file, routes_file, threads):
             sys.exit(1)
         click.echo("valid: the routes leave the room clean")
         return
-    result = sweep.solve(problem, threads=threads)
-    searched = f"{result.nodes:,} nodes searched, {result.dead:,} dead nodes remembered"
+    try:
+        result = sweep.solve(problem, threads=threads, engine=engine)
+    except ValueError as exc:  # the SAT formula would be too large
+        raise click.ClickException(f"{exc}; try --engine search") from None
+    if result.engine == "sat":
+        searched = f"SAT solver: {result.conflicts:,} conflicts, {result.nodes:,} decisions"
+    else:
+        searched = f"search: {result.nodes:,} nodes, {result.dead:,} dead nodes remembered"
     if result.routes is None:
         if not result.complete:
             click.echo(f"Gave up: no routes found, and no proof that none exist ({searched}).")
             sys.exit(1)
-        click.echo(f"No solution: no routes within the budgets clean the room (proved: {searched}).")
+        click.echo(f"No solution: no routes within the budgets clean the room (proved by the {searched}).")
         return
     click.echo(sweep.routes_text(problem, result.routes))
     _, tiles = sweep.simulate(problem, result.routes)

@@ -19,8 +19,8 @@ Rules as implemented (where SPEC §2.4 is silent, the choice is stated):
   holds an item.
 
 The package: :mod:`.problem` (tile codes, :class:`Problem`, the problem file and the routes'
-text), :mod:`.simulator` (the independent rules simulator behind ``--check`` and the tests) and
-:mod:`.search` (the solver).
+text), :mod:`.simulator` (the independent rules simulator behind ``--check`` and the tests),
+:mod:`.search` (:func:`solve`, and our search) and :mod:`.sat` (the SAT solver's formula).
 """
 
 from dobutsu_tb.analysis.puzzles.sweep.problem import (

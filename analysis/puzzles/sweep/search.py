@@ -1,6 +1,9 @@
 """The Room Sweeper solver: routes that leave the room clean, or a proof that none exist.
 
-The routes are chosen cleaner after cleaner (the next one picked by
+:func:`solve` answers with one of two exact engines: the SAT solver of :mod:`.sat` (the default),
+or the search of this module, described below.
+
+In the search, the routes are chosen cleaner after cleaner (the next one picked by
 :func:`~.bounds.next_cleaner`, the most constrained), a step or the end of the route at each
 depth, on the shared depth-first driver
 (:func:`dobutsu_tb.encoding.search.depth_first`), whose callbacks are the ``_route_*`` functions
@@ -18,7 +21,7 @@ one after another is exact, because the cleaners interact only through what they
   of its 3x3 block is cleaned then. Since only dirty floor is cleaned that way, the order of
   cleaning does not matter.
 
-The solver first searches without meetings (tight bounds; every solution found is valid, as
+The search runs first without meetings (tight bounds; every solution found is valid, as
 meetings only clean more), then, if none is found, with meetings, which is complete. Bounds
 (:mod:`.bounds`) prune a node that cannot be finished; a table of dead nodes
 (:class:`~dobutsu_tb.encoding.hashtable.FingerprintSet`, keyed on everything the rest of the
@@ -42,6 +45,8 @@ from dobutsu_tb.analysis.puzzles.sweep.bounds import (
     unplaced,
 )
 from dobutsu_tb.analysis.puzzles.sweep.problem import DIRS, Problem
+from dobutsu_tb.analysis.puzzles.sweep.sat import sat_size, solve_sat
+from dobutsu_tb.analysis.puzzles.sweep.simulator import simulate
 from dobutsu_tb.analysis.puzzles.sweep.tables import INF, Tables, tables
 from dobutsu_tb.encoding.bits import lowest_bit_word, wide_copy, wide_empty, wide_has, wide_remove
 from dobutsu_tb.encoding.config import SWEEP_DEAD_STATES, SWEEP_TASKS, THREADS
@@ -240,15 +245,20 @@ class SweepResult:
     routes : list of str or None
         One route per cleaner in the problem's order, or None when no routes clean the room.
     with_meetings : bool
-        Found by the search with meetings (the search without them found nothing).
+        The search: found by a search with meetings (the one without them found nothing). The
+        SAT solver: the routes need their meetings (without them, dirt would be left).
     nodes : int
-        Nodes searched, both searches together.
+        Nodes searched, all searches together; the SAT solver's decisions.
     dead : int
-        Dead nodes remembered in the tables of dead nodes.
+        Dead nodes remembered in the tables of dead nodes (0 for the SAT solver).
     complete : bool
         False when the search gave up (``max_nodes``): no routes, and no proof either.
     visits : list of int
         Nodes searched per cleaner whose route was being chosen, in the last search.
+    engine : str
+        ``"search"`` or ``"sat"``: which answered.
+    conflicts : int
+        The SAT solver's conflicts (0 for the search).
     """
 
     routes: list | None
@@ -257,6 +267,18 @@ class SweepResult:
     dead: int = 0
     complete: bool = True
     visits: list = field(default_factory=list)
+    engine: str = "search"
+    conflicts: int = 0
+
+
+#: The engines of :func:`solve`.
+ENGINES = ("auto", "sat", "search")
+#: ``auto`` runs the SAT solver on formulas of at most this many arrival variables, and the search
+#: on larger ones: budgets long for the board, where the search finds routes at once and the
+#: formula is slow to solve (16 x 16, four cleaners of 300 steps: 146,684 arrival variables,
+#: search 4.6 s, SAT solver 42 s; the hardest problem we tried that the search does not finish,
+#: 16 x 16 with six cleaners of 37 steps, has 19,111).
+AUTO_SAT_ARRIVALS = 50_000
 
 
 def _context(tab: Tables, cap: int, dead: FingerprintSet, max_nodes: int) -> _Context:
@@ -292,31 +314,55 @@ def _routes(tab: Tables, ctx: _Context) -> list[str]:
 
 
 def solve(problem: Problem, threads: int | None = None, dead_states: int = SWEEP_DEAD_STATES,
-          phases: tuple = SWEEP_PHASES, max_nodes: int = 0) -> SweepResult:
+          phases: tuple = SWEEP_PHASES, max_nodes: int = 0, engine: str = "auto") -> SweepResult:
     """Routes that clean the room, or a proof that none exist (``routes`` None).
 
-    Searched first without meetings, then with meetings (see the module docstring).
+    Two exact engines: the SAT solver (:mod:`.sat`: every cleaner's steps at once; it finds the
+    routes of problems that need many meetings, such as SweepOptimizer's q64, which the search
+    does not), and the search of this module (searched first without meetings, then with
+    meetings: see the module docstring).
 
     Parameters
     ----------
     problem : Problem
     threads : int, optional
-        Threads sharing each search (default :data:`~dobutsu_tb.encoding.config.THREADS`).
+        Threads sharing each search (default :data:`~dobutsu_tb.encoding.config.THREADS`); the
+        SAT solver runs on one.
     dead_states : int, optional
         Dead nodes remembered at most per search (16 bytes each, over the load factor).
     phases : tuple of int, optional
         The searches to run, in turn: :data:`NO_MEETINGS`, a number of meetings the bounds allow
         for, or :data:`UNLIMITED` (the complete search).
     max_nodes : int, optional
-        Give up after about this many nodes per search (0, the default: never); the answer
-        then has ``complete`` False and no routes.
+        Give up after about this many nodes per search, or conflicts of the SAT solver (0, the
+        default: never); the answer then has ``complete`` False and no routes.
+    engine : {"auto", "sat", "search"}, optional
+        ``"auto"`` (the default): the SAT solver, unless its formula would have more than
+        :data:`AUTO_SAT_ARRIVALS` arrival variables (long budgets on a large board), then the
+        search.
 
     Returns
     -------
     SweepResult
+
+    Raises
+    ------
+    ValueError
+        If ``engine`` is none of :data:`ENGINES`, or is ``"sat"`` and the formula too large.
     """
-    threads = threads or THREADS
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     tab = tables(problem)
+    if engine == "sat" or (engine == "auto" and sat_size(tab) <= AUTO_SAT_ARRIVALS):
+        answer = solve_sat(problem, max_conflicts=max_nodes, tab=tab)
+        needs = answer.routes is not None and bool(simulate(problem, answer.routes, meetings=False)[0])
+        return SweepResult(answer.routes, needs, answer.decisions, 0, answer.complete, [], "sat", answer.conflicts)
+    return _search(tab, threads, dead_states, phases, max_nodes)
+
+
+def _search(tab, threads, dead_states, phases, max_nodes) -> SweepResult:
+    """:func:`solve` by the search of this module."""
+    threads = threads or THREADS
     callbacks = (_route_goal, _route_found, _route_prune, _route_options, _route_apply)
     nodes = dead_total = 0
     for cap in phases:

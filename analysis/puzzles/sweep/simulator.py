@@ -20,10 +20,11 @@ from dobutsu_tb.analysis.puzzles.sweep.problem import (
 )
 
 
-def simulate(problem: Problem, routes: list[str]) -> tuple[list[str], list[list[int]]]:
+def simulate(problem: Problem, routes: list[str], meetings: bool = True) -> tuple[list[str], list[list[int]]]:
     """Play routes by the rules, in plain Python; returns (problems found, final tiles).
 
-    An empty list of problems means the routes are legal and leave the room clean.
+    An empty list of problems means the routes are legal and leave the room clean. With
+    ``meetings`` False, meetings clean nothing (to tell whether some routes need them).
     """
     problems = []
     if len(routes) != len(problem.cleaners):
@@ -70,7 +71,7 @@ def simulate(problem: Problem, routes: list[str]) -> tuple[list[str], list[list[
             if hold[i] and ((kind == "girl" and near(r, c, BIN)) or (kind == "robot" and near(r, c, BOX))):
                 hold[i] = 0
         for (r, c), who in arrivals.items():
-            if len(who) >= 2:
+            if meetings and len(who) >= 2:
                 for rr in range(r - 1, r + 2):
                     for cc in range(c - 1, c + 2):
                         if 0 <= rr < problem.height and 0 <= cc < problem.width and tiles[rr][cc] == DIRTY:

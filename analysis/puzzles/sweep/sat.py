@@ -1,0 +1,271 @@
+"""Room Sweeper as a satisfiability problem: every route of every cleaner at once, handed to the
+CaDiCaL SAT solver (through PySAT); :func:`solve_sat`.
+
+The search of :mod:`.search` chooses whole routes one after another, and its bounds cannot see
+which meetings the cleaners not routed yet will have; on problems that need many meetings (q64
+needs a boy and a girl walking side by side for seven steps, twice) it does not finish. A SAT
+solver decides the steps of all cleaners together and learns from its conflicts, which is what
+such problems need. The encoding (SPEC §2.4; the choices of :mod:`dobutsu_tb.analysis.puzzles.sweep`
+where SPEC is silent):
+
+- ``arrive(i, t, x)``: cleaner i steps onto cell x at its t-th step (1 <= t <= its budget). Only
+  cells it can reach in exactly t steps have a variable (walking distance at most t, of the same
+  parity). ``moves(i, t)``: it takes a t-th step, which it does only if it took the one before.
+  One arrival per step it moves, none on the others; an arrival at step t >= 2 comes from a
+  neighbour it arrived on at step t - 1 (at step 1, from its start cell); it never steps
+  straight back (not onto the cell it arrived on at step t - 2, nor onto its start cell at step
+  2). A cleaner that stands still cleans and meets nothing, so where it stands needs no
+  variable. (``moves`` only restates what the arrivals say, but the solver's branching on it,
+  whether a route goes on, pays: 59 s against 183 s on six generated 12 x 12 and 14 x 14
+  problems.)
+- ``meet(t, x)``: at least two cleaners arrive on x at step t (for each cleaner, some *other*
+  one arrives: n + 1 clauses over the n that could). Only cells whose 3x3 block holds dirty
+  floor have one.
+- Dirty floor: some cleaner arrives on it, or a meeting happens in its 3x3 block. A puddle: a
+  boy arrives on it. An apple (bottle): a girl (robot) arrives on it, and whoever of them
+  arrives first, the lowest number on a tie, arrives next to a dust bin (recycle box) at that
+  step or later, which empties her hands. Two chains of helper variables keep these clauses
+  short: "cleaner g arrives next to a bin (box) at step t or later" and "one of the kind has
+  arrived on the item's cell before step t".
+
+The helper variables (meetings and chains) are only implied to be true when what they name
+happens, so a model's routes obey the rules and clean the room; and any routes that the rules
+accept satisfy every clause (with each helper set to whether what it names happens). So the
+answer is exact both ways: a model gives routes (the tests replay them with the independent
+simulator and compare with the search and with brute force), and an unsatisfiable formula
+proves that no routes exist.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from dobutsu_tb.analysis.puzzles.sweep.problem import DIRS, Problem
+from dobutsu_tb.analysis.puzzles.sweep.tables import ANY, INF, NOTHING, Tables, tables
+
+#: The SAT solver PySAT runs (CaDiCaL 1.9.5, by Armin Biere and others).
+SAT_SOLVER = "cadical195"
+#: Largest formula :func:`solve_sat` builds, in arrival variables (about 4 KiB each, the clauses
+#: and the solver together: 2.2 GiB for 512,000); :func:`sat_size` tells a problem's.
+MAX_ARRIVALS = 500_000
+
+
+class SatResult(NamedTuple):
+    """Answer of :func:`solve_sat`.
+
+    Attributes
+    ----------
+    routes : list of str or None
+        One route per cleaner in the problem's order, or None (no routes exist, or the solver
+        gave up: see ``complete``).
+    complete : bool
+        False when the conflict budget ran out before an answer.
+    variables, clauses : int
+        Size of the formula.
+    conflicts, decisions : int
+        The solver's conflicts and decisions (CaDiCaL's counts).
+    """
+
+    routes: list | None
+    complete: bool
+    variables: int
+    clauses: int
+    conflicts: int
+    decisions: int
+
+
+def _reach(tab, i):
+    """Cells cleaner ``i`` can arrive on at each of its steps: a list, index t (0 unused), of
+    arrays of cell numbers (walking distance at most t, of the parity of t)."""
+    d = tab.dist[tab.start[i]]
+    return [np.flatnonzero((d <= t) & ((t - d) % 2 == 0) & (d < INF)) if t else None
+            for t in range(tab.budget[i] + 1)]
+
+
+def sat_size(tab: Tables) -> int:
+    """The number of arrival variables of a problem's formula (see the module docstring).
+
+    Parameters
+    ----------
+    tab : Tables
+        The problem's :func:`~.tables.tables`.
+
+    Returns
+    -------
+    int
+        Compare with :data:`MAX_ARRIVALS`.
+    """
+    return sum(len(cells) for i in range(tab.kind.shape[0]) for cells in _reach(tab, i)[1:])
+
+
+def _formula(problem: Problem, tab: Tables):
+    """The clauses (lists of non-zero ints, DIMACS style), the number of variables, and the
+    arrival variables ``arrive[i][t]`` (a dict from cell to variable) to read the routes from."""
+    from pysat.card import CardEnc, EncType
+
+    n_cl, n = tab.kind.shape[0], tab.need.shape[0]
+    top = 0
+
+    def new():
+        nonlocal top
+        top += 1
+        return top
+
+    clauses = []
+    arrive = []
+    for i in range(n_cl):
+        reach = _reach(tab, i)
+        steps = [None]
+        moved = 0  # moves(i, t - 1)
+        for t in range(1, tab.budget[i] + 1):
+            here = {int(x): new() for x in reach[t]}
+            moves = new()
+            steps.append(here)
+            lits = list(here.values())
+            clauses.append([-moves] + lits)
+            clauses += [[-a, moves] for a in lits]
+            if moved:
+                clauses.append([-moves, moved])
+            moved = moves
+            if len(lits) > 1:
+                amo = CardEnc.atmost(lits, 1, top_id=top, encoding=EncType.seqcounter if len(lits) > 6
+                                     else EncType.pairwise)
+                top = max(top, amo.nv)
+                clauses += amo.clauses
+            for x, a in here.items():
+                if t >= 2:
+                    clauses.append([-a] + [steps[t - 1][y] for y in tab.nbr[x] if y >= 0 and y in steps[t - 1]])
+                if t == 2 and x == tab.start[i]:
+                    clauses.append([-a])
+                elif t >= 3 and x in steps[t - 2]:
+                    clauses.append([-a, -steps[t - 2][x]])
+        arrive.append(steps)
+    horizon = int(tab.budget.max(initial=0))
+    dirty_block = [any(tab.block_dirt[x]) for x in range(n)]
+    meets = {}  # (t, x) -> variable
+    for t in range(1, horizon + 1):
+        for x in range(n):
+            if not dirty_block[x]:
+                continue
+            lits = [arrive[i][t][x] for i in range(n_cl) if t <= tab.budget[i] and x in arrive[i][t]]
+            if len(lits) >= 2:
+                m = meets[t, x] = new()
+                clauses.append([-m] + lits)
+                clauses += [[-m] + lits[:k] + lits[k + 1:] for k in range(len(lits))]
+    meets_at = {}
+    for (t, x), m in meets.items():
+        meets_at.setdefault(x, []).append(m)
+
+    def arrivals(y, kinds, t=None):
+        """The arrivals on cell y of the cleaners of some kinds (at step t only, if given)."""
+        return [arrive[i][u][y] for i in range(n_cl) if tab.kind[i] in kinds
+                for u in (range(1, tab.budget[i] + 1) if t is None else [t])
+                if u <= tab.budget[i] and y in arrive[i][u]]
+
+    dumps_from = {}  # cleaner -> [variable per step t]: it arrives next to a bin (box) at step t or later
+
+    def dumps_at_or_after(g, t):
+        if g not in dumps_from:
+            chain = [0] * (tab.budget[g] + 2)
+            for u in range(tab.budget[g], 0, -1):
+                chain[u] = new()
+                here = [a for z, a in arrive[g][u].items() if tab.dump_adj[tab.kind[g], z]]
+                clauses.append([-chain[u]] + here + ([chain[u + 1]] if chain[u + 1] else []))
+            dumps_from[g] = chain
+        return [dumps_from[g][t]]
+
+    for y in range(n):
+        need = tab.need[y]
+        if need == NOTHING:
+            continue
+        if need == ANY:  # the meetings on the cells of its 3x3 block
+            r, c = divmod(y, problem.width)
+            block = [rr * problem.width + cc for rr in range(r - 1, r + 2) for cc in range(c - 1, c + 2)
+                     if 0 <= rr < problem.height and 0 <= cc < problem.width]
+            clauses.append(arrivals(y, (0, 1, 2)) + [m for x in block for m in meets_at.get(x, [])])
+            continue
+        clauses.append(arrivals(y, (need,)))
+        kin = [i for i in range(n_cl) if tab.kind[i] == need]
+        if tab.item_of[y] < 0 or not kin:
+            continue  # a puddle, or an item nobody can take (the clause above is empty)
+        earlier = []  # [variable]: one of its kind arrived on y before step t, or nothing (t = 1)
+        for t in range(1, int(max(tab.budget[g] for g in kin)) + 1):
+            for g in kin:
+                if t <= tab.budget[g] and y in arrive[g][t]:  # the first to arrive must dump it
+                    lower = [arrive[h][t][y] for h in kin if h < g and t <= tab.budget[h] and y in arrive[h][t]]
+                    clauses.append([-arrive[g][t][y]] + earlier + lower + dumps_at_or_after(g, t))
+            now = arrivals(y, (need,), t)
+            if now:
+                v = new()
+                clauses.append([-v] + earlier + now)
+                earlier = [v]
+    return clauses, top, arrive
+
+
+def solve_sat(problem: Problem, max_conflicts: int = 0, tab: Tables | None = None) -> SatResult:
+    """Routes that clean the room, or a proof that none exist, by a SAT solver (see the module
+    docstring).
+
+    Parameters
+    ----------
+    problem : Problem
+    max_conflicts : int, optional
+        Give up after about this many conflicts (0, the default: never).
+    tab : Tables, optional
+        The problem's :func:`~.tables.tables`, if already computed.
+
+    Returns
+    -------
+    SatResult
+
+    Raises
+    ------
+    ValueError
+        If the formula would have more than :data:`MAX_ARRIVALS` arrival variables.
+    KeyboardInterrupt
+        On Ctrl-C while the solver runs (CaDiCaL catches the signal; PySAT reports it as its
+        own error).
+    """
+    import pysolvers
+    from pysat.solvers import Solver
+
+    tab = tables(problem) if tab is None else tab
+    size = sat_size(tab)
+    if size > MAX_ARRIVALS:
+        raise ValueError(f"the SAT formula would have {size:,} arrival variables (at most {MAX_ARRIVALS:,})")
+    clauses, top, arrive = _formula(problem, tab)
+    if any(not c for c in clauses):  # a cell no cleaner can ever clean
+        return SatResult(None, True, top, len(clauses), 0, 0)
+    with Solver(name=SAT_SOLVER, bootstrap_with=clauses) as solver:
+        try:
+            if max_conflicts > 0:
+                solver.conf_budget(max_conflicts)
+                answer = solver.solve_limited()
+            else:
+                answer = solver.solve()
+        except pysolvers.error as exc:
+            if "interrupt" in str(exc):
+                raise KeyboardInterrupt from None
+            raise
+        stats = solver.accum_stats()
+        model = solver.get_model() if answer else None
+    routes = None
+    if model is not None:
+        true = {v for v in model if v > 0}
+        routes = [_route(tab, i, arrive[i], true) for i in range(tab.kind.shape[0])]
+    return SatResult(routes, answer is not None, top, len(clauses), int(stats.get("conflicts", 0)),
+                     int(stats.get("decisions", 0)))
+
+
+def _route(tab, i, steps, true) -> str:
+    """Cleaner ``i``'s route in the letters of DIRS, from the arrivals set in a model."""
+    route, at = "", int(tab.start[i])
+    for here in steps[1:]:
+        to = next((x for x, a in here.items() if a in true), None)
+        if to is None:
+            break
+        route += DIRS[list(tab.nbr[at]).index(to)]
+        at = to
+    return route
