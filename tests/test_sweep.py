@@ -126,6 +126,26 @@ def test_engines_agree_on_shorter_budgets(name):
         assert answers == [True, True]  # no routes: proved both ways
 
 
+def empty_room(w, h, budget):
+    """Every cell dirty floor but a boy's in the top left corner."""
+    rows = [["0"] * w for _ in range(h)]
+    rows[0][0] = "2"
+    return sweep.parse_problem(f"{w} {h}\n" + "\n".join(" ".join(r) for r in rows) + f"\n1 {budget}\n0\n0")
+
+
+def test_auto_takes_turns_where_the_sat_solver_is_weak():
+    """One boy sweeping an empty 10 x 10 room in 99 steps (a tight single sweep), and one that is
+    a step short in an 8 x 8 room (more cells than steps): the SAT solver has no answer within
+    its first round, and the search answers (routes, and a proof), both under ``auto``."""
+    sweep_all = empty_room(10, 10, 99)
+    result = sweep.solve(sweep_all)
+    assert result.engine == "search" and result.conflicts > 0 and sweep.simulate(sweep_all, result.routes)[0] == []
+    short = empty_room(8, 8, 62)
+    result = sweep.solve(short)
+    assert result.engine == "search" and result.routes is None and result.complete
+    assert not sweep.solve(short, engine="sat", max_nodes=20_000).complete
+
+
 def test_q64_has_a_solution(cli):
     """q64's routes found by hand (data/sweep/q64-routes.txt, before we used the SAT solver): the
     simulator and ``--check`` accept them, and they use all 60 steps."""

@@ -186,8 +186,8 @@ def squares_cmd(file, first, count_only):
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(1, MAX_THREADS),
               help="Threads for the search (the SAT solver runs on one).")
 @click.option("--engine", default="auto", show_default=True, type=click.Choice(["auto", "sat", "search"]),
-              help="The SAT solver (CaDiCaL), our search, or auto: the SAT solver, but the search "
-                   "when the budgets are long for the board (a large formula).")
+              help="The SAT solver (CaDiCaL), our search, or auto: the two in turns, with growing "
+                   "budgets, until one answers (the search alone when the formula is large).")
 def sweep_cmd(file, routes_file, threads, engine):
     """Room Sweeper: routes for every cleaner that leave the room clean, or proof that none exist.
 
@@ -209,10 +209,7 @@ def sweep_cmd(file, routes_file, threads, engine):
             sys.exit(1)
         click.echo("valid: the routes leave the room clean")
         return
-    try:
-        result = sweep.solve(problem, threads=threads, engine=engine)
-    except ValueError as exc:  # the SAT formula would be too large
-        raise click.ClickException(f"{exc}; try --engine search") from None
+    result = sweep.solve(problem, threads=threads, engine=engine)
     if result.engine == "sat":
         searched = f"SAT solver: {result.conflicts:,} conflicts, {result.nodes:,} decisions"
     else:

@@ -3,10 +3,13 @@ CaDiCaL SAT solver (through PySAT); :func:`solve_sat`.
 
 The search of :mod:`.search` chooses whole routes one after another, and its bounds cannot see
 which meetings the cleaners not routed yet will have; on problems that need many meetings (q64
-needs a boy and a girl walking side by side for seven steps, twice) it does not finish. A SAT
-solver decides the steps of all cleaners together and learns from its conflicts, which is what
-such problems need. The encoding (SPEC §2.4; the choices of :mod:`dobutsu_tb.analysis.puzzles.sweep`
-where SPEC is silent):
+needs at least 8 cells cleaned by meetings) it does not finish. A SAT solver decides the steps of
+all cleaners together and learns from its conflicts, which is what such problems need; it is
+weak where the search is strong, at counting (more cells than steps) and at long single sweeps,
+so ``auto`` in :func:`.search.solve` runs the two in turns.
+
+The encoding (SPEC §2.4; the choices of :mod:`dobutsu_tb.analysis.puzzles.sweep` where SPEC is
+silent):
 
 - ``arrive(i, t, x)``: cleaner i steps onto cell x at its t-th step (1 <= t <= its budget). Only
   cells it can reach in exactly t steps have a variable (walking distance at most t, of the same
@@ -42,6 +45,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from dobutsu_tb.analysis.puzzles import PuzzleInputError
 from dobutsu_tb.analysis.puzzles.sweep.problem import DIRS, Problem
 from dobutsu_tb.analysis.puzzles.sweep.tables import ANY, INF, NOTHING, Tables, tables
 
@@ -50,6 +54,10 @@ SAT_SOLVER = "cadical195"
 #: Largest formula :func:`solve_sat` builds, in arrival variables (about 4 KiB each, the clauses
 #: and the solver together: 2.2 GiB for 512,000); :func:`sat_size` tells a problem's.
 MAX_ARRIVALS = 500_000
+
+
+class FormulaTooLargeError(PuzzleInputError):
+    """The formula of a problem would have more than :data:`MAX_ARRIVALS` arrival variables."""
 
 
 class SatResult(NamedTuple):
@@ -204,6 +212,79 @@ def _formula(problem: Problem, tab: Tables):
     return clauses, top, arrive
 
 
+class SatRounds:
+    """A problem's formula with its SAT solver, run in rounds of conflicts, each going on from
+    what the solver learnt before (for ``auto`` in :func:`.search.solve`); a context manager.
+
+    Parameters
+    ----------
+    problem : Problem
+    tab : Tables, optional
+        The problem's :func:`~.tables.tables`, if already computed.
+
+    Raises
+    ------
+    FormulaTooLargeError
+        If the formula would have more than :data:`MAX_ARRIVALS` arrival variables.
+    """
+
+    def __init__(self, problem: Problem, tab: Tables | None = None):
+        from pysat.solvers import Solver
+
+        self.tab = tables(problem) if tab is None else tab
+        size = sat_size(self.tab)
+        if size > MAX_ARRIVALS:
+            raise FormulaTooLargeError(f"the SAT formula would have {size:,} arrival variables (at most "
+                                       f"{MAX_ARRIVALS:,}); try --engine search")
+        self.clauses, self.variables, self.arrive = _formula(problem, self.tab)
+        self.trivial = any(not c for c in self.clauses)  # a cell no cleaner can ever clean
+        self.solver = None if self.trivial else Solver(name=SAT_SOLVER, bootstrap_with=self.clauses)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.solver is not None:
+            self.solver.delete()
+
+    def run(self, max_conflicts: int = 0) -> SatResult:
+        """Solve on, for about ``max_conflicts`` more conflicts (0: until an answer).
+
+        Returns
+        -------
+        SatResult
+            With the conflicts and decisions of all rounds so far; ``complete`` False when this
+            round's budget ran out.
+
+        Raises
+        ------
+        KeyboardInterrupt
+            On Ctrl-C while the solver runs (CaDiCaL catches the signal; PySAT reports it as its
+            own error).
+        """
+        import pysolvers
+
+        if self.trivial:
+            return SatResult(None, True, self.variables, len(self.clauses), 0, 0)
+        try:
+            if max_conflicts > 0:
+                self.solver.conf_budget(max_conflicts)
+                answer = self.solver.solve_limited()
+            else:
+                answer = self.solver.solve()
+        except pysolvers.error as exc:
+            if "interrupt" in str(exc):
+                raise KeyboardInterrupt from None
+            raise
+        stats = self.solver.accum_stats()
+        routes = None
+        if answer:
+            true = {v for v in self.solver.get_model() if v > 0}
+            routes = [_route(self.tab, i, self.arrive[i], true) for i in range(self.tab.kind.shape[0])]
+        return SatResult(routes, answer is not None, self.variables, len(self.clauses),
+                         int(stats.get("conflicts", 0)), int(stats.get("decisions", 0)))
+
+
 def solve_sat(problem: Problem, max_conflicts: int = 0, tab: Tables | None = None) -> SatResult:
     """Routes that clean the room, or a proof that none exist, by a SAT solver (see the module
     docstring).
@@ -222,41 +303,13 @@ def solve_sat(problem: Problem, max_conflicts: int = 0, tab: Tables | None = Non
 
     Raises
     ------
-    ValueError
+    FormulaTooLargeError
         If the formula would have more than :data:`MAX_ARRIVALS` arrival variables.
     KeyboardInterrupt
-        On Ctrl-C while the solver runs (CaDiCaL catches the signal; PySAT reports it as its
-        own error).
+        On Ctrl-C while the solver runs.
     """
-    import pysolvers
-    from pysat.solvers import Solver
-
-    tab = tables(problem) if tab is None else tab
-    size = sat_size(tab)
-    if size > MAX_ARRIVALS:
-        raise ValueError(f"the SAT formula would have {size:,} arrival variables (at most {MAX_ARRIVALS:,})")
-    clauses, top, arrive = _formula(problem, tab)
-    if any(not c for c in clauses):  # a cell no cleaner can ever clean
-        return SatResult(None, True, top, len(clauses), 0, 0)
-    with Solver(name=SAT_SOLVER, bootstrap_with=clauses) as solver:
-        try:
-            if max_conflicts > 0:
-                solver.conf_budget(max_conflicts)
-                answer = solver.solve_limited()
-            else:
-                answer = solver.solve()
-        except pysolvers.error as exc:
-            if "interrupt" in str(exc):
-                raise KeyboardInterrupt from None
-            raise
-        stats = solver.accum_stats()
-        model = solver.get_model() if answer else None
-    routes = None
-    if model is not None:
-        true = {v for v in model if v > 0}
-        routes = [_route(tab, i, arrive[i], true) for i in range(tab.kind.shape[0])]
-    return SatResult(routes, answer is not None, top, len(clauses), int(stats.get("conflicts", 0)),
-                     int(stats.get("decisions", 0)))
+    with SatRounds(problem, tab) as rounds:
+        return rounds.run(max_conflicts)
 
 
 def _route(tab, i, steps, true) -> str:

@@ -45,7 +45,7 @@ from dobutsu_tb.analysis.puzzles.sweep.bounds import (
     unplaced,
 )
 from dobutsu_tb.analysis.puzzles.sweep.problem import DIRS, Problem
-from dobutsu_tb.analysis.puzzles.sweep.sat import sat_size, solve_sat
+from dobutsu_tb.analysis.puzzles.sweep.sat import SatRounds, sat_size, solve_sat
 from dobutsu_tb.analysis.puzzles.sweep.simulator import simulate
 from dobutsu_tb.analysis.puzzles.sweep.tables import INF, Tables, tables
 from dobutsu_tb.encoding.bits import lowest_bit_word, wide_copy, wide_empty, wide_has, wide_remove
@@ -279,6 +279,11 @@ ENGINES = ("auto", "sat", "search")
 #: search 4.6 s, SAT solver 42 s; the hardest problem we tried that the search does not finish,
 #: 16 x 16 with six cleaners of 37 steps, has 19,111).
 AUTO_SAT_ARRIVALS = 50_000
+#: ``auto``'s first round: this many conflicts of the SAT solver, then this many nodes of the
+#: search; each round after gives both four times as many. The SAT solver is strong where many
+#: meetings are needed (q64: 659 conflicts), the search at counting and long sweeps (one boy
+#: sweeping an empty 10 x 10 room in 99 steps: 190 nodes; the SAT solver has no answer in 120 s).
+AUTO_FIRST_ROUND = (20_000, 1_000_000)
 
 
 def _context(tab: Tables, cap: int, dead: FingerprintSet, max_nodes: int) -> _Context:
@@ -337,9 +342,10 @@ def solve(problem: Problem, threads: int | None = None, dead_states: int = SWEEP
         Give up after about this many nodes per search, or conflicts of the SAT solver (0, the
         default: never); the answer then has ``complete`` False and no routes.
     engine : {"auto", "sat", "search"}, optional
-        ``"auto"`` (the default): the SAT solver, unless its formula would have more than
-        :data:`AUTO_SAT_ARRIVALS` arrival variables (long budgets on a large board), then the
-        search.
+        ``"auto"`` (the default): the SAT solver and the search in turns, with budgets growing
+        four times a round (:data:`AUTO_FIRST_ROUND`), until one answers; the search alone when
+        the formula would have more than :data:`AUTO_SAT_ARRIVALS` arrival variables (long
+        budgets on a large board). ``max_nodes`` then caps the rounds' budgets.
 
     Returns
     -------
@@ -348,16 +354,34 @@ def solve(problem: Problem, threads: int | None = None, dead_states: int = SWEEP
     Raises
     ------
     ValueError
-        If ``engine`` is none of :data:`ENGINES`, or is ``"sat"`` and the formula too large.
+        If ``engine`` is none of :data:`ENGINES`.
+    FormulaTooLargeError
+        If ``engine`` is ``"sat"`` and the formula too large (:data:`~.sat.MAX_ARRIVALS`).
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     tab = tables(problem)
-    if engine == "sat" or (engine == "auto" and sat_size(tab) <= AUTO_SAT_ARRIVALS):
-        answer = solve_sat(problem, max_conflicts=max_nodes, tab=tab)
-        needs = answer.routes is not None and bool(simulate(problem, answer.routes, meetings=False)[0])
-        return SweepResult(answer.routes, needs, answer.decisions, 0, answer.complete, [], "sat", answer.conflicts)
-    return _search(tab, threads, dead_states, phases, max_nodes)
+    if engine == "sat":
+        return _from_sat(problem, solve_sat(problem, max_conflicts=max_nodes, tab=tab))
+    if engine == "search" or sat_size(tab) > AUTO_SAT_ARRIVALS:
+        return _search(tab, threads, dead_states, phases, max_nodes)
+    conflicts, nodes = AUTO_FIRST_ROUND
+    with SatRounds(problem, tab) as rounds:
+        while True:
+            answer = rounds.run(min(conflicts, max_nodes) if max_nodes else conflicts)
+            if answer.complete:
+                return _from_sat(problem, answer)
+            result = _search(tab, threads, dead_states, phases, min(nodes, max_nodes) if max_nodes else nodes)
+            result.conflicts = answer.conflicts
+            if result.complete or (max_nodes and nodes >= max_nodes and conflicts >= max_nodes):
+                return result
+            conflicts, nodes = 4 * conflicts, 4 * nodes
+
+
+def _from_sat(problem, answer) -> SweepResult:
+    """The :class:`SweepResult` of a :class:`~.sat.SatResult`."""
+    needs = answer.routes is not None and bool(simulate(problem, answer.routes, meetings=False)[0])
+    return SweepResult(answer.routes, needs, answer.decisions, 0, answer.complete, [], "sat", answer.conflicts)
 
 
 def _search(tab, threads, dead_states, phases, max_nodes) -> SweepResult:
