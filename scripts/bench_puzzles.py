@@ -10,9 +10,8 @@ load on a shared machine inflates less) and the peak resident memory of the job'
 (imports and warm-up included), read with ``os.wait4``. Without --full the quick jobs run (Last
 One solutions and fewest moves of the shipped shapes, Tank Change, Othello, every squares board
 and Room Sweeper problem, SweepOptimizer's included, by the default engine and by our search);
---full adds the central game's counts and
-fewest moves (about 40 s each on an idle machine). A job that fails or runs out of time is
-reported as such and the others go on.
+--full adds the central game's counts and fewest moves (about 40 s each on an idle machine). A
+job that fails or runs out of time is reported as such and the others go on.
 """
 
 from __future__ import annotations
@@ -83,8 +82,8 @@ def prepare(kind: str, arg: str):
     elif kind in ("sweep", "sweep-search"):
         engine = "auto" if kind == "sweep" else "search"
         for warm in ("tiny.txt", "meeting-5x5.txt"):  # the searches without meetings and with them
-            if (ROOT / "data" / "sweep" / warm).exists():
-                sweep.solve(sweep.read_problem(ROOT / "data" / "sweep" / warm), engine=engine)
+            if (ROOT / "data" / "sweep" / warm).exists():  # (the search's kernels: auto may end there)
+                sweep.solve(sweep.read_problem(ROOT / "data" / "sweep" / warm), engine="search")
         problem = sweep.read_problem(arg)
         kinds = "/".join(str(sum(1 for c in problem.cleaners if c[0] == k)) for k in sweep.KINDS)
 

@@ -1,7 +1,7 @@
 """The Room Sweeper solver: routes that leave the room clean, or a proof that none exist.
 
-:func:`solve` answers with one of two exact engines: the SAT solver of :mod:`.sat` (the default),
-or the search of this module, described below.
+:func:`solve` answers with one of two exact engines, or by default both in turns: the SAT solver
+of :mod:`.sat`, and the search of this module, described below.
 
 In the search, the routes are chosen cleaner after cleaner (the next one picked by
 :func:`~.bounds.next_cleaner`, the most constrained), a step or the end of the route at each
