@@ -58,9 +58,11 @@ class PlyReport:
         The move is as good as the best move.
     best : list of str
         The best moves, with their values for ``side``, when the move is not optimal.
-    state : int or None
+    state : (int, int) or None
         The normalised packed state after the move (None once a lion is captured); its
         :attr:`position` is made from it when asked for.
+    variant : Variant or None
+        The game (None: dobutsu shogi).
     ending : str or None
         How the move ends the game (``"Sente captures the lion"``, ``"Gote's lion reaches the
         far rank safely"``), or None.
@@ -74,13 +76,14 @@ class PlyReport:
     result: tuple
     optimal: bool
     best: list = field(default_factory=list)
-    state: int | None = None
+    state: tuple | None = None
     ending: str | None = None
+    variant: object = None
 
     @property
     def position(self) -> Position | None:
         """The position after the move (None once a lion is captured)."""
-        return None if self.state is None else Position.from_state(self.state, 1 - self.side)
+        return None if self.state is None else Position.from_state(self.state, 1 - self.side, self.variant)
 
 
 @functools.lru_cache(maxsize=64)
@@ -160,7 +163,7 @@ def verify_line(tb: Tablebase, start, moves: list[str]) -> LineReport:
     tablebase.probe.MissingPositionError
         If the tablebase does not cover the start position.
     """
-    pos = start if isinstance(start, Position) else Position.from_text(start)
+    pos = tb.position(start)
     wdl0 = tb.probe_wdl(pos)
     report = LineReport(pos, (wdl0, abs(tb.probe_dtm(pos))))
     over = None
@@ -186,7 +189,8 @@ def verify_line(tb: Tablebase, start, moves: list[str]) -> LineReport:
         over = _ending(played.terminal, side)
         report.plies.append(PlyReport(ply, side, played_text, before, (played.wdl, played.dtm),
                                       mover_value(played), optimal, best,
-                                      None if played.position is None else played.position.state(), over))
+                                      None if played.position is None else played.position.state(), over,
+                                      pos.variant))
         pos = played.position
     return report
 
@@ -242,10 +246,11 @@ def verify_games(tb: Tablebase, start, games: list[list[str]], progress=None) ->
     """
     from dobutsu_tb.tablebase import replay
 
-    pos = start if isinstance(start, Position) else Position.from_text(start)
+    pos = tb.position(start)
+    variant = tb.variant
     start_value = (tb.probe_wdl(pos), abs(tb.probe_dtm(pos)))
     specs_of: dict = {}
-    specs = np.fromiter((specs_of[t] if t in specs_of else specs_of.setdefault(t, replay.move_spec(t))
+    specs = np.fromiter((specs_of[t] if t in specs_of else specs_of.setdefault(t, replay.move_spec(t, variant))
                          for game in games for t in game), np.int64, sum(len(g) for g in games))
     plies = np.fromiter((len(g) for g in games), np.int64, len(games))
     judged = replay.replay_games(tb, pos.state(), pos.turn, specs, plies, progress)
@@ -254,9 +259,9 @@ def verify_games(tb: Tablebase, start, games: list[list[str]], progress=None) ->
         i = int(missing[0])
         game = int(np.searchsorted(judged.ply_start, i, side="right")) - 1
         turn = (pos.turn + i - int(judged.ply_start[game])) % 2
-        where = (Position.from_state(int(judged.state_before[i]), turn)
+        where = (Position.from_state((judged.board_before[i], judged.hand_before[i]), turn, variant)
                  if judged.status[i] == replay.MISSING_BEFORE else
-                 Position.from_state(int(judged.state_after[i]), 1 - turn))
+                 Position.from_state((judged.board_after[i], judged.hand_after[i]), 1 - turn, variant))
         raise MissingPositionError(f"{where.text()} is not in this tablebase "
                                    f"(not reachable from {tb.metadata.start})")
     return _judged_reports(judged, pos, start_value, games)
@@ -285,12 +290,12 @@ def _value(code: int) -> tuple:
     return (None, None) if wdl == UNKNOWN_WDL else (wdl, dtm - _DTM_BIAS)
 
 
-def _best_text(code: int) -> str:
+def _best_text(code: int, variant) -> str:
     """``'Lb4-a3 (win in 7)'`` of ``text * 2**16 + rank`` (a best move's text code and rank)."""
     from dobutsu_tb.tablebase import replay
 
     text, rank = divmod(code, 1 << 16)
-    return f"{replay.move_text_of(text)} ({describe_value(*replay.mover_value_of_rank(rank), unit=False)})"
+    return f"{replay.move_text_of(text, variant)} ({describe_value(*replay.mover_value_of_rank(rank), unit=False)})"
 
 
 def _judged_reports(judged, start: Position, start_value: tuple, games) -> Iterator[LineReport]:
@@ -299,6 +304,7 @@ def _judged_reports(judged, start: Position, start_value: tuple, games) -> Itera
     each distinct value, move text or ending made once, then one :class:`PlyReport` a ply."""
     from dobutsu_tb.tablebase import replay
 
+    variant = start.variant
     texts, values, movers, bests = {}, {}, {}, {}
     endings = [_ending(replay.TERMINAL_NAMES[t], side) for t in range(len(replay.TERMINAL_NAMES)) for side in (0, 1)]
     ok_all = judged.status == replay.OK
@@ -323,18 +329,21 @@ def _judged_reports(judged, start: Position, start_value: tuple, games) -> Itera
             ends = (judged.best_start[row + 1] - b0).tolist()
             counts = np.diff(judged.best_start[row[0]:row[-1] + 2])  # the rows are consecutive
             ranks = np.repeat(judged.best_rank[idx[has_best]].astype(np.int64), counts)
-            best_texts = _objects(judged.best_text[b0:b1].astype(np.int64) * (1 << 16) + ranks, bests, _best_text)
+            best_texts = _objects(judged.best_text[b0:b1].astype(np.int64) * (1 << 16) + ranks, bests,
+                                  lambda c: _best_text(c, variant))
             begin = 0
             for k, end in zip(has_best.tolist(), ends):
                 best_list[k] = best_texts[begin:end]
                 begin = end
-        state = [None if s < 0 else s for s in judged.state_after[idx].tolist()]
+        state = [None if b < 0 else (b, h) for b, h in zip(judged.board_after[idx].tolist(),
+                                                           judged.hand_after[idx].tolist())]
         plies = list(map(
-            PlyReport, (n + 1).tolist(), side.tolist(), _objects(judged.text[idx], texts, replay.move_text_of),
+            PlyReport, (n + 1).tolist(), side.tolist(),
+            _objects(judged.text[idx], texts, lambda c: replay.move_text_of(c, variant)),
             _objects(before_code, values, _value), _objects(after_code, values, _value),
             _objects(judged.rank[idx], movers, replay.mover_value_of_rank),
             (judged.rank[idx] == judged.best_rank[idx]).tolist(), best_list, state,
-            [endings[c] for c in (judged.terminal[idx].astype(np.int64) * 2 + side).tolist()]))
+            [endings[c] for c in (judged.terminal[idx].astype(np.int64) * 2 + side).tolist()], [variant] * idx.size))
         bounds = done[ply_start[g0:g1 + 1] - lo].tolist()
         for g in range(g0, g1):
             moves = games[g]
@@ -347,7 +356,8 @@ def _judged_reports(judged, start: Position, start_value: tuple, games) -> Itera
                 if judged.status[i] == replay.OVER:
                     report.illegal = (judged_plies + 1, text, f"the game is over ({report.plies[-1].ending})")
                 else:
-                    here = Position.from_state(int(judged.state_before[i]), (start.turn + judged_plies) % 2)
+                    here = Position.from_state((judged.board_before[i], judged.hand_before[i]),
+                                               (start.turn + judged_plies) % 2, variant)
                     try:
                         parse_move(here, moves[judged_plies])
                     except IllegalMoveError as exc:

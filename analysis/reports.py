@@ -13,7 +13,8 @@ values are those of the position after it.
 
 from __future__ import annotations
 
-from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
+from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position, PositionError
+from dobutsu_tb.tablebase.game.variant import standard_variant
 from dobutsu_tb.tablebase.probe import MoveValue, Tablebase
 from dobutsu_tb.tablebase.values import DRAW, WDL_NAMES, signed_dtm
 
@@ -23,16 +24,23 @@ JSON_SIDES = ("sente", "gote")
 STOPPED = "stopped at max_plies before the end of the game"
 
 
-def parse_position(text: str) -> Position:
-    """A position in our notation (``S/gle/-c-/-C-/ELG/-``) or Fairy-Stockfish's FEN
-    (``gle/1c1/1C1/ELG[-] w 0 1``): a ``[`` marks a FEN.
+def parse_position(text: str, variant=None) -> Position:
+    """A position of a variant (default: dobutsu shogi) in our notation (``S/gle/-c-/-C-/ELG/-``)
+    or Fairy-Stockfish's FEN (``gle/1c1/1C1/ELG[-] w 0 1``): a ``[`` marks a FEN.
 
     Raises
     ------
     tablebase.game.position.PositionError
-        If the text is malformed or the position impossible.
+        If the text is malformed or the position impossible (for a variant other than the
+        standard game, the message names it and its board).
     """
-    return Position.from_fen(text) if "[" in text else Position.from_text(text)
+    try:
+        return Position.from_fen(text, variant) if "[" in text else Position.from_text(text, variant)
+    except PositionError as exc:
+        if variant is None or variant == standard_variant():
+            raise
+        raise PositionError(f"{exc} (a position of {variant.name}: {variant.files} files, {variant.ranks} ranks, "
+                            f"e.g. {variant.start})") from None
 
 
 def move_json(m: MoveValue) -> dict:
@@ -141,9 +149,12 @@ def metadata_json(meta) -> dict:
     dict
         ``start``; the counts ``reachable``, ``nonterminal``, ``catch_terminal``,
         ``try_terminal``, ``wins``, ``draws``, ``losses``; ``start_value`` (``category`` and
-        signed ``dtm`` in plies).
+        signed ``dtm`` in plies); ``variant``, the game's whole description
+        (:meth:`~dobutsu_tb.tablebase.game.variant.Variant.to_dict`: board, pieces with their
+        steps, rules, start).
     """
     return {
+        "variant": meta.variant.to_dict(),
         "start": meta.start, "reachable": meta.reachable, "nonterminal": meta.nonterminal,
         "catch_terminal": meta.catch_terminal, "try_terminal": meta.try_terminal,
         "wins": meta.wins, "draws": meta.draws, "losses": meta.losses,

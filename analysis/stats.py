@@ -3,41 +3,45 @@ the longest wins, and a plot of positions per DTM."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from dobutsu_tb.encoding import config
-from dobutsu_tb.encoding.jit import njit, prange
-from dobutsu_tb.tablebase.game.kernels import decode_key
-from dobutsu_tb.tablebase.game.key import CELL_BITS, CELL_MASK, COUNT_BITS, COUNT_MASK, HAND_SHIFT, LION
+from dobutsu_tb.encoding.binding import kernel_options
+from dobutsu_tb.encoding.jit import prange
+from dobutsu_tb.tablebase.game.game import game_of
+from dobutsu_tb.tablebase.game.key import decode_key
+from dobutsu_tb.tablebase.game.layout import CELL_BITS, COUNT_BITS, COUNT_MASK, N_CELLS, N_SLOTS, PIECE_MASK, ROYAL
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.reader import TablebaseFile
 from dobutsu_tb.tablebase.schema import Metadata
 from dobutsu_tb.tablebase.values import LOSS, WIN, decode_values
 
-#: Most pieces other than the lions: two chicks, two elephants, two giraffes.
-MAX_PIECES = 6
+#: The kernels bound to each variant's tables (Game.jitted).
+__kernels__ = ("_material_table",)
 
 
-@njit(parallel=True)
+@kernel_options(parallel=True)
 def _material_table(keys, wdl, out):
-    """out[t, on_board, in_hand, wdl + 1] += 1, one task t per slice of the keys."""
+    """out[t, on_board, in_hand, wdl + 1] += 1, one task t per slice of the keys (royal pieces not
+    counted)."""
     n_tasks = out.shape[0]
     per = (keys.shape[0] + n_tasks - 1) // n_tasks
     for t in prange(n_tasks):
         for i in range(t * per, min(keys.shape[0], (t + 1) * per)):
-            s = decode_key(keys[i])
-            board = 0
-            for c in range(12):
-                nib = (s >> (CELL_BITS * c)) & CELL_MASK
-                if nib != 0 and (nib & 7) != LION:
-                    board += 1
-            hand = 0
-            for k in range(6):
-                hand += (s >> (HAND_SHIFT + COUNT_BITS * k)) & COUNT_MASK
-            out[t, board, hand, wdl[i] + 1] += 1
+            board, hand = decode_key(keys[i])
+            on_board = 0
+            for c in range(N_CELLS):
+                p = (board >> (CELL_BITS * c)) & PIECE_MASK
+                if p != 0 and p != ROYAL:
+                    on_board += 1
+            in_hand = 0
+            for k in range(2 * N_SLOTS):
+                in_hand += (hand >> (COUNT_BITS * k)) & COUNT_MASK
+            out[t, on_board, in_hand, wdl[i] + 1] += 1
 
 
 @dataclass
@@ -49,9 +53,9 @@ class Stats:
     metadata : Metadata
     dtm_wins, dtm_losses : numpy.ndarray of int64, shape (max DTM + 1,)
         Stored positions per DTM (plies).
-    material : numpy.ndarray of int64, shape (7, 7, 3)
-        Stored positions by pieces on the board (lions not counted), pieces in hand, and WDL
-        (index 0 loss, 1 draw, 2 win).
+    material : numpy.ndarray of int64, shape (m + 1, m + 1, 3)
+        Stored positions by pieces on the board (royal pieces not counted), pieces in hand, and
+        WDL (index 0 loss, 1 draw, 2 win); m is the army's number of pieces besides the royals.
     longest : list of (Position, int)
         The longest wins, with their DTM in plies.
     """
@@ -80,7 +84,8 @@ class Stats:
         for d in range(top):
             if wins[d] or losses[d]:
                 out.append(f"{d:>5}{wins[d]:>14,}{losses[d]:>14,}")
-        out += ["", "by material (pieces other than the lions):",
+        royal = _plural(m.variant.royal.name)
+        out += ["", f"by material (pieces other than the {royal}):",
                 f"{'on board':>9}{'in hand':>9}{'positions':>14}{'wins':>13}{'draws':>12}{'losses':>13}"]
         for b in range(self.material.shape[0]):
             for h in range(self.material.shape[1]):
@@ -107,7 +112,7 @@ class Stats:
             ax.set_yscale("log")
             ax.set_xlabel("DTM (plies to the end of the game with best play)")
             ax.set_ylabel("positions")
-            ax.set_title(f"Dobutsu shogi tablebase from {self.metadata.start}: "
+            ax.set_title(f"{self.metadata.variant.title}: tablebase from {self.metadata.start}: "
                          f"{self.metadata.nonterminal:,} non-terminal positions")
             ax.grid(True, which="both", alpha=0.3)
             ax.legend()
@@ -116,6 +121,10 @@ class Stats:
         finally:
             plt.close(fig)
         return path
+
+
+def _plural(name: str) -> str:
+    return name + "s"
 
 
 def tablebase_stats(path, longest: int = 10) -> Stats:
@@ -143,10 +152,12 @@ def tablebase_stats(path, longest: int = 10) -> Stats:
     del values
     wins = np.bincount(dtm[wdl == WIN]) if (wdl == WIN).any() else np.zeros(1, np.int64)
     losses = np.bincount(dtm[wdl == LOSS]) if (wdl == LOSS).any() else np.zeros(1, np.int64)
-    table = np.zeros((max(1, config.THREADS), MAX_PIECES + 1, MAX_PIECES + 1, 3), np.int64)
-    _material_table(keys, wdl, table)
+    game = game_of(meta.variant)
+    most = sum(meta.variant.army.values()) - 2
+    table = np.zeros((max(1, config.THREADS), most + 1, most + 1, 3), np.int64)
+    game.jitted(sys.modules[__name__])._material_table(keys, wdl, table)
     win_idx = np.flatnonzero(wdl == WIN)
     k = min(longest, win_idx.size)
     top = win_idx[np.argsort(dtm[win_idx], kind="stable")[::-1][:k]] if k else []
-    best = [(Position.from_state(int(decode_key(keys[i]))), int(dtm[i])) for i in top]
+    best = [(Position.from_state(game.kernels.decode_key(int(keys[i])), variant=meta.variant), int(dtm[i])) for i in top]
     return Stats(meta, wins, losses, table.sum(axis=0), best)

@@ -17,40 +17,46 @@ everywhere are the true values (by induction on DTM), so a file that passes is r
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from dobutsu_tb.encoding import config
+from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.encoding.jit import njit, prange
-from dobutsu_tb.tablebase.game.kernels import canonical_key, classify, decode_key, gen_moves, make_move
+from dobutsu_tb.tablebase.game.game import game_of
+from dobutsu_tb.tablebase.game.key import canonical_key, decode_key
+from dobutsu_tb.tablebase.game.layout import CATCH, TRY
 from dobutsu_tb.tablebase.game.position import Position
-from dobutsu_tb.tablebase.game.rules import CATCH, MAX_MOVES, TRY
+from dobutsu_tb.tablebase.game.rules import classify, gen_moves, make_move
 from dobutsu_tb.tablebase.reader import TablebaseFile
 from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN, decode_values
 
 OK, WRONG_VALUE, MISSING_CHILD = 0, 1, 2
 
+#: The kernels bound to each variant's tables (Game.jitted).
+__kernels__ = ("_expected", "_check_values")
 
-@njit
-def _expected(keys, wdl, dtm, state, moves):
+
+def _expected(keys, wdl, dtm, board, hand, moves):
     """(status, wdl, dtm) a position's children say it has."""
-    n = gen_moves(state, moves)
+    n = gen_moves(board, hand, moves)
     if n == 0:
         return OK, LOSS, 0
     best_loss = -1
     worst_win = -1
     all_win = True
     for k in range(n):
-        child = make_move(state, moves[k])
-        cls = classify(child)
+        cb, ch = make_move(board, hand, moves[k])
+        cls = classify(cb, ch)
         if cls == CATCH:
             cw, cd = WIN, 1
         elif cls == TRY:
             cw, cd = LOSS, 0
         else:
-            key = canonical_key(child)
+            key = canonical_key(cb, ch)
             j = np.searchsorted(keys, key)
             if j >= keys.shape[0] or keys[j] != key:
                 return MISSING_CHILD, 0, 0
@@ -72,7 +78,7 @@ def _expected(keys, wdl, dtm, state, moves):
     return OK, DRAW, 0
 
 
-@njit(parallel=True)
+@kernel_options(parallel=True)
 def _check_values(keys, wdl, dtm, lo, hi, status, exp_wdl, exp_dtm, moves):
     """status[i - lo] = OK, WRONG_VALUE or MISSING_CHILD for positions lo..hi-1."""
     n_threads = moves.shape[0]
@@ -80,7 +86,8 @@ def _check_values(keys, wdl, dtm, lo, hi, status, exp_wdl, exp_dtm, moves):
     for t in prange(n_threads):
         buf = moves[t]
         for i in range(lo + t * per, min(hi, lo + (t + 1) * per)):
-            st, w, d = _expected(keys, wdl, dtm, decode_key(keys[i]), buf)
+            board, hand = decode_key(keys[i])
+            st, w, d = _expected(keys, wdl, dtm, board, hand, buf)
             if st == OK and (w != wdl[i] or d != dtm[i]):
                 st = WRONG_VALUE
             status[i - lo] = st
@@ -191,7 +198,7 @@ def verify_file(path, limit: int = 20, progress=None) -> VerifyReport:
     for name, stored, sel in (("stats/dtm_wins", dtm_wins, wdl == WIN), ("stats/dtm_losses", dtm_losses, wdl == LOSS)):
         if not np.array_equal(np.trim_zeros(stored, "b"), np.trim_zeros(np.bincount(dtm[sel], minlength=top), "b")):
             report.add(f"/{name}", "does not match the DTM counts of the data")
-    start = Position.from_text(meta.start)
+    start = Position.from_text(meta.start, meta.variant)
     j = int(np.searchsorted(keys, start.key()))
     if j >= n or keys[j] != start.key():
         report.add("metadata", f"the start position {meta.start} is not stored")
@@ -201,15 +208,17 @@ def verify_file(path, limit: int = 20, progress=None) -> VerifyReport:
     report.seconds["metadata"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    moves = np.empty((max(1, config.THREADS), MAX_MOVES), np.int64)
+    game = game_of(meta.variant)
+    kernels = game.jitted(sys.modules[__name__])
+    moves = np.empty((max(1, config.THREADS), game.layout["MAX_MOVES"]), np.int64)
     status = np.empty(min(config.VERIFY_BATCH, max(n, 1)), np.int8)
     exp_wdl = np.empty_like(status)
     exp_dtm = np.empty(status.shape[0], np.int64)
     for lo in range(0, n, config.VERIFY_BATCH):
         hi = min(n, lo + config.VERIFY_BATCH)
-        _check_values(keys, wdl, dtm, lo, hi, status, exp_wdl, exp_dtm, moves)
+        kernels._check_values(keys, wdl, dtm, lo, hi, status, exp_wdl, exp_dtm, moves)
         for i in np.flatnonzero(status[: hi - lo]):
-            pos = Position.from_state(int(decode_key(keys[lo + i])))
+            pos = Position.from_state(game.kernels.decode_key(int(keys[lo + i])), variant=meta.variant)
             stored = (int(wdl[lo + i]), int(dtm[lo + i]))
             if status[i] == MISSING_CHILD:
                 report.add(pos.text(), "a child position is not stored")

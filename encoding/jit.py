@@ -6,10 +6,11 @@ numba's own cache only notices changes to the file that defines a kernel, so a c
 that calls a jitted function from another module would otherwise keep running the old callee.
 With the directory keyed on every source file, any edit anywhere starts a fresh cache.
 
-Kernels that other code also wants to run *without* numba (the probing path, which must start
-fast) are written as plain functions in a numba-free module that lists them in ``__kernels__``;
-:func:`jit_kernels` compiles them, wiring each jitted kernel to the jitted versions of the
-kernels it calls.
+Kernels that depend on a game variant's tables, and those that other code also wants to run
+*without* numba (the probing path, which must start fast), are written as plain functions that
+their module lists in ``__kernels__``; :func:`bind_jitted` compiles copies of them bound to a
+variant's tables, each in a cache folder of that variant's own
+(:mod:`~dobutsu_tb.encoding.binding` makes the plain copies).
 
 The cache lives under ``$DOBUTSU_TB_CACHE`` or ``~/.cache/dobutsu-tablebase``; the
 :data:`~dobutsu_tb.encoding.config.KEEP_CACHES` most recently used versions are kept. Set
@@ -95,54 +96,71 @@ def njit_driver(func=None, **options):
     return numba.njit(func, nogil=True, **options)
 
 
-def jit_kernels(*modules) -> dict:
-    """Compile the plain kernels that ``modules`` list in their ``__kernels__`` tuples.
+def _as_arrays(value, arrays: dict):
+    """A module-level list of ints as an int64 array (numba freezes global arrays into the code)."""
+    if isinstance(value, list) and value and all(type(v) is int for v in value[:16]):
+        if id(value) not in arrays:
+            arrays[id(value)] = np.asarray(value, np.int64)
+        return arrays[id(value)]
+    return value
 
-    Each kernel is copied with a globals dictionary in which every listed kernel (of any of
-    ``modules``) is replaced by its jitted version, so a jitted kernel calls jitted kernels, and
-    the plain originals stay plain Python (usable without numba). Module-level lists of ints
-    (tables kept as lists because plain Python indexes them fastest) become int64 arrays in
-    the jitted copies.
+
+def bind_jitted(modules, names: dict | None = None, cache_key: str | None = None,
+                known: dict | None = None) -> types.SimpleNamespace:
+    """Compile the plain kernels of ``modules`` bound to ``names`` (a game variant's tables).
+
+    Each kernel is copied (:func:`~dobutsu_tb.encoding.binding.copy_kernels`) with the globals
+    of ``names`` in place of its module's, and every kernel it calls replaced by that kernel's
+    jitted copy; lists of ints among the globals become int64 arrays. Compilation happens on a
+    kernel's first call. Its numba options come from
+    :func:`~dobutsu_tb.encoding.binding.kernel_options`.
 
     Parameters
     ----------
-    *modules : module
-        Modules with a ``__kernels__`` tuple of function names, in any order.
+    modules : sequence of module
+        Modules with a ``__kernels__`` tuple of function names.
+    names : dict, optional
+        Replacement globals; none by default.
+    cache_key : str, optional
+        A folder name for the on-disk cache of these copies, unique to ``names`` (a variant's
+        name and digest): numba's cache knows a kernel by its source only, so copies bound to
+        other tables must never share a folder. Default: the project's cache folder itself,
+        for kernels bound to nothing.
+    known : dict of int to object, optional
+        Kernels jitted before with the same ``names`` and ``cache_key``, by ``id`` of their plain
+        original: the new kernels call them. Updated with this call's kernels.
 
     Returns
     -------
-    dict of str to numba dispatcher
-        The jitted kernels by name (names must be unique across ``modules``).
+    types.SimpleNamespace
+        The jitted kernels by name.
 
     Raises
     ------
     ValueError
         If two modules list the same name.
     """
-    plain = {}
-    for module in modules:
-        for name in module.__kernels__:
-            if name in plain:
-                raise ValueError(f"kernel name {name!r} is listed twice")
-            plain[name] = getattr(module, name)
-    jitted = {}
-    by_identity = {}
-    namespaces = []
-    for name, func in plain.items():
-        namespace = dict(func.__globals__)
-        copy = types.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__,
-                                  func.__closure__)
-        copy.__qualname__, copy.__module__, copy.__doc__ = func.__qualname__, func.__module__, func.__doc__
-        jitted[name] = njit(copy)
-        by_identity[id(func)] = jitted[name]
-        namespaces.append(namespace)
-    arrays = {}
-    for namespace in namespaces:  # globals are looked up when a kernel is first compiled
+    from dobutsu_tb.encoding.binding import copy_kernels
+
+    arrays: dict = {}
+    names = {k: _as_arrays(v, arrays) for k, v in (names or {}).items()}
+    cache_dir = numba.config.CACHE_DIR
+    if cache_key is not None:
+        cache_dir = os.path.join(numba.config.CACHE_DIR, cache_key)
+
+    def compile_copy(name, copy):
+        saved = numba.config.CACHE_DIR
+        numba.config.CACHE_DIR = cache_dir  # read when the dispatcher's cache is made, just below
+        try:
+            return numba.njit(copy, cache=True, nogil=True, **copy.__jit_options__)
+        finally:
+            numba.config.CACHE_DIR = saved
+
+    kernels, namespaces = copy_kernels(modules, names, compile_copy, known)
+    for namespace in namespaces.values():
         for key, value in list(namespace.items()):
-            if isinstance(value, types.FunctionType) and id(value) in by_identity:
-                namespace[key] = by_identity[id(value)]
-            elif isinstance(value, list) and value and all(type(v) is int for v in value[:16]):
-                if id(value) not in arrays:
-                    arrays[id(value)] = np.asarray(value, np.int64)
-                namespace[key] = arrays[id(value)]
-    return jitted
+            if key not in names:
+                namespace[key] = _as_arrays(value, arrays)
+            if value is range and key == "prange":
+                namespace[key] = numba.prange
+    return types.SimpleNamespace(**kernels)

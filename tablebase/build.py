@@ -18,9 +18,9 @@ from dobutsu_tb.encoding.compact_set import set_nbytes
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase import retrograde
 from dobutsu_tb.tablebase.enumeration import enumerate_positions
-from dobutsu_tb.tablebase.game.key import KEY_SHIFT, MAX_KEY_BITS
+from dobutsu_tb.tablebase.game.game import Game, game_of
 from dobutsu_tb.tablebase.game.position import Position
-from dobutsu_tb.tablebase.game.rules import STANDARD_NONTERMINAL, STANDARD_REACHABLE
+from dobutsu_tb.tablebase.game.variant import Variant, standard_variant
 from dobutsu_tb.tablebase.schema import Metadata, value_counts
 from dobutsu_tb.tablebase.values import decode_value, describe_value
 from dobutsu_tb.tablebase.writer import RECORD_VALUE_BITS, record_values, reserve_output, write_file
@@ -57,8 +57,13 @@ class BuildResult:
         ])
 
 
+#: Positions of the standard game's start (Tanaka 2009): non-terminal, and terminal (catch and try).
+STANDARD_NONTERMINAL = 99_485_568
+STANDARD_TERMINAL = 246_803_167 - STANDARD_NONTERMINAL
+
+
 @njit(parallel=True)
-def _records(slots, layout, values, offsets, out):
+def _records(slots, layout, values, offsets, out, key_shift):
     """out[offsets[b]:offsets[b + 1]] = the sort records of block b's occupied slots."""
     size = slots.shape[0]
     n_blocks = offsets.shape[0] - 1
@@ -67,12 +72,12 @@ def _records(slots, layout, values, offsets, out):
         j = offsets[b]
         for s in range(b * per, min(size, (b + 1) * per)):
             if slots[s] != 0:
-                code = table_key_at(slots, layout, s) >> KEY_SHIFT
+                code = table_key_at(slots, layout, s) >> key_shift
                 out[j] = np.uint64((code << RECORD_VALUE_BITS) | values[s])
                 j += 1
 
 
-def sorted_records(table, values: np.ndarray) -> np.ndarray:
+def sorted_records(table, values: np.ndarray, key_shift: int) -> np.ndarray:
     """The sort records (:func:`~dobutsu_tb.tablebase.writer.pack_records`) of every position of
     a solved table, ascending by key.
 
@@ -82,6 +87,8 @@ def sorted_records(table, values: np.ndarray) -> np.ndarray:
         The enumeration's table.
     values : numpy.ndarray of uint8, shape (table.capacity,)
         Value bytes by slot.
+    key_shift : int
+        The variant's ``KEY_SHIFT``.
 
     Returns
     -------
@@ -89,7 +96,7 @@ def sorted_records(table, values: np.ndarray) -> np.ndarray:
     """
     offsets = block_offsets(table.slots)
     records = np.empty(int(offsets[-1]), np.uint64)
-    _records(table.slots, table.layout, values, offsets, records)
+    _records(table.slots, table.layout, values, offsets, records, key_shift)
     records.sort()
     return records
 
@@ -108,7 +115,7 @@ class InsufficientMemoryError(MemoryError):
 BASE_MEMORY = 320 << 20
 
 
-def estimate_memory(nonterminal: int, terminal: int) -> int:
+def estimate_memory(nonterminal: int, terminal: int, game: Game | None = None) -> int:
     """The peak memory of a build that reaches these many positions, in bytes.
 
     The largest of: the enumeration (the table of non-terminal positions at 4 bytes a slot, a
@@ -120,6 +127,8 @@ def estimate_memory(nonterminal: int, terminal: int) -> int:
     ----------
     nonterminal, terminal : int
         Positions expected.
+    game : Game, optional
+        The variant (its key width; default the standard game).
 
     Returns
     -------
@@ -131,9 +140,11 @@ def estimate_memory(nonterminal: int, terminal: int) -> int:
     dobutsu_tb.encoding.compact.CompactTableFullError
         If no table can hold that many positions.
     """
-    table = table_nbytes(nonterminal, MAX_KEY_BITS, config.LOAD_FACTOR, config.THREADS)
+    layout = (game or game_of()).layout
+    bits, shift = layout["MAX_KEY_BITS"], layout["KEY_SHIFT"]
+    table = table_nbytes(nonterminal, bits, config.LOAD_FACTOR, config.THREADS)
     slots = table // 4
-    terminal_set = set_nbytes(terminal, MAX_KEY_BITS, KEY_SHIFT, config.SET_LOAD_FACTOR, config.THREADS)
+    terminal_set = set_nbytes(terminal, bits, shift, config.SET_LOAD_FACTOR, config.THREADS)
     enumeration = table + slots + terminal_set
     retro = table + 2 * slots + 5 * 8 * nonterminal // 10  # frontier and decided lists: a share of the positions
     sort = table + 2 * slots + 8 * nonterminal
@@ -161,7 +172,7 @@ def _resident_memory() -> int:
         return 0
 
 
-def check_memory(nonterminal: int, terminal: int) -> None:
+def check_memory(nonterminal: int, terminal: int, game: Game | None = None) -> None:
     """Refuse a build whose estimated peak (:func:`estimate_memory`) exceeds the memory this
     process holds plus what the machine has available (:func:`available_memory`).
 
@@ -173,7 +184,7 @@ def check_memory(nonterminal: int, terminal: int) -> None:
     available = available_memory()
     if available is None:
         return
-    need = estimate_memory(nonterminal, terminal)
+    need = estimate_memory(nonterminal, terminal, game)
     have = available + _resident_memory()
     if need > have:
         gib = 1 << 30
@@ -185,7 +196,7 @@ def check_memory(nonterminal: int, terminal: int) -> None:
 
 def build_tablebase(out, start=None, progress: bool | None = None,
                     on_phase: Callable[[str], None] | None = None, force: bool = False,
-                    memory_check: bool = True) -> BuildResult:
+                    memory_check: bool = True, variant: Variant | None = None) -> BuildResult:
     """Build the tablebase of every position reachable from ``start`` and write it to ``out``.
 
     Nothing is lost, whatever happens (:class:`~dobutsu_tb.tablebase.output.ReservedOutput`):
@@ -200,7 +211,7 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     out : str or Path
         The HDF5 file to write (atomically; an interrupted build leaves no file).
     start : Position or str, optional
-        Start position (default: the standard start, SPEC §1.1); any legal non-terminal one.
+        Start position (default: the variant's start); any legal non-terminal one.
     progress : bool or None, optional
         Progress bars and per-ply lines on stderr: True, False, or None for "only on a terminal".
     on_phase : callable, optional
@@ -211,6 +222,8 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     memory_check : bool, optional
         Refuse to start (or to grow the tables) when the estimated peak memory
         (:func:`estimate_memory`) exceeds what the machine has available (default).
+    variant : Variant, optional
+        The game (default: the start position's variant, or dobutsu shogi).
 
     Returns
     -------
@@ -232,22 +245,27 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     dobutsu_tb.encoding.interrupt.Interrupted
         On SIGINT or SIGTERM; nothing is written.
     """
-    start = Position.start() if start is None else (
-        Position.from_text(start) if isinstance(start, str) else start)
+    if variant is None:
+        variant = start.variant if isinstance(start, Position) else standard_variant()
+    start = Position.start(variant) if start is None else (
+        Position.from_text(start, variant) if isinstance(start, str) else start)
+    if start.variant != variant:
+        raise ValueError(f"the start position is of {start.variant.name}, not of {variant.name}")
+    game = game_of(variant)
     out = Path(out)
     expected = None
-    if start.key() == Position.start().key():
-        expected = (STANDARD_NONTERMINAL, STANDARD_REACHABLE - STANDARD_NONTERMINAL)
+    if variant == standard_variant() and start.key() == Position.start().key():
+        expected = (STANDARD_NONTERMINAL, STANDARD_TERMINAL)
     if memory_check:
-        check_memory(*(expected or (config.DEFAULT_EXPECTED, config.DEFAULT_EXPECTED)))
+        check_memory(*(expected or (config.DEFAULT_EXPECTED, config.DEFAULT_EXPECTED)), game)
     try:
         with reserve_output(out, force) as target:
             if target.removed and progress is not False:
                 _log(f"removed {len(target.removed)} leftover file(s) of an interrupted build: "
                      + ", ".join(p.name for p in target.removed))
             with interrupt.stop_on_signals():
-                meta = _build(target.tmp, start, expected, progress, on_phase or (lambda name: None),
-                              check_memory if memory_check else None)
+                meta = _build(target.tmp, game, start, expected, progress, on_phase or (lambda name: None),
+                              (lambda nt, t: check_memory(nt, t, game)) if memory_check else None)
             target.commit()
     except interrupt.Interrupted as exc:
         raise interrupt.Interrupted(exc.signum, f"{exc}: the build stopped, {out} was not written") from None
@@ -255,7 +273,7 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     return BuildResult(out, meta)
 
 
-def _build(tmp: Path, start: Position, expected, progress, phase, memory_check) -> Metadata:
+def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, memory_check) -> Metadata:
     """The build's phases, writing into ``tmp``; returns the metadata written."""
     quiet = progress is False
     disable = None if progress is None else not progress
@@ -266,7 +284,7 @@ def _build(tmp: Path, start: Position, expected, progress, phase, memory_check) 
             bar.update(expanded - bar.n)
             if not expected:
                 bar.total = queued
-        enum = enumerate_positions(start.state(), expected, on_batch, before_growth=memory_check)
+        enum = enumerate_positions(game, start.state(), expected, on_batch, before_growth=memory_check)
     if not quiet:
         _log(f"enumerated {enum.reachable:,} positions ({enum.nonterminal:,} non-terminal) "
              f"in {enum.seconds:.1f} s")
@@ -291,11 +309,11 @@ def _build(tmp: Path, start: Position, expected, progress, phase, memory_check) 
     enum_seconds = enum.seconds
     table = enum.table
     del enum  # the counters go; the table and the values make the records
-    records = sorted_records(table, values)
+    records = sorted_records(table, values, game.layout["KEY_SHIFT"])
     del table, values
     interrupt.check()
     found = value_counts(np.bincount(record_values(records), minlength=256))
-    meta = Metadata(start=start.text(), wins=found["wins"], draws=found["draws"], losses=found["losses"],
+    meta = Metadata(start=start.text(), variant=game.variant, wins=found["wins"], draws=found["draws"], losses=found["losses"],
                     start_wdl=start_wdl, start_dtm=start_dtm, max_dtm=found["max_dtm"],
                     seconds={"enumeration": enum_seconds, "retrograde": retro_seconds}, **counts)
     meta.seconds["sort"] = time.perf_counter() - t

@@ -21,6 +21,7 @@ move (a loss in 0, as in shogi; SPEC §1.4: none is reachable from the standard 
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -29,14 +30,16 @@ import numpy as np
 
 from dobutsu_tb.encoding import config, interrupt
 from dobutsu_tb.encoding.atomics import prefetch
+from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.encoding.bits import find_bytes
 from dobutsu_tb.encoding.compact import FULL, CompactTable, table_insert, table_key_at
 from dobutsu_tb.encoding.compact_layout import L_ENTRY, home_slot, key_hash, shard_of
 from dobutsu_tb.encoding.compact_set import CompactSet, set_add
 from dobutsu_tb.encoding.jit import njit, prange
-from dobutsu_tb.tablebase.game.kernels import canonical_key, child_keys, classify, decode_key
-from dobutsu_tb.tablebase.game.key import KEY_SHIFT, MAX_KEY_BITS
-from dobutsu_tb.tablebase.game.rules import CATCH, MAX_MOVES, NONTERMINAL, TRY
+from dobutsu_tb.tablebase.game.game import Game
+from dobutsu_tb.tablebase.game.key import decode_key
+from dobutsu_tb.tablebase.game.layout import CATCH, MAX_MOVES, NONTERMINAL, TRY
+from dobutsu_tb.tablebase.game.rules import child_keys
 
 #: Tags (one byte per table slot). Below TAG_NO_MOVES a tag is the position's counter.
 TAG_FRESH = 255
@@ -47,6 +50,9 @@ _CLASS_BITS = 2
 _CLASS_MASK = (1 << _CLASS_BITS) - 1
 #: How many keys ahead of the one being inserted a slot is prefetched.
 _PREFETCH_AHEAD = 16
+
+#: The kernels bound to each variant's tables (Game.jitted).
+__kernels__ = ("_expand_range", "_expand")
 
 
 class StartPositionError(ValueError):
@@ -59,6 +65,8 @@ class Enumeration:
 
     Attributes
     ----------
+    game : Game
+        The variant's rules.
     table : CompactTable
         Canonical keys of the non-terminal positions; a key's slot indexes ``tags``.
     tags : numpy.ndarray of uint8, shape (table.capacity,)
@@ -72,6 +80,7 @@ class Enumeration:
         Wall time of the enumeration.
     """
 
+    game: Game
     table: CompactTable
     tags: np.ndarray
     catch_terminal: int
@@ -90,7 +99,6 @@ class Enumeration:
         return self.nonterminal + self.catch_terminal + self.try_terminal
 
 
-@njit
 def _expand_range(slots, layout, batch, lo, hi, tags, nt, term, counts):
     """:func:`_expand` for ``batch[lo:hi]``: the children go to the dense lists ``nt[shard]``
     and ``term[shard]`` (this thread's), their lengths to ``counts[shard]``; returns the positions
@@ -104,7 +112,8 @@ def _expand_range(slots, layout, batch, lo, hi, tags, nt, term, counts):
             prefetch(slots, batch[b + _PREFETCH_AHEAD])
             prefetch(tags, batch[b + _PREFETCH_AHEAD])
         s = batch[b]
-        n = child_keys(decode_key(table_key_at(slots, layout, s)), moves, keys, classes)
+        board, hand = decode_key(table_key_at(slots, layout, s))
+        n = child_keys(board, hand, moves, keys, classes)
         win1 = False
         distinct = 0
         for k in range(n):  # drop repeated children (symmetric moves), deal out the others
@@ -137,7 +146,7 @@ def _expand_range(slots, layout, batch, lo, hi, tags, nt, term, counts):
     return no_moves
 
 
-@njit(parallel=True)
+@kernel_options(parallel=True)
 def _expand(slots, layout, batch, tags, nt, term, counts):
     """Expand the positions at ``batch``, one thread t per ``nt[t]``: the hashes of each
     position's distinct canonical non-terminal children go to ``nt[t, shard]``, of its distinct
@@ -219,14 +228,16 @@ def _regrow_tags(tags: np.ndarray, remap: np.ndarray, size: int) -> np.ndarray:
     return out
 
 
-def enumerate_positions(start_state: int, expected: tuple[int, int] | None = None,
+def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | None = None,
                         progress: Callable[[int, int], None] | None = None,
                         before_growth: Callable[[int, int], None] | None = None) -> Enumeration:
     """Enumerate every position reachable from a start (SPEC §1.4).
 
     Parameters
     ----------
-    start_state : int
+    game : Game
+        The variant's rules.
+    start_state : (int, int)
         Packed normalised start state; it must be non-terminal.
     expected : (int, int), optional
         Expected numbers of non-terminal and terminal positions, to size the table and the set
@@ -254,22 +265,24 @@ def enumerate_positions(start_state: int, expected: tuple[int, int] | None = Non
         (checked between batches).
     """
     t0 = time.perf_counter()
-    start_state = np.int64(start_state)
-    cls = int(classify(start_state))
+    cls = game.classify(start_state)
+    royal = game.variant.royal.name
     if cls != NONTERMINAL:
         raise StartPositionError("the start position is terminal: the side to move "
-                                 + ("can capture the enemy lion" if cls == CATCH
-                                    else "faces an enemy lion that has reached its home rank"))
+                                 + (f"can capture the enemy {royal}" if cls == CATCH
+                                    else f"faces an enemy {royal} that has reached its home rank"))
+    kernels = game.jitted(sys.modules[__name__])
     n_nt, n_t = expected or (config.DEFAULT_EXPECTED, config.DEFAULT_EXPECTED)
     threads = config.THREADS
-    table = CompactTable(n_nt, MAX_KEY_BITS, KEY_SHIFT, config.LOAD_FACTOR, threads)
-    terminal = CompactSet(n_t, MAX_KEY_BITS, KEY_SHIFT, config.SET_LOAD_FACTOR, threads)
+    bits, shift = game.layout["MAX_KEY_BITS"], game.layout["KEY_SHIFT"]
+    table = CompactTable(n_nt, bits, shift, config.LOAD_FACTOR, threads)
+    terminal = CompactSet(n_t, bits, shift, config.SET_LOAD_FACTOR, threads)
     tags = np.zeros(table.capacity, np.uint8)
-    slots, _ = table.insert([canonical_key(start_state)])
+    slots, _ = table.insert([game.key_of(start_state)])
     tags[slots[0]] = TAG_FRESH
     batch_size = config.ENUM_BATCH
     batch = np.empty(batch_size, np.int64)
-    per_thread = -(-batch_size // threads) * MAX_MOVES  # room for every child of a thread's share
+    per_thread = -(-batch_size // threads) * game.layout["MAX_MOVES"]  # room for every child of a thread's share
     shards = table.n_shards  # the table and the set have the same shards: a child's hash picks both
     nt = np.empty((threads, shards, per_thread), np.int64)  # pages never written cost no memory
     term = np.empty((threads, shards, per_thread), np.int64)
@@ -287,7 +300,7 @@ def enumerate_positions(start_state: int, expected: tuple[int, int] | None = Non
             scan, swept_fresh = 0, False
             continue
         swept_fresh = True
-        no_moves += _expand(table.slots, table.layout, batch[:n], tags, nt, term, counts)
+        no_moves += kernels._expand(table.slots, table.layout, batch[:n], tags, nt, term, counts)
         expanded += n
         n_nt, n_term = int(counts[:, :, 0].sum()), int(counts[:, :, 1].sum())
         while True:
@@ -318,4 +331,4 @@ def enumerate_positions(start_state: int, expected: tuple[int, int] | None = Non
         if progress is not None:
             progress(expanded, len(table))
     totals = by_class.sum(axis=0)
-    return Enumeration(table, tags, int(totals[CATCH]), int(totals[TRY]), no_moves, time.perf_counter() - t0)
+    return Enumeration(game, table, tags, int(totals[CATCH]), int(totals[TRY]), no_moves, time.perf_counter() - t0)

@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 
 from dobutsu_tb.encoding.config import CHUNK_CACHE
-from dobutsu_tb.tablebase.game.key import LION, OPPONENT, canonical_key
+from dobutsu_tb.tablebase.game.game import game_of
+from dobutsu_tb.tablebase.game.layout import CATCH, NONTERMINAL, TRY
 from dobutsu_tb.tablebase.game.notation import move_text
-from dobutsu_tb.tablebase.game.position import Position
-from dobutsu_tb.tablebase.game.rules import CATCH, NONTERMINAL, TRY, classify, find_piece, legal_moves, make_move
+from dobutsu_tb.tablebase.game.position import Position, PositionError
 from dobutsu_tb.tablebase.reader import TablebaseFile
 from dobutsu_tb.tablebase.schema import Metadata
 from dobutsu_tb.tablebase.values import CATCH_DTM, DRAW, LOSS, TRY_DTM, WIN, decode_value, decode_values, signed_dtm
@@ -83,11 +83,14 @@ class MoveValue:
         return (2, -abs(self.dtm))
 
 
-def _to_position(position) -> Position:
+def _to_position(position, variant) -> Position:
     if isinstance(position, Position):
+        if position.variant != variant:
+            raise PositionError(f"{position.text()} is a position of {position.variant.name}; this tablebase is of "
+                                f"{variant.name} ({variant.files} files, {variant.ranks} ranks)")
         return position
     if isinstance(position, str):
-        return Position.from_text(position)
+        return Position.from_text(position, variant)
     raise TypeError(f"expected a Position or its text form, got {type(position).__name__}")
 
 
@@ -111,6 +114,8 @@ class Tablebase:
         self.path = Path(path)
         self._file = TablebaseFile(self.path)
         self.metadata: Metadata = self._file.metadata
+        self.variant = self.metadata.variant
+        self.game = game_of(self.variant)
         self._key_cache: OrderedDict = OrderedDict()
         self._value_cache: OrderedDict = OrderedDict()
         self._all = None
@@ -216,9 +221,9 @@ class Tablebase:
         arr = positions_or_keys
         terminal = None
         if not isinstance(arr, np.ndarray):
-            positions = [_to_position(p) for p in arr]
+            positions = [self.position(p) for p in arr]
             arr = np.fromiter((p.key() for p in positions), np.int64, len(positions))
-            terminal = [classify(p.state()) for p in positions]
+            terminal = [self.game.classify(p.state()) for p in positions]
         if arr.ndim != 1 or arr.dtype != np.int64:
             raise ValueError(f"keys must be a one-dimensional int64 array, got {arr.dtype} of shape {arr.shape}")
         codes, found = probe_keys(self, arr)
@@ -246,12 +251,12 @@ class Tablebase:
         MissingPositionError
             If the tablebase does not cover the position.
         """
-        position = _to_position(position)
+        position = self.position(position)
         state = position.state()
-        found = self.lookup_key(int(canonical_key(state)))  # terminal positions are never stored
+        found = self.lookup_key(self.game.key_of(state))  # terminal positions are never stored
         if found is not None:
             return found[0], found[1], None
-        cls = classify(state)
+        cls = self.game.classify(state)
         if cls == CATCH:
             return WIN, CATCH_DTM, "catch"
         if cls == TRY:
@@ -260,6 +265,16 @@ class Tablebase:
                                    f"(not reachable from {self.metadata.start})")
 
     # --- the probing API -----------------------------------------------------------------
+
+    def position(self, position) -> Position:
+        """``position`` (a Position or its text form) as a Position of this file's variant.
+
+        Raises
+        ------
+        PositionError
+            If the text is not a position of the variant, or the Position is of another variant.
+        """
+        return _to_position(position, self.variant)
 
     def probe_wdl(self, position) -> int:
         """WDL of a position for its side to move: 1 win, 0 draw, -1 loss.
@@ -271,7 +286,7 @@ class Tablebase:
         encoding.position.PositionError
             If a text position is malformed or impossible.
         """
-        return self.value(_to_position(position))[0]
+        return self.value(position)[0]
 
     def probe_dtm(self, position) -> int:
         """Signed DTM in plies: ``+n`` wins in n, ``-n`` loses in n, 0 draw or try-terminal loss.
@@ -281,7 +296,7 @@ class Tablebase:
         MissingPositionError
             If the tablebase does not cover the position.
         """
-        wdl, dtm, _ = self.value(_to_position(position))
+        wdl, dtm, _ = self.value(position)
         return signed_dtm(wdl, dtm)
 
     def get_wdl(self, position, default=None):
@@ -313,19 +328,21 @@ class Tablebase:
         MissingPositionError
             If the tablebase does not cover the position.
         """
-        position = _to_position(position)
+        position = self.position(position)
         state = position.state()
-        cls = classify(np.int64(state))
+        game = self.game
+        cls = game.classify(state)
         if cls == TRY:
             return []
         if cls == NONTERMINAL:
             self.value(position)  # raises MissingPositionError for a position not covered
         out = []
-        for mv in legal_moves(state):
-            child_state = int(make_move(np.int64(state), np.int64(mv)))
-            child = _child_position(child_state, 1 - position.turn)
+        for mv in game.legal_moves(state):
+            child_state = game.make_move(state, mv)
+            child = (Position.from_state(child_state, 1 - position.turn, self.variant)
+                     if game.has_both_royals(child_state) else None)
             text = move_text(position, int(mv))
-            if child is None:  # the move captures the lion
+            if child is None:  # the move captures the royal piece
                 out.append(MoveValue(text, None, LOSS, 0, "lion captured"))
                 continue
             try:
@@ -369,7 +386,7 @@ class Tablebase:
         """
         if max_plies < 1:
             raise ValueError(f"max_plies must be >= 1, got {max_plies}")
-        position = _to_position(position)
+        position = self.position(position)
         line: list[MoveValue] = []
         seen = {position.key()}
         while len(line) < max_plies:
@@ -386,14 +403,6 @@ class Tablebase:
                 break
             seen.add(key)
         return line
-
-
-def _child_position(state: int, turn: int) -> Position | None:
-    """The child as a Position, or None when a lion was captured."""
-    s = np.int64(state)
-    if find_piece(s, LION) < 0 or find_piece(s, LION | OPPONENT) < 0:
-        return None
-    return Position.from_state(state, turn)
 
 
 def open_tablebase(path, in_memory: bool = False) -> Tablebase:

@@ -214,11 +214,10 @@ class TablebaseFile:
 
     def _check_start_value(self) -> None:
         """The start position is stored with the value the metadata give it (one probe)."""
-        from dobutsu_tb.tablebase.game.key import canonical_key
         from dobutsu_tb.tablebase.game.position import Position
 
         m = self.metadata
-        key = int(canonical_key(Position.from_text(m.start).state()))
+        key = Position.from_text(m.start, m.variant).key()
         c = self.chunk_of(key)
         keys = self.read_keys(c) if c >= 0 else np.zeros(0, np.int64)
         i = int(keys.searchsorted(key))

@@ -19,6 +19,7 @@ left undecided is a draw: its byte stays 0, the draw code.
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Callable
 
@@ -26,19 +27,24 @@ import numpy as np
 
 from dobutsu_tb.encoding import config, interrupt
 from dobutsu_tb.encoding.atomics import atomic_cas, atomic_sub, prefetch
+from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.encoding.bits import sort_prefix
 from dobutsu_tb.encoding.compact import table_find, table_key_at
 from dobutsu_tb.encoding.compact_layout import home_slot, key_hash
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase.enumeration import TAG_NO_MOVES, TAG_WIN1, Enumeration
-from dobutsu_tb.tablebase.game.kernels import decode_key, parent_keys
-from dobutsu_tb.tablebase.game.unmoves import MAX_UNMOVES
+from dobutsu_tb.tablebase.game.key import decode_key
+from dobutsu_tb.tablebase.game.layout import MAX_UNMOVES
+from dobutsu_tb.tablebase.game.unmoves import parent_keys
 from dobutsu_tb.tablebase.values import MAX_STORED_DTM, UNDECIDED
 
 #: Frontier positions handled per kernel call, and per group inside it (also the spare room of
 #: a thread's list of decisions).
 _FRONTIER = 1 << 20
 _GROUP = 16
+
+#: The kernels bound to each variant's tables (Game.jitted).
+__kernels__ = ("_propagate_range", "_propagate")
 
 
 @njit(parallel=True)
@@ -94,7 +100,6 @@ def _scan(slots: np.ndarray, values: np.ndarray, code: int) -> np.ndarray:
     return out
 
 
-@njit
 def _propagate_range(slots, layout, values, counters, frontier, lo, hi, ply, out):
     """:func:`_propagate` for ``frontier[lo:hi]``; the slots it decides go to ``out`` while it has
     room; returns how many it decided.
@@ -113,7 +118,8 @@ def _propagate_range(slots, layout, values, counters, frontier, lo, hi, ply, out
             prefetch(slots, frontier[i])
         m = 0
         for i in range(g, min(hi, g + _GROUP)):
-            n = parent_keys(decode_key(table_key_at(slots, layout, frontier[i])), preds)
+            board, hand = decode_key(table_key_at(slots, layout, frontier[i]))
+            n = parent_keys(board, hand, preds)
             sort_prefix(preds, n)
             prev = np.int64(0)
             for k in range(n):  # one position's distinct canonical predecessors, as hashes
@@ -150,7 +156,7 @@ def _propagate_range(slots, layout, values, counters, frontier, lo, hi, ply, out
     return decided
 
 
-@njit(parallel=True)
+@kernel_options(parallel=True)
 def _propagate(slots, layout, values, counters, frontier, ply, out, out_n):
     """Decide the predecessors of the positions at ``frontier`` (all of DTM ``ply``), one thread
     per row of ``out``: thread t's decisions (at DTM ``ply + 1``) go to ``out[t, :out_n[t]]``;
@@ -216,6 +222,7 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
     if ply + 1 > MAX_STORED_DTM:
         raise OverflowError(f"a DTM of {ply + 1} plies does not fit the value byte (at most {MAX_STORED_DTM})")
     threads = config.THREADS
+    kernels = enum.game.jitted(sys.modules[__name__])
     values, counters = value_bytes(cells), counter_bytes(cells)
     room = 4 * frontier.shape[0] // threads + _FRONTIER
     out = np.empty((threads, room), np.int64)
@@ -223,8 +230,8 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
     parts = []
     for lo in range(0, frontier.shape[0], _FRONTIER):
         interrupt.check()
-        _propagate(enum.table.slots, enum.table.layout, values, counters, frontier[lo:lo + _FRONTIER], ply, out,
-                   out_n)
+        kernels._propagate(enum.table.slots, enum.table.layout, values, counters, frontier[lo:lo + _FRONTIER], ply,
+                           out, out_n)
         if out_n.max() > room:  # a thread ran out of room: find this ply's decisions by a scan
             return np.setdiff1d(_scan(enum.table.slots, values, ply + 2), seeds, assume_unique=True)
         parts += [out[t, :out_n[t]].copy() for t in range(threads)]

@@ -38,13 +38,15 @@ import h5py
 import numpy as np
 from h5py import h5z
 
+from dobutsu_tb.tablebase.game.variant import Variant, VariantError, standard_variant, variant_from_json
 from dobutsu_tb.tablebase.values import MAX_STORED_DTM
 
 FORMAT = "dobutsu-tablebase"
-FORMAT_VERSION = 3
-RULES = ("dobutsu shogi (SPEC §1): catch and try (Tanaka's convention: catch-terminal and "
-         "try-terminal positions are not stored), side to move normalised, mirrors folded")
-KEY_LAYOUT = "Huffman-style 64-bit canonical key, first code bit at bit 62 (SPEC §1.3)"
+FORMAT_VERSION = 4
+RULES = ("dobutsu shogi and its variants (docs/rules.md): catch and try (Tanaka's convention: catch-terminal and "
+         "try-terminal positions are not stored), side to move normalised, mirrors folded when the variant is "
+         "mirror-symmetric; the variant's description is the attribute 'variant'")
+KEY_LAYOUT = "Huffman-style 64-bit canonical key derived from the variant, first code bit at bit 62 (docs/rules.md)"
 VALUE_LAYOUT = "uint8: 0 draw, otherwise DTM + 1 in plies; an odd DTM is a win, an even one a loss"
 #: The dtypes of /keys and /values.
 KEY_DTYPE, VALUE_DTYPE = np.dtype("<i8"), np.dtype("u1")
@@ -85,6 +87,8 @@ class Metadata:
         The longest DTM stored, in plies.
     seconds : dict of str to float
         Wall time of each build phase.
+    variant : Variant
+        The game (files of format 2 and 3, written before variants existed: dobutsu shogi).
     """
 
     start: str
@@ -102,6 +106,7 @@ class Metadata:
     seconds: dict = field(default_factory=dict)
     created: str = ""
     format_version: int = FORMAT_VERSION
+    variant: Variant = field(default_factory=standard_variant)
 
 
 #: The integer attributes of the metadata: counts, the longest DTM and the start position's value.
@@ -176,10 +181,11 @@ def _attribute(value, name: str, kind: type, filename: str):
 
 
 #: Root attributes of each readable format version, by type (besides ``seconds_*``, floats).
-_STRING_ATTRS = ("format", "rules", "key_layout", "value_layout", "start", "created")
+_STRING_ATTRS = ("format", "rules", "key_layout", "value_layout", "start", "created", "variant")
 _INT_ATTRS = ("format_version", *COUNT_FIELDS, "index_crc32", "chunk_table_crc32")
-#: Version 2 files have no metadata_crc32; they are read with every other check.
-READABLE_VERSIONS = (2, FORMAT_VERSION)
+#: Version 2 files have no metadata_crc32, versions 2 and 3 no variant (they are dobutsu shogi's);
+#: they are read with every other check.
+READABLE_VERSIONS = (2, 3, FORMAT_VERSION)
 
 
 def read_metadata(f: h5py.File, check_counts: bool = True) -> Metadata:
@@ -208,6 +214,8 @@ def read_metadata(f: h5py.File, check_counts: bool = True) -> Metadata:
             raise TablebaseFileError(f"{name}: format version {version} (this program reads version "
                                      f"{FORMAT_VERSION}; build the file again with 'dobutsu-tb build')")
         known = (*_STRING_ATTRS, *_INT_ATTRS) + (("metadata_crc32",) if version >= 3 else ())
+        if version < 4:
+            known = tuple(k for k in known if k != "variant")
         missing = [k for k in known if k not in raw and k != "created"]
         if missing:
             raise TablebaseFileError(f"{name}: metadata attribute {missing[0]!r} is missing (a damaged file?)")
@@ -222,24 +230,28 @@ def read_metadata(f: h5py.File, check_counts: bool = True) -> Metadata:
         raise
     except Exception as exc:  # h5py raises assorted types for damaged attribute headers
         raise TablebaseFileError(f"{name}: unreadable metadata ({' '.join(str(exc).split())})") from None
+    try:
+        variant = variant_from_json(attrs["variant"], "its variant") if version >= 4 else standard_variant()
+    except VariantError as exc:
+        raise TablebaseFileError(f"{name}: {exc} (a damaged file?)") from None
     meta = Metadata(start=attrs["start"], created=attrs.get("created", ""), format_version=version,
                     seconds={k[len("seconds_"):]: v for k, v in attrs.items() if k.startswith("seconds_")},
-                    **{k: attrs[k] for k in COUNT_FIELDS})
-    problem = _start_problem(meta.start) or (_metadata_problem(meta) if check_counts else None)
+                    variant=variant, **{k: attrs[k] for k in COUNT_FIELDS})
+    problem = _start_problem(meta.start, variant) or (_metadata_problem(meta) if check_counts else None)
     if problem:
         raise TablebaseFileError(f"{name}: inconsistent metadata: {problem}")
     return meta
 
 
-def _start_problem(text: str) -> str | None:
+def _start_problem(text: str, variant: Variant) -> str | None:
+    from dobutsu_tb.tablebase.game.layout import NONTERMINAL
     from dobutsu_tb.tablebase.game.position import Position, PositionError
-    from dobutsu_tb.tablebase.game.rules import NONTERMINAL, classify
 
     try:
-        position = Position.from_text(text)
+        position = Position.from_text(text, variant)
     except PositionError as exc:
-        return f"the start position {text!r} is not a position ({exc})"
-    if classify(position.state()) != NONTERMINAL:
+        return f"the start position {text!r} is not a position of {variant.name} ({exc})"
+    if position.game.classify(position.state()) != NONTERMINAL:
         return f"the start position {text} is terminal"
     return None
 

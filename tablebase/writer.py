@@ -18,7 +18,6 @@ import numpy as np
 
 from dobutsu_tb.encoding import config, interrupt
 from dobutsu_tb.tablebase.chunks import encode_chunks, hdf5_chunk_table
-from dobutsu_tb.tablebase.game.key import KEY_SHIFT
 from dobutsu_tb.tablebase.output import OutputError, ReservedOutput, describe_os_error
 from dobutsu_tb.tablebase.schema import (
     COUNT_FIELDS,
@@ -37,15 +36,16 @@ RECORD_VALUE_BITS = 8
 RECORD_VALUE_MASK = (1 << RECORD_VALUE_BITS) - 1
 
 
-def pack_records(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Sort records (uint64, shape (n,)) of keys (int64) and value bytes (uint8): ``code << 8 | value``."""
+def pack_records(keys: np.ndarray, values: np.ndarray, key_shift: int) -> np.ndarray:
+    """Sort records (uint64, shape (n,)) of keys (int64) and value bytes (uint8): ``code << 8 | value``,
+    where ``code = key >> key_shift`` (the variant's ``KEY_SHIFT``)."""
     keys = np.asarray(keys, np.int64)
-    return ((keys >> KEY_SHIFT).astype(np.uint64) << np.uint64(RECORD_VALUE_BITS)) | np.asarray(values, np.uint64)
+    return ((keys >> key_shift).astype(np.uint64) << np.uint64(RECORD_VALUE_BITS)) | np.asarray(values, np.uint64)
 
 
-def record_keys(records: np.ndarray) -> np.ndarray:
-    """The keys (int64) of sort records."""
-    return (records >> np.uint64(RECORD_VALUE_BITS)).astype(np.int64) << KEY_SHIFT
+def record_keys(records: np.ndarray, key_shift: int) -> np.ndarray:
+    """The keys (int64) of sort records (``key_shift``: the variant's ``KEY_SHIFT``)."""
+    return (records >> np.uint64(RECORD_VALUE_BITS)).astype(np.int64) << key_shift
 
 
 def record_values(records: np.ndarray) -> np.ndarray:
@@ -53,22 +53,23 @@ def record_values(records: np.ndarray) -> np.ndarray:
     return (records & np.uint64(RECORD_VALUE_MASK)).astype(np.uint8)
 
 
-def _encode_group(records: np.ndarray, first: int, count: int, chunk: int, keys: bool) -> list[bytes]:
+def _encode_group(records: np.ndarray, first: int, count: int, chunk: int, keys: bool, key_shift: int) -> list[bytes]:
     n = records.shape[0]
     lo, hi = first * chunk, min(n, (first + count) * chunk)
     full = np.zeros(count * chunk, np.int64 if keys else np.uint8)  # the last chunk is padded
-    full[: hi - lo] = record_keys(records[lo:hi]) if keys else record_values(records[lo:hi])
+    full[: hi - lo] = record_keys(records[lo:hi], key_shift) if keys else record_values(records[lo:hi])
     return encode_chunks(full.reshape(count, chunk), shuffle=keys)
 
 
-def _write_chunks(dset, records: np.ndarray, chunk: int, keys: bool, pool, progress) -> None:
+def _write_chunks(dset, records: np.ndarray, chunk: int, keys: bool, key_shift: int, pool, progress) -> None:
     n_chunks = math.ceil(records.shape[0] / chunk)
     per_task = 256
     group = per_task * 8
     for g in range(0, n_chunks, group):
         interrupt.check()
         firsts = range(g, min(n_chunks, g + group), per_task)
-        tasks = [pool.submit(_encode_group, records, f, min(per_task, n_chunks - f), chunk, keys) for f in firsts]
+        tasks = [pool.submit(_encode_group, records, f, min(per_task, n_chunks - f), chunk, keys, key_shift)
+                 for f in firsts]
         for f, task in zip(firsts, tasks):
             for k, data in enumerate(task.result()):
                 dset.id.write_direct_chunk(((f + k) * chunk,), data, 0)
@@ -187,6 +188,9 @@ def write_file(tmp, records: np.ndarray, meta: Metadata, progress=None) -> None:
     """
     n = records.shape[0]
     records = np.asarray(records, np.uint64)
+    from dobutsu_tb.tablebase.game.game import game_of
+
+    key_shift = game_of(meta.variant).layout["KEY_SHIFT"]
     counts = np.bincount(record_values(records), minlength=256)
     check_records(records, counts)
     dtm_counts = counts[1:]  # counts[d + 1] = positions with DTM d
@@ -202,8 +206,8 @@ def write_file(tmp, records: np.ndarray, meta: Metadata, progress=None) -> None:
             for name, dtype, chunk, shuffle in (("keys", "<i8", key_chunk, True), ("values", "u1", value_chunk, False)):
                 dset = f.create_dataset(name, shape=(n,), dtype=dtype, chunks=(max(1, chunk),), compression="gzip",
                                         compression_opts=config.GZIP_LEVEL, shuffle=shuffle, fletcher32=True)
-                _write_chunks(dset, records, chunk, name == "keys", pool, progress)
-            index = record_keys(records[::key_chunk]).astype("<i8")
+                _write_chunks(dset, records, chunk, name == "keys", key_shift, pool, progress)
+            index = record_keys(records[::key_chunk], key_shift).astype("<i8")
             f.create_dataset("index", data=index)
             table = np.concatenate([hdf5_chunk_table(f["keys"]), hdf5_chunk_table(f["values"])])[:, :2]
             f.create_dataset("chunk_table", data=np.ascontiguousarray(table).astype("<i8"))  # contiguous: quick to open
@@ -211,7 +215,7 @@ def write_file(tmp, records: np.ndarray, meta: Metadata, progress=None) -> None:
             stats.create_dataset("dtm_wins", data=dtm_wins[:top].astype("<i8"))
             stats.create_dataset("dtm_losses", data=dtm_losses[:top].astype("<i8"))
             attrs = {"format": FORMAT, "format_version": FORMAT_VERSION, "rules": RULES, "key_layout": KEY_LAYOUT,
-                     "value_layout": VALUE_LAYOUT, "start": meta.start,
+                     "value_layout": VALUE_LAYOUT, "start": meta.start, "variant": meta.variant.to_json(),
                      **{name: int(getattr(meta, name)) for name in COUNT_FIELDS},
                      **{f"seconds_{phase}": float(secs) for phase, secs in meta.seconds.items()},
                      "created": meta.created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

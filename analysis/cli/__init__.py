@@ -18,7 +18,8 @@ from dobutsu_tb.analysis.cli.common import ErrorHandlingGroup
 #: imported only when the command runs or help is asked for, so that ``probe`` starts quickly.
 COMMANDS = {"build": ("tables", "build"), "probe": ("tables", "probe"), "show": ("tables", "show"),
             "line": ("tables", "line"), "verify-line": ("checks", "verify_line_cmd"), "verify": ("checks", "verify"),
-            "stats": ("checks", "stats"), "puzzle": ("puzzles", "puzzle"), "serve": ("serve", "serve")}
+            "stats": ("checks", "stats"), "puzzle": ("puzzles", "puzzle"), "serve": ("serve", "serve"),
+            "variants": ("tables", "variants")}
 
 
 class LazyGroup(ErrorHandlingGroup):
@@ -37,10 +38,11 @@ class LazyGroup(ErrorHandlingGroup):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="dobutsu-tablebase")
 def main():
-    """Build and probe the dobutsu shogi endgame tablebase.
+    """Build and probe endgame tablebases of dobutsu shogi and its variants.
 
-    Positions are written as in SPEC §1.6, e.g. the start position S/gle/-c-/-C-/ELG/-
-    (side to move, ranks 1 to 4 from files a to c, pieces in hand; upper case Sente).
+    Positions are written as in docs/rules.md, e.g. the start position S/gle/-c-/-C-/ELG/-
+    (side to move S or G, ranks 1 to 4 from files a to c, pieces in hand or -; upper case
+    Sente), or as Fairy-Stockfish FEN (gle/1c1/1C1/ELG[-] w 0 1).
     """
 
 

@@ -9,41 +9,58 @@ from pathlib import Path
 
 import click
 
-from dobutsu_tb.analysis.cli.common import default_tb, png_path
+from dobutsu_tb.analysis.cli.common import default_tb, png_path, resolve_variant, variant_options
 from dobutsu_tb.analysis.pictures import draw_plies
 
 
-def _tablebase_for(start, tb_path: Path | None):
-    """A tablebase covering ``start``: the given file, else ``$DOBUTSU_TB``/``dobutsu.h5`` if it
-    covers it, else one built for that start in the cache folder (reused next time)."""
+def _tablebase_for(start_text: str | None, tb_path: Path | None, variant):
+    """A tablebase and the start position (``start_text``, or the variant's start) it covers: the
+    given file (whose variant reads the start), else ``$DOBUTSU_TB``/``dobutsu.h5`` if it is of the
+    variant and covers the start, else one built for that start in the cache folder (reused
+    next time)."""
+    from dobutsu_tb.analysis.reports import parse_position
     from dobutsu_tb.encoding.jit import cache_root
     from dobutsu_tb.tablebase.build import build_tablebase
+    from dobutsu_tb.tablebase.game.position import Position
     from dobutsu_tb.tablebase.probe import open_tablebase
+
+    def start_of(v):
+        return Position.start(v) if start_text is None else parse_position(start_text, v)
 
     if tb_path is not None:
         tb = open_tablebase(tb_path)
-        tb.probe_wdl(start)  # MissingPositionError if it does not cover the start
-        return tb
+        try:
+            start = start_of(tb.variant)
+            tb.probe_wdl(start)  # MissingPositionError if it does not cover the start
+        except BaseException:
+            tb.close()
+            raise
+        return tb, start
+    start = start_of(variant)
     default = default_tb()
     if default.exists():
         tb = open_tablebase(default)
-        if tb.get_wdl(start) is not None:
-            return tb
+        if tb.variant == variant and tb.get_wdl(start) is not None:
+            return tb, start
         tb.close()
     folder = Path(cache_root()) / "tablebases"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{start.key():016x}.h5"
+    name = f"{start.key():016x}.h5"
+    if variant.name != "dobutsu":
+        name = f"{variant.name}-{variant.digest}-{name}"
+    path = folder / name
     if not path.exists():
         click.echo(f"building the tablebase for {start.text()} into {path} ...", err=True)
         build_tablebase(path, start, progress=None)
     tb = open_tablebase(path)
     tb.probe_wdl(start)
-    return tb
+    return tb, start
 
 
 @click.command("verify-line")
 @click.option("--start", default=None, metavar="POSITION",
-              help="Start position of the line (default: the standard start).")
+              help="Start position of the line (default: the variant's start).")
+@variant_options
 @click.argument("moves", nargs=-1)
 @click.option("--file", "move_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="Read the moves from a file: one move per line, or one game per line.")
@@ -53,7 +70,7 @@ def _tablebase_for(start, tb_path: Path | None):
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--png-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Also draw the board after every ply into this folder.")
-def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
+def verify_line_cmd(start, variant, variant_file, moves, move_file, tb_path, as_json, png_dir):
     """Replay a line of MOVES and judge every ply against the tablebase.
 
     Prints, for each ply, the move, the value before and after it and whether it is optimal
@@ -62,11 +79,9 @@ def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
     1 when a move is illegal.
     """
     from dobutsu_tb.analysis.lines import read_games
-    from dobutsu_tb.analysis.reports import parse_position
     from dobutsu_tb.analysis.textfiles import InputFileError
-    from dobutsu_tb.tablebase.game.position import Position
 
-    start_pos = Position.start() if start is None else parse_position(start)
+    game = resolve_variant(variant, variant_file)
     games = read_games(move_file) if move_file else []
     if move_file and not games and not moves:
         raise InputFileError(f"{move_file}: no moves in the file (only blank lines and # comments)")
@@ -76,14 +91,14 @@ def verify_line_cmd(start, moves, move_file, tb_path, as_json, png_dir):
         raise click.UsageError("give the moves as arguments or with --file")
     gc.freeze()  # the games live to the end: the collector need not walk their lists again and again
     try:
-        illegal = _judge_and_write(start_pos, tb_path, games, as_json, png_dir)
+        illegal = _judge_and_write(start, game, tb_path, games, as_json, png_dir)
     finally:
         gc.unfreeze()
     if illegal:
         sys.exit(1)
 
 
-def _judge_and_write(start_pos, tb_path, games, as_json, png_dir) -> bool:
+def _judge_and_write(start_text, variant, tb_path, games, as_json, png_dir) -> bool:
     """Judge the games and write their reports on stdout; whether a move was illegal."""
     from tqdm import tqdm
 
@@ -91,7 +106,8 @@ def _judge_and_write(start_pos, tb_path, games, as_json, png_dir) -> bool:
     from dobutsu_tb.analysis.reports import line_report_json
     from dobutsu_tb.tablebase.probe import open_tablebase
 
-    with _tablebase_for(start_pos, tb_path) as tb:
+    tb, start_pos = _tablebase_for(start_text, tb_path, variant)
+    with tb:
         if reads_whole_file(tb, sum(len(g) for g in games)):
             if sys.stderr.isatty():
                 click.echo(f"reading {tb.path} into memory ...", err=True)

@@ -29,10 +29,11 @@ def expected_errors() -> tuple:
     from dobutsu_tb.tablebase.enumeration import StartPositionError
     from dobutsu_tb.tablebase.game.notation import IllegalMoveError
     from dobutsu_tb.tablebase.game.position import PositionError
+    from dobutsu_tb.tablebase.game.variant import VariantError
     from dobutsu_tb.tablebase.probe import MissingPositionError
     from dobutsu_tb.tablebase.schema import TablebaseFileError
 
-    return (PositionError, IllegalMoveError, TablebaseFileError, MissingPositionError,
+    return (PositionError, IllegalMoveError, VariantError, TablebaseFileError, MissingPositionError,
             HashTableFullError, CompactTableFullError, StartPositionError, PuzzleInputError, InputFileError,
             OSError)
 
@@ -128,3 +129,37 @@ def tb_option(f):
         "--tb", "tb_path", type=click.Path(dir_okay=False, path_type=Path),
         default=default_tb, show_default=f"$DOBUTSU_TB or {DEFAULT_TB}",
         help="Tablebase file to read.")(f)
+
+
+def variant_options(f):
+    """``--variant NAME`` and ``--variant-file PATH`` (a TOML file or a folder of them, loaded
+    first so that ``--variant`` can name its variants), passed as ``variant`` and
+    ``variant_file``; resolve them with :func:`resolve_variant`."""
+    f = click.option("--variant-file", "variant_file", type=click.Path(path_type=Path), default=None,
+                     metavar="PATH", help="Load variants from a TOML file, or from every *.toml of a folder "
+                                          "(docs/variants.md).")(f)
+    return click.option("--variant", "variant", default=None, metavar="NAME",
+                        help="The game variant (default: dobutsu, or the variant of --variant-file when it "
+                             "holds one); 'dobutsu-tb variants' lists them.")(f)
+
+
+def resolve_variant(name: str | None, variant_file: Path | None):
+    """The variant of ``--variant``/``--variant-file``: the named one (shipped, or loaded from the
+    file), the file's only variant, or dobutsu shogi.
+
+    Raises
+    ------
+    VariantError
+        For an unknown name, a bad file, or a file of several variants without ``--variant``.
+    """
+    from dobutsu_tb.tablebase.game.variant import VariantError, add_variants, get_variant, standard_variant
+
+    loaded = add_variants(variant_file) if variant_file is not None else []
+    if name is not None:
+        return get_variant(name)
+    if len(loaded) == 1:
+        return loaded[0]
+    if len(loaded) > 1:
+        raise VariantError(f"{variant_file} holds {len(loaded)} variants "
+                           f"({', '.join(v.name for v in loaded)}): name one with --variant")
+    return standard_variant()

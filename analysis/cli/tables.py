@@ -7,20 +7,32 @@ from pathlib import Path
 
 import click
 
-from dobutsu_tb.analysis.cli.common import DEFAULT_TB, png_path, tb_option
+from dobutsu_tb.analysis.cli.common import DEFAULT_TB, png_path, resolve_variant, tb_option, variant_options
 from dobutsu_tb.analysis.pictures import draw_plies
+
+
+def default_output(variant, position) -> Path:
+    """The file a build writes when ``--out`` is not given: ``dobutsu.h5`` for the standard game's
+    start, ``NAME.h5`` for another variant's start, else a name made from the variant and start."""
+    from dobutsu_tb.tablebase.game.position import Position
+
+    if position.key() == Position.start(variant).key():
+        return Path(DEFAULT_TB if variant.name == "dobutsu" else f"{variant.name}.h5")
+    return Path(f"{variant.name}-" + position.text().replace("/", "_") + ".h5")
 
 
 @click.command()
 @click.option("--start", default=None, metavar="POSITION",
-              help="Start position (default: the standard start S/gle/-c-/-C-/ELG/-).")
+              help="Start position (default: the variant's start, S/gle/-c-/-C-/ELG/- for dobutsu).")
+@variant_options
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help=f"File to write (default: {DEFAULT_TB} for the standard start, else a name from the start).")
+              help=f"File to write (default: {DEFAULT_TB} for the standard start, NAME.h5 for another variant's "
+                   f"start, else a name from the start).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars or per-ply lines on stderr.")
 @click.option("--force", is_flag=True, help="Replace --out even if it is a file other than a dobutsu tablebase.")
 @click.option("--ignore-memory", is_flag=True,
               help="Build even when the estimated memory need exceeds what the machine has available.")
-def build(start, out, quiet, force, ignore_memory):
+def build(start, variant, variant_file, out, quiet, force, ignore_memory):
     """Enumerate every position reachable from a start, solve them all, write an HDF5 file.
 
     Prints the counts and the start position's value. The full build from the standard start
@@ -31,12 +43,12 @@ def build(start, out, quiet, force, ignore_memory):
     from dobutsu_tb.tablebase.build import build_tablebase
     from dobutsu_tb.tablebase.game.position import Position
 
-    position = Position.start() if start is None else parse_position(start)
+    game = resolve_variant(variant, variant_file)
+    position = Position.start(game) if start is None else parse_position(start, game)
     if out is None:
-        out = Path(DEFAULT_TB if start is None or position.key() == Position.start().key()
-                   else "dobutsu-" + position.text().replace("/", "_") + ".h5")
+        out = default_output(game, position)
     result = build_tablebase(out, position, progress=False if quiet else None, force=force,
-                             memory_check=not ignore_memory)
+                             memory_check=not ignore_memory, variant=game)
     click.echo(result.summary())
 
 
@@ -56,23 +68,24 @@ def probe(position, tb_path, as_json):
     from dobutsu_tb.tablebase.probe import open_tablebase
     from dobutsu_tb.tablebase.values import WDL_NAMES, describe_value
 
-    pos = parse_position(position)
     with open_tablebase(tb_path) as tb:
+        pos = parse_position(position, tb.variant)
         if as_json:
             click.echo(json.dumps(probe_json(tb, pos), indent=2))
             return
         wdl, dtm, terminal = tb.value(pos)
         moves = tb.probe_moves(pos)
     side = SIDE_NAMES[pos.turn]
-    note = {"catch": " (it can capture the enemy lion)",
-            "try": " (the enemy lion has reached its home rank: the game is over)"}.get(terminal, "")
+    royal = pos.variant.royal.name
+    note = {"catch": f" (it can capture the enemy {royal})",
+            "try": f" (the enemy {royal} has reached its home rank: the game is over)"}.get(terminal, "")
     click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {side}{note}")
     for m in moves:
         if m.wdl is None:  # only after a catch-terminal position, which the tablebase never expands
             click.echo(f"  {m.move:<9} {'unknown':<18} (not in this tablebase)")
             continue
         if m.terminal == "lion captured":
-            click.echo(f"  {m.move:<9} {describe_value(*mover_value(m)):<18} (captures the lion)")
+            click.echo(f"  {m.move:<9} {describe_value(*mover_value(m)):<18} (captures the {royal})")
             continue
         click.echo(f"  {m.move:<9} {describe_value(*mover_value(m)):<18} (then {WDL_NAMES[m.wdl]}, DTM {m.dtm:+d})")
 
@@ -81,12 +94,13 @@ def probe(position, tb_path, as_json):
 @click.argument("position")
 @click.option("--png", "png", type=click.Path(dir_okay=False, path_type=Path), required=True, callback=png_path,
               help="The PNG file to write.")
-def show(position, png):
+@variant_options
+def show(position, png, variant, variant_file):
     """Draw POSITION (pieces, hands, side to move, coordinates) into a PNG file."""
     from dobutsu_tb.analysis.pictures import draw_position
     from dobutsu_tb.analysis.reports import parse_position
 
-    draw_position(parse_position(position), png)
+    draw_position(parse_position(position, resolve_variant(variant, variant_file)), png)
     click.echo(f"wrote {png}")
 
 
@@ -105,13 +119,14 @@ def line(position, tb_path, max_plies, png_dir, as_json):
     from dobutsu_tb.tablebase.probe import open_tablebase
     from dobutsu_tb.tablebase.values import describe_value
 
-    pos = parse_position(position)
     with open_tablebase(tb_path) as tb:
+        pos = parse_position(position, tb.variant)
         if as_json:
             click.echo(json.dumps(perfect_line_json(tb, pos, max_plies), indent=2))
             return
         wdl, dtm, _ = tb.value(pos)
         pv = tb.principal_variation(pos, max_plies=max_plies)
+    royal = pos.variant.royal.name
     click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {SIDE_NAMES[pos.turn]}")
     click.echo(pos.diagram())
     plies = [(ply, (pos.turn + ply - 1) % 2, m.move, m.position) for ply, m in enumerate(pv, 1)]
@@ -121,14 +136,41 @@ def line(position, tb_path, max_plies, png_dir, as_json):
         if m.position is not None:
             click.echo(m.position.diagram())
         if m.terminal == "lion captured":
-            click.echo(f"  {mover} captures the lion and wins.")
+            click.echo(f"  {mover} captures the {royal} and wins.")
         elif m.terminal == "try":
-            click.echo(f"  {mover}'s lion has reached the far rank safely and wins.")
+            click.echo(f"  {mover}'s {royal} has reached the far rank safely and wins.")
     if wdl == 0:
         click.echo(f"\ndraw: the line stops after {len(pv)} plies")
     elif not pv:
-        click.echo(f"\nthe game is already over: the enemy lion has reached {SIDE_NAMES[pos.turn]}'s home rank")
+        click.echo(f"\nthe game is already over: the enemy {royal} has reached {SIDE_NAMES[pos.turn]}'s home rank")
     elif pv[-1].terminal not in ("lion captured", "try"):
         click.echo(f"\nstopped early: after {len(pv)} of the {dtm} plies to the end of the game (--max-plies)")
     if png_dir is not None:
         draw_plies(png_dir, pos, plies)
+
+
+@click.command()
+@click.option("--variant-file", "variant_file", type=click.Path(path_type=Path), default=None, metavar="PATH",
+              help="Also load the variants of a TOML file, or of every *.toml of a folder.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output: each variant's whole description.")
+def variants(variant_file, as_json):
+    """List the game variants: the shipped ones and those of --variant-file, with their board,
+    pieces and start position (docs/variants.md says how to write one)."""
+    from dobutsu_tb.tablebase.game.variant import add_variants, known_variants
+
+    loaded = {v.name for v in add_variants(variant_file)} if variant_file is not None else set()
+    found = known_variants()
+    if as_json:
+        click.echo(json.dumps([v.to_dict() for v in found.values()], indent=2))
+        return
+    for v in found.values():
+        rules = [("drops" if v.drops else "no drops"), ("try" if v.try_rule else "no try")]
+        rules += [f"no {p.name} drops on rank{'s' if len(p.forbidden_drop_ranks) > 1 else ''} "
+                  + ", ".join(str(r) for r in p.forbidden_drop_ranks) + " from the far side"
+                  for p in v.pieces if p.forbidden_drop_ranks]
+        origin = f"loaded from {variant_file}" if v.name in loaded else "shipped"
+        click.echo(f"{v.name}  ({origin})\n  {v.title}\n  board: {v.files} files x {v.ranks} ranks; "
+                   + "; ".join(rules))
+        pieces = ", ".join(f"{p.letter} {p.name}" + (" (royal)" if p.royal else "")
+                           + (f" -> {p.promotes_to}" if p.promotes_to else "") for p in v.pieces)
+        click.echo(f"  pieces: {pieces}\n  start: {v.start}")

@@ -105,11 +105,13 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
     async def info(request: Request):
         return JSONResponse(service.info())
 
+    variant = service.metadata.variant
+
     async def probe(request: Request):
-        return JSONResponse(await service.call(service.probe, _position_param(request)))
+        return JSONResponse(await service.call(service.probe, _position_param(request, variant)))
 
     async def line(request: Request):
-        position = _position_param(request)
+        position = _position_param(request, variant)
         max_plies = _int_param(request, "max_plies", DEFAULT_LINE_PLIES, 1, MAX_LINE_PLIES)
         return JSONResponse(await service.call(service.line, position, max_plies))
 
@@ -118,7 +120,7 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
         start = body.get("start", service.metadata.start)
         if not isinstance(start, str):
             raise BadRequest('"start" must be a position text like "S/-l-/-c-/-C-/-L-/-"')
-        report = await service.call(service.verify, _position(start), _moves(body.get("moves")))
+        report = await service.call(service.verify, _position(start, variant), _moves(body.get("moves")))
         if report["illegal"] is None:
             return JSONResponse(report)
         # An illegal move is a bad request, as it is an error (exit code 1) for the command line;
@@ -159,24 +161,25 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
     }
     app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
     app.state.service = service
+    app.state.variant = variant
     return app
 
 
 # --- reading requests ------------------------------------------------------------------------
 
 
-def _position(text: str):
+def _position(text: str, variant):
     if len(text) > MAX_POSITION_CHARS:
         raise BadRequest(f"a position is at most {MAX_POSITION_CHARS} characters; got {len(text):,}")
-    return parse_position(text)
+    return parse_position(text, variant)
 
 
-def _position_param(request: Request):
+def _position_param(request: Request, variant):
     text = request.query_params.get("position")
     if text is None or not text.strip():
-        raise BadRequest("give a position: ?position=S/gle/-c-/-C-/ELG/- (our notation) "
+        raise BadRequest(f"give a position: ?position={variant.start} (our notation) "
                          "or a Fairy-Stockfish FEN such as gle/1c1/1C1/ELG[-] w 0 1")
-    return _position(text)
+    return _position(text, variant)
 
 
 def _int_param(request: Request, name: str, default: int, low: int, high: int) -> int:
@@ -241,7 +244,7 @@ async def _bad_input(request: Request, exc: Exception):
 async def _not_covered(request: Request, exc: MissingPositionError):
     body = {"error": str(exc)}
     with contextlib.suppress(BadRequest, PositionError):
-        body["position"] = _position_param(request).text()
+        body["position"] = _position_param(request, request.app.state.variant).text()
     return JSONResponse(body, status_code=404)
 
 

@@ -1,26 +1,22 @@
-"""Move notation (SPEC §1.6): ``Lb4-a3``, ``Cb3xb2``, ``Ca2-a1+``, drops ``C*b2``.
+"""Move notation (docs/rules.md, "Notation"): ``Lb4-a3``, ``Cb3xb2``, ``Ca2-a1+``, drops ``C*b2``.
 
-The piece letter is upper case for both sides (``R`` for a hen) and squares are absolute (as
-Sente sees the board), whoever moves. Kernel moves (:mod:`tablebase.rules`) are in the frame of
-the normalised state, so a Gote move's cells are turned by 180° (``cell -> 11 - cell``).
+The piece letter is upper case for both sides (the variant's letters; ``R`` for a hen) and
+squares are absolute (as Sente sees the board), whoever moves. Kernel moves
+(:mod:`~dobutsu_tb.tablebase.game.rules`) are in the frame of the normalised state, so a Gote
+move's squares are turned by 180° (square ``i`` of N is ``N - 1 - i`` seen from the other side).
+Fairy-Stockfish's move strings (``b3b2``, ``C@b2``, ``a2a1+``) are :func:`uci_move_text`'s.
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-from dobutsu_tb.tablebase.game.key import CELL_BITS, CELL_MASK, OPPONENT, PIECE_MASK
-from dobutsu_tb.tablebase.game.position import (
-    GOTE,
-    PIECE_LETTER,
-    Position,
-    parse_square,
-    square_name,
-)
-from dobutsu_tb.tablebase.game.rules import DROP, FROM_MASK, PROMOTION, SLOT_PIECE, TO_SHIFT, legal_moves
+from dobutsu_tb.tablebase.game.layout import CELL_BITS, CELL_MASK, OPPONENT, PIECE_MASK
+from dobutsu_tb.tablebase.game.position import FILE_LETTERS, GOTE, SIDE_NAMES, Position, parse_square, square_name
+from dobutsu_tb.tablebase.game.rules import DROP, FROM_MASK, PROMOTION, TO_MASK, TO_SHIFT
+from dobutsu_tb.tablebase.game.variant import Variant, standard_variant
 
-#: A move (SPEC §1.6): the piece letter upper case for both sides, the squares lower case.
-MOVE_PATTERN = re.compile(r"([LGECR])(?:([a-c][1-4])([-x])|(\*))([a-c][1-4])(\+?)")
 #: Longest move text quoted whole in an error message.
 _QUOTE_MAX = 20
 
@@ -29,51 +25,96 @@ class IllegalMoveError(ValueError):
     """Raised for a move that is malformed or not legal in the position; the message says why."""
 
 
-def _absolute(cell: int, turn: int) -> int:
-    return 11 - cell if turn == GOTE else cell
+@lru_cache(maxsize=64)
+def move_pattern(variant: Variant) -> re.Pattern:
+    """The regular expression of a move of the variant: groups letter, from-square, ``-``/``x``,
+    ``*`` (a drop), to-square, ``+``."""
+    letters = "".join(p.letter for p in variant.pieces)
+    square = f"[a-{FILE_LETTERS[variant.files - 1]}][1-9][0-9]?"
+    return re.compile(rf"([{letters}])(?:({square})([-x])|(\*))({square})(\+?)")
+
+
+#: The standard game's move pattern.
+MOVE_PATTERN = move_pattern(standard_variant())
+
+
+def absolute(cell: int, turn: int, variant: Variant) -> int:
+    """A square of the normalised frame of ``turn``'s position as Sente sees the board (and back)."""
+    return variant.cells - 1 - cell if turn == GOTE else cell
 
 
 def move_text(position: Position, move: int) -> str:
     """Text of a kernel move played in ``position`` (in the frame of ``position.state()``)."""
-    state = position.state()
-    src, dst = move & FROM_MASK, (move >> TO_SHIFT) & FROM_MASK
-    to = square_name(_absolute(dst, position.turn))
+    v = position.variant
+    board, _ = position.state()
+    src, dst = move & FROM_MASK, (move >> TO_SHIFT) & TO_MASK
+    to = square_name(absolute(dst, position.turn, v), v)
     if src >= DROP:
-        return f"{PIECE_LETTER[int(SLOT_PIECE[src - DROP])]}*{to}"
-    piece = (state >> (CELL_BITS * src)) & PIECE_MASK
-    capture = "x" if (state >> (CELL_BITS * dst)) & CELL_MASK else "-"
+        return f"{v.hand_order[src - DROP]}*{to}"
+    piece = (board >> (CELL_BITS * src)) & PIECE_MASK
+    capture = "x" if (board >> (CELL_BITS * dst)) & CELL_MASK else "-"
     promote = "+" if move & PROMOTION else ""
-    return f"{PIECE_LETTER[piece]}{square_name(_absolute(src, position.turn))}{capture}{to}{promote}"
+    return f"{v.pieces[piece - 1].letter}{square_name(absolute(src, position.turn, v), v)}{capture}{to}{promote}"
+
+
+def uci_move_text(position: Position, move: int) -> str:
+    """Fairy-Stockfish's text of a kernel move: from- and to-square (``b3b2``), ``+`` for a
+    promotion, ``C@b2`` for a drop, squares named with rank 1 at the *bottom* (Sente's side),
+    as Fairy-Stockfish numbers them."""
+    v = position.variant
+    src, dst = move & FROM_MASK, (move >> TO_SHIFT) & TO_MASK
+
+    def name(cell):
+        a = absolute(cell, position.turn, v)
+        return FILE_LETTERS[a % v.files] + str(v.ranks - a // v.files)
+
+    if src >= DROP:
+        return f"{v.hand_order[src - DROP]}@{name(dst)}"
+    return f"{name(src)}{name(dst)}{'+' if move & PROMOTION else ''}"
 
 
 def parse_move(position: Position, text: str) -> int:
-    """The kernel move that ``text`` names in ``position``.
+    """The kernel move that ``text`` names in ``position``: our notation (``Lb4-a3``) or
+    Fairy-Stockfish's (``b4a3``, ``C@b2``).
 
     Raises
     ------
     IllegalMoveError
-        If the text is not a move in SPEC §1.6 notation, or names no legal move here (the
-        message says which of: no piece there, the piece cannot go there, the square is taken,
-        nothing to drop, the game is over).
+        If the text is not a move, or names no legal move here (the message says which of: no
+        piece there, the piece cannot go there, the square is taken, nothing to drop, the game
+        is over).
     """
+    v = position.variant
     t = text.strip()
-    m = MOVE_PATTERN.fullmatch(t)
+    pattern = move_pattern(v)
+    m = pattern.fullmatch(t)
+    moves = position.game.legal_moves(position.state())
     if not m:
-        hint = (" (the piece letter is upper case for both sides)" if MOVE_PATTERN.fullmatch(t[:1].upper() + t[1:])
-                else "")
-        raise IllegalMoveError(f"{quote_move(text)} is not a move like Lb4-a3, Cb3xb2, Ca2-a1+ or C*b2{hint}")
-    moves = legal_moves(position.state())
+        uci = {uci_move_text(position, int(mv)): int(mv) for mv in moves}
+        if t in uci:
+            return uci[t]
+        hint = " (the piece letter is upper case for both sides)" if pattern.fullmatch(t[:1].upper() + t[1:]) else ""
+        example = " or ".join(_examples(v))
+        raise IllegalMoveError(f"{quote_move(text)} is not a move like {example}{hint}")
     if moves.size == 0:
         raise IllegalMoveError(f"{t}: the game is already over")
     texts = {move_text(position, int(mv)): int(mv) for mv in moves}
-    want = t
-    if want in texts:
-        return texts[want]
+    if t in texts:
+        return texts[t]
     # Accept a capture written with '-' or a move written with 'x' only when it is unambiguous.
     loose = {k.replace("x", "-"): v for k, v in texts.items()}
-    if want.replace("x", "-") in loose:
-        return loose[want.replace("x", "-")]
+    if t.replace("x", "-") in loose:
+        return loose[t.replace("x", "-")]
     raise IllegalMoveError(f"{t}: {_why_illegal(position, m)}")
+
+
+def _examples(v: Variant) -> list[str]:
+    if v.name == standard_variant().name:
+        return ["Lb4-a3, Cb3xb2, Ca2-a1+", "C*b2"]
+    royal = v.royal.letter
+    last = v.ranks
+    drop = f", {v.hand_order[0]}*b2" if v.hand_order else ""
+    return [f"{royal}b{last}-a{last - 1}, {royal}b{last}xb{last - 1}{drop}"]
 
 
 def quote_move(text: str) -> str:
@@ -83,19 +124,26 @@ def quote_move(text: str) -> str:
 
 
 def _why_illegal(position: Position, m: re.Match) -> str:
+    v = position.variant
     letter, src, _, drop, dst, _ = m.groups()
-    side = ("Sente", "Gote")[position.turn]
+    side = SIDE_NAMES[position.turn]
     own = OPPONENT if position.turn == GOTE else 0
-    to_code = position.board[parse_square(dst)]
+    try:
+        to_code = position.board[parse_square(dst, v)]
+        from_code = None if drop else position.board[parse_square(src, v)]
+    except ValueError as exc:
+        return str(exc)
     if drop:
-        slot = "CEG".find(letter.upper())
-        if slot < 0 or position.hands[slot + 3 * position.turn] == 0:
+        slot = v.hand_order.find(letter.upper())
+        if slot < 0 or position.hands[slot + len(v.hand_order) * position.turn] == 0:
             return f"{side} has no {letter.upper()} in hand to drop"
-        return f"{dst} is not empty"
-    code = position.board[parse_square(src)]
-    if code == 0 or (code & OPPONENT) != own or PIECE_LETTER[code & 7] != letter.upper():
+        if to_code:
+            return f"{dst} is not empty"
+        return f"a {v.kind(letter).name} may not be dropped on {dst}"
+    if from_code == 0 or (from_code & OPPONENT) != own or v.pieces[(from_code & 7) - 1].letter != letter.upper():
         return f"{side} has no {letter.upper()} on {src}"
     if to_code and (to_code & OPPONENT) == own:
         return f"{dst} holds {side}'s own piece"
+    kind = v.kind(letter)
     return f"a {letter.upper()} on {src} cannot move to {dst}" + (
-        " (a chick reaching the far rank promotes: write '+')" if letter.upper() == "C" else "")
+        f" (a {kind.name} reaching its promotion zone promotes: write '+')" if kind.promotes_to else "")

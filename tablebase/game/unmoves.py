@@ -1,101 +1,92 @@
-"""Unmoves: the predecessors of a packed state (SPEC §1.4), for the retrograde analysis.
+"""Unmoves: the predecessors of a packed state, for the retrograde analysis (docs/rules.md).
 
-A predecessor is a normalised state from which one move leads to the given state. The kernel is
-a plain function that numba compiles (:mod:`dobutsu_tb.tablebase.game.kernels`).
+A predecessor is a normalised state from which one move leads to the given state. Like the
+kernels of :mod:`~dobutsu_tb.tablebase.game.key`, these are plain functions bound to a variant's
+tables (:mod:`~dobutsu_tb.tablebase.game.layout`).
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from dobutsu_tb.tablebase.game.key import (
-    BOARD_MASK,
+from dobutsu_tb.tablebase.game.key import board_key, flip_state
+from dobutsu_tb.tablebase.game.layout import (
+    ARMY,
+    BASE,
     CELL_BITS,
     CELL_MASK,
-    CHICK,
     COUNT_BITS,
     COUNT_MASK,
-    ELEPHANT,
-    GIRAFFE,
-    HAND_CODE,
-    HAND_LEN,
-    HAND_MASK,
-    HAND_SHIFT,
-    HEN,
-    LION,
-    MAX_IN_HAND,
+    DEMOTED,
+    DROP_CELLS,
+    DROPPED_SLOT,
+    HOME_ZONE,
+    MAX_HAND,
     N_CELLS,
+    N_RESTORE,
     OPPONENT,
-    RANK_BITS,
-    RANK_MASK,
-    RANK_PACKED,
-    flip_state,
-    join_codes,
-)
-from dobutsu_tb.tablebase.game.rules import (
-    FAR_RANK_END,
-    HAND_SLOT,
-    HOME_RANK_START,
-    SLOT_PIECE,
+    PIECE_MASK,
+    PROMO_ZONE,
+    PROMOTES,
+    RESTORE_CODE,
+    RESTORE_SLOT,
+    ROYAL,
     SOURCES,
     TARGETS,
-    check_state,
-    find_piece,
 )
+from dobutsu_tb.tablebase.game.rules import find_piece
 
-#: Upper bound on the unmoves of one state (checked in the tests).
-MAX_UNMOVES = 320
-
-__kernels__ = ("gen_unmoves", "parent_keys", "_board_key", "_walk_unmoves")
+__kernels__ = ("gen_unmoves", "parent_keys", "material", "walk_unmoves")
 
 
-def gen_unmoves(child, out, nonterminal_only):
-    """Write the predecessor states of ``child`` into ``out``; return how many (or -1 if ``out``
-    is too small).
+def gen_unmoves(board, hand, boards, hands, nonterminal_only):
+    """Write the predecessor states of a state into ``boards`` and ``hands``; return how many (or
+    -1 if the arrays are too short).
 
-    A predecessor is a normalised state from which some move leads to ``child``: the child is
-    flipped back into the mover's frame and one move of the mover is undone, with or without
-    giving back a captured piece from the mover's hand, or a drop is undone. Duplicates and
+    The state is flipped back into the mover's frame and one of the mover's moves is undone: a
+    drop (the piece goes back to the hand), or a board move, with or without putting back a
+    piece it captured (taken from the mover's hand, or, for a capture whose piece left the game,
+    while the position holds fewer pieces of its kind than the variant's army). Duplicates and
     positions that cannot occur are not filtered: the caller looks the results up.
 
-    With ``nonterminal_only``, predecessors that are terminal (SPEC §1.4) are left out without
-    being generated: the enemy lion is the same before the move, so if it stands on the mover's
-    home rank every predecessor is terminal; a predecessor is catch-terminal when a mover's
-    piece attacks the enemy lion, which only the piece moved back can change (no piece slides).
-    So two attackers in ``child`` mean no non-terminal predecessor, one means only its unmoves
-    qualify, and an unmove whose piece would attack the lion from its source is skipped.
+    With ``nonterminal_only``, predecessors that are terminal are left out without being
+    generated: the enemy royal is the same before the move, so if it stands on the mover's home
+    rank every predecessor is terminal; a predecessor is catch-terminal when a mover's piece
+    attacks the enemy royal, which only the piece moved back can change (no piece slides). So
+    two attackers mean no non-terminal predecessor, one means only its unmoves qualify, and an
+    unmove whose piece would attack the royal from its source is skipped.
     """
-    return _walk_unmoves(child, out, nonterminal_only, False)
+    return walk_unmoves(board, hand, boards, hands, nonterminal_only, False)
 
 
-def parent_keys(child, keys):
-    """The canonical keys of the non-terminal predecessors of ``child`` into ``keys``, in the
-    order of ``gen_unmoves(child, out, True)``; returns how many (-1 if ``keys`` is too short).
-    The same as canonicalising that function's states, faster (the retrograde analysis's inner
-    loop): each key is joined from per-rank code tables of the edited board."""
-    return _walk_unmoves(child, keys, True, True)
+def parent_keys(board, hand, keys):
+    """The canonical keys of the non-terminal predecessors of a state into ``keys``, in the order
+    of ``gen_unmoves(..., True)``; returns how many (-1 if ``keys`` is too short). The same as
+    canonicalising that function's states, faster (the retrograde analysis's inner loop)."""
+    return walk_unmoves(board, hand, keys, keys, True, True)
 
 
-def _board_key(board, hand):
-    """The canonical key of a normalised state given as its board and hand fields."""
-    return join_codes(RANK_PACKED[board & RANK_MASK], RANK_PACKED[(board >> RANK_BITS) & RANK_MASK],
-                      RANK_PACKED[(board >> (2 * RANK_BITS)) & RANK_MASK],
-                      RANK_PACKED[(board >> (3 * RANK_BITS)) & RANK_MASK], HAND_CODE[hand], HAND_LEN[hand])
+def material(board, base):
+    """Pieces on the board (either side, promoted ones included) of unpromoted kind code ``base``:
+    all there are of a kind that is never in hand."""
+    n = 0
+    for i in range(N_CELLS):
+        p = (board >> (CELL_BITS * i)) & PIECE_MASK
+        if p != 0 and BASE[p] == base:
+            n += 1
+    return n
 
 
-def _walk_unmoves(child, out, nonterminal_only, as_keys):
-    """:func:`gen_unmoves` (states) and :func:`parent_keys` (canonical keys, when ``as_keys``)."""
-    state = flip_state(child)
-    board = state & BOARD_MASK
-    hand = (state >> HAND_SHIFT) & HAND_MASK
+def walk_unmoves(child_board, child_hand, out, out_hands, nonterminal_only, as_keys):
+    """:func:`gen_unmoves` (states into ``out`` and ``out_hands``) and :func:`parent_keys`
+    (canonical keys into ``out``, when ``as_keys``)."""
+    board, hand = flip_state(child_board, child_hand)
     n = 0
     cap = out.shape[0]
     attackers = 0
     attacker = -1
     enemy = -1
     if nonterminal_only:
-        enemy = find_piece(state, LION | OPPONENT)
-        if enemy < 0 or enemy >= HOME_RANK_START:
+        enemy = find_piece(board, ROYAL | OPPONENT)
+        if enemy < 0 or (HOME_ZONE >> enemy) & 1:
             return 0
         for i in range(N_CELLS):
             q = (board >> (CELL_BITS * i)) & CELL_MASK
@@ -108,79 +99,60 @@ def _walk_unmoves(child, out, nonterminal_only, as_keys):
         p = (board >> (CELL_BITS * t)) & CELL_MASK
         if p == 0 or p >= OPPONENT or (attackers == 1 and t != attacker):
             continue  # (with one attacker, another piece moved back would leave it in place)
-        lifted = board & ~(np.int64(CELL_MASK) << (CELL_BITS * t))
-        if p == CHICK or p == ELEPHANT or p == GIRAFFE:  # undo a drop: back to the mover's hand
-            slot = HAND_SLOT[p]
-            if (hand >> (COUNT_BITS * slot)) & COUNT_MASK < MAX_IN_HAND:
-                if n >= cap:
-                    return -1
-                h = hand + (1 << (COUNT_BITS * slot))
-                out[n] = _board_key(lifted, h) if as_keys else lifted | (h << HAND_SHIFT)
-                n += 1
+        lifted = board & ~(CELL_MASK << (CELL_BITS * t))
+        slot = DROPPED_SLOT[p]
+        if slot >= 0 and (DROP_CELLS[slot] >> t) & 1 and (hand >> (COUNT_BITS * slot)) & COUNT_MASK < MAX_HAND[slot]:
+            if n >= cap:  # undo a drop: back to the mover's hand
+                return -1
+            h = hand + (1 << (COUNT_BITS * slot))
+            if as_keys:
+                out[n] = board_key(lifted, h)
+            else:
+                out[n] = lifted
+                out_hands[n] = h
+            n += 1
         for kind in range(2):  # undo a board move to an empty source (kind 1: one that promoted)
             if kind == 0:
-                if p == CHICK and t < FAR_RANK_END:
-                    continue  # a chick moving onto the far rank would have promoted
-                srcs = SOURCES[p, t]
                 before = p
+                if PROMOTES[p] != 0 and (PROMO_ZONE[p] >> t) & 1:
+                    continue  # a move into the zone would have promoted it
             else:
-                if p != HEN or t >= FAR_RANK_END:
+                before = DEMOTED[p]
+                if before == 0 or not (PROMO_ZONE[before] >> t) & 1:
                     continue
-                srcs = np.int64(1) << (t + 3)
-                before = CHICK
-            while srcs:
-                f = 0
-                while not (srcs >> f) & 1:
-                    f += 1
-                srcs &= srcs - 1
-                if (board >> (CELL_BITS * f)) & CELL_MASK != 0:
+            srcs = SOURCES[before, t]
+            for f in range(N_CELLS):
+                if not (srcs >> f) & 1 or (board >> (CELL_BITS * f)) & CELL_MASK != 0:
                     continue
                 if nonterminal_only and (TARGETS[before, f] >> enemy) & 1:
-                    continue  # from its source the piece attacks the enemy lion: catch-terminal
+                    continue  # from its source the piece attacks the enemy royal: catch-terminal
                 moved = lifted | (before << (CELL_BITS * f))
                 if n >= cap:
                     return -1
-                out[n] = _board_key(moved, hand) if as_keys else moved | (hand << HAND_SHIFT)
+                if as_keys:
+                    out[n] = board_key(moved, hand)
+                else:
+                    out[n] = moved
+                    out_hands[n] = hand
                 n += 1
-                for slot in range(3):  # ... or undo a capture: an enemy piece stands on t again
-                    if (hand >> (COUNT_BITS * slot)) & COUNT_MASK == 0:
-                        continue
-                    h = hand - (1 << (COUNT_BITS * slot))
-                    restored = SLOT_PIECE[slot]
-                    for variant in range(2):
-                        if variant == 1:
-                            if slot != 0:
-                                break
-                            restored = HEN  # a captured hen comes back as a chick in hand
-                        if n >= cap:
-                            return -1
-                        back = moved | ((restored | OPPONENT) << (CELL_BITS * t))
-                        out[n] = _board_key(back, h) if as_keys else back | (h << HAND_SHIFT)
-                        n += 1
+                for k in range(N_RESTORE):  # ... or undo a capture: an enemy piece stands on t again
+                    restored = RESTORE_CODE[k]
+                    s = RESTORE_SLOT[k]
+                    if s >= 0:
+                        if (hand >> (COUNT_BITS * s)) & COUNT_MASK == 0:
+                            continue
+                        h = hand - (1 << (COUNT_BITS * s))
+                    else:
+                        if material(moved, BASE[restored]) >= ARMY[BASE[restored]]:
+                            continue
+                        h = hand
+                    if n >= cap:
+                        return -1
+                    back = moved | ((restored | OPPONENT) << (CELL_BITS * t))
+                    if as_keys:
+                        out[n] = board_key(back, h)
+                    else:
+                        out[n] = back
+                        out_hands[n] = h
+                    n += 1
     return n
-
-
-def predecessors(state, nonterminal_only: bool = False) -> np.ndarray:
-    """Every state from which one move leads to ``state`` (unmoves), duplicates removed.
-
-    Parameters
-    ----------
-    state : int
-        Packed normalised state.
-    nonterminal_only : bool, optional
-        Leave out terminal predecessors (see :func:`gen_unmoves`).
-
-    Returns
-    -------
-    numpy.ndarray of int64, shape (n,)
-        Sorted packed predecessor states, normalised for the side that moved. Unreachable or
-        terminal predecessors are included: the rules do not know the start position.
-    """
-    from dobutsu_tb.tablebase.game import kernels
-
-    state = check_state(state)
-    buf = np.empty(MAX_UNMOVES, np.int64)
-    n = kernels.gen_unmoves(state, buf, nonterminal_only)
-    if n < 0:
-        raise RuntimeError("MAX_UNMOVES is too small")
-    return np.unique(buf[:n])

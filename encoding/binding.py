@@ -1,0 +1,99 @@
+"""Binding plain kernels to a set of tables: one copy of each kernel per set (per game variant).
+
+A *plain kernel* is an ordinary Python function that reads its constants and tables as module
+globals (``N_CELLS``, ``TARGETS``, ...) and calls other plain kernels; a module lists its plain
+kernels by name in ``__kernels__``. :func:`bind_plain` copies the kernels of some modules with
+their globals replaced by a dictionary of names (a variant's tables), each copy calling the
+other copies: the copies run as plain Python, which is how probing uses them without numba.
+:func:`dobutsu_tb.encoding.jit.bind_jitted` makes the same copies and compiles them with numba,
+which freezes the tables into the machine code.
+
+This module knows no game and does not import numba.
+"""
+
+from __future__ import annotations
+
+import types
+
+#: ``range`` for plain kernels whose loop runs in parallel once jitted: :func:`~dobutsu_tb.encoding.jit.bind_jitted`
+#: puts ``numba.prange`` in its place (import it under this name).
+prange = range
+
+
+def kernel_options(**options):
+    """Decorator: the numba options (``parallel=True``, ...) a plain kernel is compiled with when
+    bound by :func:`~dobutsu_tb.encoding.jit.bind_jitted`; the function itself is unchanged."""
+    def mark(func):
+        func.__jit_options__ = dict(options)
+        return func
+    return mark
+
+
+def listed_kernels(modules) -> dict:
+    """The plain kernels of ``modules`` by name (each module's ``__kernels__``).
+
+    Raises
+    ------
+    ValueError
+        If two modules list the same name.
+    """
+    plain = {}
+    for module in modules:
+        for name in module.__kernels__:
+            if name in plain:
+                raise ValueError(f"kernel name {name!r} is listed twice")
+            plain[name] = getattr(module, name)
+    return plain
+
+
+def copy_kernels(modules, names: dict, convert=None, known: dict | None = None) -> tuple[dict, dict]:
+    """Copies of the plain kernels of ``modules``, with globals of the same name as a key of
+    ``names`` replaced by its value, and every reference to a listed kernel replaced by its copy
+    (once ``convert`` has made the copies what they will be).
+
+    Parameters
+    ----------
+    modules : sequence of module
+        Modules with a ``__kernels__`` tuple of function names.
+    names : dict of str to object
+        Replacement globals (a variant's tables); a name a module does not use is ignored.
+    convert : callable, optional
+        ``convert(name, copy) -> object``, applied to each copy (a jit decorator); default: the
+        copy itself.
+    known : dict of int to object, optional
+        Kernels bound before, by ``id`` of their plain original: references to them are replaced
+        too. Updated with this call's copies.
+
+    Returns
+    -------
+    kernels : dict of str to object
+        The converted copies by name.
+    namespaces : dict of str to dict
+        Each copy's globals dictionary (filled in before the copies are used).
+    """
+    plain = listed_kernels(modules)
+    out, namespaces = {}, {}
+    by_identity = known if known is not None else {}
+    for name, func in plain.items():
+        namespace = dict(func.__globals__)
+        for key in namespace.keys() & names.keys():
+            namespace[key] = names[key]
+        copy = types.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__, func.__closure__)
+        copy.__qualname__, copy.__module__, copy.__doc__ = func.__qualname__, func.__module__, func.__doc__
+        copy.__kwdefaults__ = func.__kwdefaults__
+        copy.__jit_options__ = getattr(func, "__jit_options__", {})
+        out[name] = copy if convert is None else convert(name, copy)
+        by_identity[id(func)] = out[name]
+        namespaces[name] = namespace
+    for namespace in namespaces.values():  # globals are looked up when a kernel first runs
+        for key, value in list(namespace.items()):
+            if isinstance(value, types.FunctionType) and id(value) in by_identity:
+                namespace[key] = by_identity[id(value)]
+    return out, namespaces
+
+
+def bind_plain(modules, names: dict) -> types.SimpleNamespace:
+    """Plain-Python copies of the kernels of ``modules`` bound to ``names`` (:func:`copy_kernels`),
+    as attributes of a namespace."""
+    kernels, _ = copy_kernels(modules, names)
+    return types.SimpleNamespace(**kernels)
