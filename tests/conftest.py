@@ -8,18 +8,23 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import naive  # noqa: E402
 from dobutsu_tb.tablebase.game.position import Position
+from dobutsu_tb.tablebase.game.variant import get_variant, shipped_variants
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 LION_CHICK = "S/-l-/-c-/-C-/-L-/-"
+#: The shipped variants' names, for tests run on each.
+VARIANTS = list(shipped_variants())
 
 
-def random_positions(n, seed=0, material=("C", "C", "E", "E", "G", "G")):
-    """n random legal positions as (Position, NaivePosition) pairs."""
+def random_positions(n, seed=0, material=None, variant="dobutsu"):
+    """n random legal positions of a variant as (Position, NaivePosition) pairs."""
     rng = random.Random(seed)
+    game = naive.load_game(variant)
+    v = get_variant(variant)
     out = []
     while len(out) < n:
-        npos = naive.random_position(rng, material)
-        out.append((Position.from_text(npos.text()), npos))
+        npos = naive.random_position(rng, game, material)
+        out.append((Position.from_text(npos.text(), v), npos))
     return out
 
 

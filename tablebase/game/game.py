@@ -211,11 +211,11 @@ class Game:
         """
         board, hand = self.check_state(state)
         size = self.layout["MAX_UNMOVES"]
-        boards, hands = [0] * size, [0] * size
-        n = self.kernels.gen_unmoves(board, hand, _Sized(boards), hands, nonterminal_only)
+        boards, hands = np.empty(size, np.int64), np.empty(size, np.int64)
+        n = self.kernels.gen_unmoves(board, hand, boards, hands, nonterminal_only)
         if n < 0:
             raise RuntimeError("MAX_UNMOVES is too small")
-        return sorted(set(zip(boards[:n], hands[:n])))
+        return sorted(set(zip(boards[:n].tolist(), hands[:n].tolist())))
 
     def perft(self, state, depth: int) -> int:
         """Number of move sequences of ``depth`` plies from ``state``; game-over positions are leaves
@@ -277,14 +277,6 @@ class Game:
         if bad.size:
             raise ValueError(f"{int(keys[bad[0]]):#x} is not a valid position key")
         return boards, hands
-
-
-class _Sized(list):
-    """A list with a numpy-like ``shape`` (the plain kernels read ``out.shape[0]``)."""
-
-    @property
-    def shape(self):
-        return (len(self),)
 
 
 _GAMES: dict = {}
