@@ -10,7 +10,6 @@ from conftest import LION_CHICK, reseal
 from dobutsu_tb.analysis.lines import read_games, reads_whole_file, verify_games, verify_line
 from dobutsu_tb.analysis.stats import tablebase_stats
 from dobutsu_tb.analysis.verify import verify_file
-from dobutsu_tb.tablebase.game.key import decode
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.probe import MissingPositionError, open_tablebase
 from dobutsu_tb.tablebase.schema import TablebaseFileError
@@ -171,7 +170,7 @@ def test_verify_names_an_altered_value(cli, lion_chick_tb, tmp_path):
         i = int(np.flatnonzero(values == value_code(1, 7))[3])
         values[i] = value_code(1, 9)  # a win in 7 claimed to take 9 plies
         f["values"][...] = values
-        victim = Position.from_state(int(decode([f["keys"][i]])[0])).text()
+        victim = Position.from_key(int(f["keys"][i])).text()
     report = verify_file(bad)
     assert not report.ok
     assert victim in [p.where for p in report.problems]

@@ -225,8 +225,7 @@ def test_too_little_memory_is_said_before_the_build(cli, tmp_path, monkeypatch):
         _no_computing(m)
         result = cli("build", "--out", tmp_path / "full.h5", "-q")
     assert result.exit_code == 1 and result.output.count("\n") == 1
-    need = build_module.estimate_memory(build_module.STANDARD_NONTERMINAL,
-                                        build_module.STANDARD_REACHABLE - build_module.STANDARD_NONTERMINAL)
+    need = build_module.estimate_memory(build_module.STANDARD_NONTERMINAL, build_module.STANDARD_TERMINAL)
     assert result.output == (f"error: the build needs about {need / 2**30:.1f} GiB of memory for 246,803,167 "
                              f"positions, but only 0.1 GiB is available (MemAvailable in /proc/meminfo); free some "
                              f"memory, or pass --ignore-memory to try anyway\n")
@@ -247,8 +246,7 @@ def test_too_little_memory_is_said_before_the_build(cli, tmp_path, monkeypatch):
 
 def test_the_memory_estimate_grows_with_the_positions():
     small = build_module.estimate_memory(10_000, 10_000)
-    full = build_module.estimate_memory(build_module.STANDARD_NONTERMINAL,
-                                        build_module.STANDARD_REACHABLE - build_module.STANDARD_NONTERMINAL)
+    full = build_module.estimate_memory(build_module.STANDARD_NONTERMINAL, build_module.STANDARD_TERMINAL)
     assert build_module.BASE_MEMORY < small < 2 * build_module.BASE_MEMORY
     # The full build: a 2**27-slot table (512 MiB), its value bytes, 8-byte sort records.
     assert 1.5 * 2**30 < full < 2.5 * 2**30

@@ -26,7 +26,6 @@ import numpy as np
 
 from conftest import LION_CHICK
 from dobutsu_tb.analysis.verify import verify_file
-from dobutsu_tb.tablebase.game.key import decode
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.probe import MissingPositionError, open_tablebase
 from dobutsu_tb.tablebase.reader import TablebaseFile
@@ -88,7 +87,7 @@ def test_damage_gives_right_answers_or_errors_never_wrong(cli, lion_chick_tb, tm
         keys, values = f.read_all()
     rng = np.random.default_rng(SEED)
     sample = np.sort(rng.choice(keys.shape[0], 60, replace=False))
-    positions = [Position.from_state(int(s)) for s in decode(keys[sample])]
+    positions = [Position.from_key(int(k)) for k in keys[sample]]
     want = [decode_value(int(values[i])) for i in sample]
     want_dtm = np.array([w[1] for w in want])
     pristine_cli = cli("probe", LION_CHICK, "--tb", lion_chick_tb.path).output

@@ -8,72 +8,100 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import naive
+from conftest import VARIANTS
 from dobutsu_tb.encoding.hashtable import HashTable, HashTableFullError
-from dobutsu_tb.tablebase.game import kernels
-from dobutsu_tb.tablebase.game import key as K
+from dobutsu_tb.tablebase.game.game import game_of
 from dobutsu_tb.tablebase.game.position import GOTE, SENTE, Position, PositionError
+from dobutsu_tb.tablebase.game.variant import get_variant
 
 # --- keys ----------------------------------------------------------------------------------
 
+GAME = game_of()
+
+
+def _arrays(states):
+    return [s[0] for s in states], [s[1] for s in states]
+
 
 @st.composite
-def positions(draw):
+def positions(draw, variant="dobutsu"):
     seed = draw(st.integers(0, 2**32 - 1))
-    material = draw(st.lists(st.sampled_from("CEG"), max_size=6).filter(
-        lambda m: all(m.count(p) <= 2 for p in "CEG")))
-    npos = naive.random_position(random.Random(seed), tuple(material))
-    return Position.from_text(npos.text())
+    game = naive.load_game(variant)
+    pieces = [x for x, n in game.army.items() if x != game.royal for _ in range(n)]
+    material = draw(st.lists(st.sampled_from(pieces), max_size=len(pieces)).filter(
+        lambda m: all(m.count(p) <= game.army[p] for p in set(m))))
+    npos = naive.random_position(random.Random(seed), game, tuple(material))
+    return Position.from_text(npos.text(), get_variant(variant))
 
 
 def test_start_key_bits_by_hand():
     # a1 g:1011 b1 l:1101 c1 e:1001 a2 -:0 b2 c:11101 c2 0 a3 0 b3 C:11100 c3 0
     # a4 E:1000 b4 L:1100 c4 G:1010, then six empty hand counts 000000.
     bits = "1011" "1101" "1001" "0" "11101" "0" "0" "11100" "0" "1000" "1100" "1010" "000000"
-    assert K.encode([Position.start().state()])[0] == int(bits, 2) << (63 - len(bits))
+    assert GAME.encode(*_arrays([Position.start().state()]), fold_mirror=False)[0] == int(bits, 2) << (63 - len(bits))
 
 
-@given(positions())
-@settings(max_examples=300, deadline=None)
-def test_key_round_trip(pos):
+def test_5x3_start_key_bits_by_hand():
+    # The standard start with an empty rank 3 (three more 0 bits): a key of 47 bits at most.
+    bits = "1011" "1101" "1001" "0" "11101" "0" "000" "0" "11100" "0" "1000" "1100" "1010" "000000"
+    game = game_of(get_variant("dobutsu-5x3"))
+    assert game.layout["MAX_KEY_BITS"] == 47
+    start = Position.start(game.variant)
+    assert game.encode(*_arrays([start.state()]), fold_mirror=False)[0] == int(bits, 2) << (63 - len(bits))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@given(data=st.data())
+@settings(max_examples=100, deadline=None)
+def test_key_round_trip(variant, data):
+    pos = data.draw(positions(variant))
+    game = pos.game
     state = pos.state()
-    key = K.encode([state])[0]
+    key = game.encode(*_arrays([state]), fold_mirror=False)[0]
     assert 0 < key < 2**63
-    assert key & ((1 << (63 - K.MAX_KEY_BITS)) - 1) == 0
-    assert K.decode([key])[0] == state
+    assert key & ((1 << (63 - game.layout["MAX_KEY_BITS"])) - 1) == 0
+    boards, hands = game.decode([key])
+    assert (int(boards[0]), int(hands[0])) == state
+    assert Position.from_key(int(pos.key()), pos.variant).key() == pos.key()
 
 
-@given(positions())
-@settings(max_examples=300, deadline=None)
-def test_canonical_key_ignores_mirror_and_orientation(pos):
+@pytest.mark.parametrize("variant", VARIANTS)
+@given(data=st.data())
+@settings(max_examples=100, deadline=None)
+def test_canonical_key_ignores_mirror_and_orientation(variant, data):
+    pos = data.draw(positions(variant))
     k = pos.key()
     assert pos.mirror().key() == k
-    assert k == min(K.encode([pos.state(), pos.mirror().state()]))
+    assert k == min(pos.game.encode(*_arrays([pos.state(), pos.mirror().state()]), fold_mirror=False))
     # The same position seen from the other side, with the other side to move, is the same
     # normalised position.
-    flipped = Position.from_state(pos.state(), 1 - pos.turn)
+    flipped = Position.from_state(pos.state(), 1 - pos.turn, pos.variant)
     assert flipped.key() == k
-    assert Position.from_state(pos.state(), pos.turn) == pos
+    assert Position.from_state(pos.state(), pos.turn, pos.variant) == pos
 
 
 @given(positions())
 @settings(max_examples=200, deadline=None)
 def test_flip_and_mirror_are_involutions(pos):
-    s = np.int64(pos.state())
-    assert kernels.flip_state(kernels.flip_state(s)) == s
-    assert kernels.mirror_state(kernels.mirror_state(s)) == s
-    assert K.flip_state(K.flip_state(s)) == s and K.mirror_state(K.mirror_state(s)) == s
+    b, h = pos.state()
+    jit, plain = GAME.jitted(), GAME.kernels
+    for k in (jit, plain):
+        assert tuple(map(int, k.flip_state(*k.flip_state(b, h)))) == (b, h)
+        assert tuple(map(int, k.mirror_state(*k.mirror_state(b, h)))) == (b, h)
 
 
 def test_decode_rejects_invalid_key():
     with pytest.raises(ValueError, match="not a valid position key"):
-        K.decode([(1 << 62) | (1 << 20) | 12345 << 19])
+        GAME.decode([(1 << 62) | (1 << 20) | 12345 << 19])
+    with pytest.raises(PositionError, match="not the key of a dobutsu position"):
+        Position.from_key((1 << 62) | (1 << 20) | 12345 << 19)
 
 
 def test_encode_rejects_invalid_state():
     with pytest.raises(ValueError, match="invalid packed state"):
-        K.encode([6])  # nibble 6 is no piece
+        GAME.encode([6], [0])  # nibble 6 is no piece
     with pytest.raises(ValueError, match="one-dimensional"):
-        K.encode([[1]])
+        GAME.encode([[1]], [[0]])
 
 
 # --- hash table ----------------------------------------------------------------------------

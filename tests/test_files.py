@@ -17,11 +17,11 @@ import pytest
 
 from conftest import LION_CHICK, reseal
 from dobutsu_tb.tablebase import writer
-from dobutsu_tb.tablebase.game.key import decode
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.probe import open_tablebase
 from dobutsu_tb.tablebase.reader import TablebaseFile
 from dobutsu_tb.tablebase.schema import TablebaseFileError
+from dobutsu_tb.tablebase.game.variant import get_variant
 from dobutsu_tb.tablebase.values import decode_value, decode_values
 from dobutsu_tb.tablebase.writer import pack_records
 
@@ -97,7 +97,13 @@ def _table_huge_size(f):
 
 OPEN_CASES = [
     ("version-as-text", _attrs(format_version="3"), "'format_version' is not an integer"),
-    ("version-4", _attrs(format_version=np.int64(4)), "format version 4"),
+    ("version-5", _attrs(format_version=np.int64(5)), "format version 5"),
+    ("version-3-with-variant", _attrs(format_version=np.int64(3)), "unknown metadata attribute 'variant'"),
+    ("variant-missing", _resealed(_attrs(variant=None)), "metadata attribute 'variant' is missing"),
+    ("variant-not-json", _resealed(_attrs(variant="{")), "its variant: not a JSON variant description"),
+    ("variant-bad-field", _resealed(_attrs(variant='{"name": "x"}')), "its variant: files: this field is missing"),
+    ("variant-other-board", _resealed(_attrs(variant=get_variant("dobutsu-5x3").to_json())),
+     "is not a position of dobutsu-5x3"),
     ("version-2-with-crc", _attrs(format_version=np.int64(2)), "unknown metadata attribute 'metadata_crc32'"),
     ("count-as-float", _attrs(nonterminal=11711.0), "'nonterminal' is not an integer"),
     ("count-as-array", _attrs(wins=np.array([6465, 0])), "'wins' is not an integer"),
@@ -196,7 +202,7 @@ def test_format_version_1_says_build_again(cli, lion_chick_tb, tmp_path):
         for name, data in (("keys", keys), ("wdl", wdl), ("dtm", dtm.astype("<u2")), ("index", keys[::512])):
             f.create_dataset(name, data=data, chunks=True, compression="gzip", fletcher32=True)
         f.attrs.update({"format": "dobutsu-tablebase", "format_version": np.int64(1), "start": LION_CHICK})
-    _refused_everywhere(cli, path, "format version 1 (this program reads version 3; build the file again")
+    _refused_everywhere(cli, path, "format version 1 (this program reads version 4; build the file again")
 
 
 def test_someone_elses_files_are_refused(cli, tmp_path):
@@ -217,6 +223,7 @@ def test_a_version_2_file_is_still_read(lion_chick_tb, bad_copy):
     """Files of format version 2 (no metadata CRC) are read with every other check."""
     with h5py.File(bad_copy, "a") as f:
         del f.attrs["metadata_crc32"]
+        del f.attrs["variant"]
         f.attrs["format_version"] = np.int64(2)
     keys, values = truth(lion_chick_tb.path)
     with open_tablebase(bad_copy) as tb:
@@ -232,7 +239,7 @@ def test_a_version_2_file_is_still_read(lion_chick_tb, bad_copy):
 def _every_answer_right_or_refused(path, keys, values):
     """Probe every stored position lazily and in memory: each answer is the true one or a
     TablebaseFileError. Returns how many were refused lazily."""
-    positions = [Position.from_state(int(s)) for s in decode(keys)]
+    positions = [Position.from_key(int(k)) for k in keys]
     refused = 0
     with open_tablebase(path) as tb:
         for pos, code in zip(positions, values.tolist()):
@@ -257,7 +264,7 @@ def _forged(lion_chick_tb, tmp_path, monkeypatch, edit):
     k, v = keys.copy(), values.copy()
     edit(k, v)
     path = tmp_path / "forged.h5"
-    forge(path, pack_records(k, v), lion_chick_tb.metadata, monkeypatch)
+    forge(path, pack_records(k, v, 19), lion_chick_tb.metadata, monkeypatch)
     return path, keys, values
 
 
@@ -271,7 +278,7 @@ def test_a_forged_chunk_gives_errors_not_answers(cli, lion_chick_tb, tmp_path, m
     assert _every_answer_right_or_refused(path, keys, values) > 0
     with pytest.raises(TablebaseFileError, match="out of"):
         open_tablebase(path, in_memory=True)
-    victim = Position.from_state(int(decode(keys[entry:entry + 1])[0])).text()
+    victim = Position.from_key(int(keys[entry])).text()
     for command in (("stats", path), ("verify", path), ("probe", victim, "--tb", path)):
         result = cli(*command)
         assert result.exit_code == 1 and result.output.startswith("error: ") and result.output.count("\n") == 1

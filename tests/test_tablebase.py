@@ -15,7 +15,6 @@ import pytest
 import naive
 from conftest import LION_CHICK
 from dobutsu_tb.tablebase.build import build_tablebase
-from dobutsu_tb.tablebase.game.key import decode
 from dobutsu_tb.tablebase.game.position import GOTE, Position
 from dobutsu_tb.tablebase.probe import MissingPositionError, open_tablebase
 from dobutsu_tb.tablebase.reader import TablebaseFile
@@ -52,10 +51,10 @@ def stored(path):
 def check_every_value(path):
     keys, wdl, dtm = stored(path)
     table = {int(k): (int(w), int(d)) for k, w, d in zip(keys, wdl, dtm)}
-    for k, state in zip(keys, decode(keys)):
-        pos = naive.NaivePosition.from_text(Position.from_state(int(state)).text())
+    for k in keys:
+        pos = naive.NaivePosition.from_text(Position.from_key(int(k)).text())
         values = naive.children_values(pos, lambda child: table[naive.canonical_key(child)])
-        assert naive.expected_value(values) == table[int(k)], Position.from_state(int(state)).text()
+        assert naive.expected_value(values) == table[int(k)], Position.from_key(int(k)).text()
     return len(keys)
 
 
@@ -123,7 +122,7 @@ def test_probe_any_orientation(lion_chick_tb, in_memory):
     rng = np.random.default_rng(0)
     with open_tablebase(lion_chick_tb.path, in_memory=in_memory) as tb:
         for i in rng.choice(len(keys), 300, replace=False):
-            pos = Position.from_state(int(decode([keys[i]])[0]))
+            pos = Position.from_key(int(keys[i]))
             want_dtm = {WIN: dtm[i], LOSS: -int(dtm[i]), DRAW: 0}[int(wdl[i])]
             for variant in (pos, pos.mirror(), Position.from_state(pos.state(), GOTE),
                             Position.from_state(pos.mirror().state(), GOTE)):
@@ -162,7 +161,7 @@ def test_principal_variation_has_dtm_plies(lion_chick_tb):
     rng = np.random.default_rng(1)
     with open_tablebase(lion_chick_tb.path) as tb:
         for i in rng.choice(np.flatnonzero(wdl != DRAW), 100, replace=False):
-            pos = Position.from_state(int(decode([keys[i]])[0]))
+            pos = Position.from_key(int(keys[i]))
             pv = tb.principal_variation(pos)
             assert len(pv) == dtm[i]
             assert pv[-1].terminal in ("try", "lion captured")
@@ -184,7 +183,7 @@ def test_pv_of_a_draw_stops(lion_chick_tb):
     keys, wdl, _ = stored(lion_chick_tb.path)
     i = int(np.flatnonzero(wdl == DRAW)[0])
     with open_tablebase(lion_chick_tb.path) as tb:
-        pv = tb.principal_variation(Position.from_state(int(decode([keys[i]])[0])), max_plies=30)
+        pv = tb.principal_variation(Position.from_key(int(keys[i])), max_plies=30)
         assert 0 < len(pv) <= 30 and all(m.wdl == DRAW for m in pv)
 
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from dobutsu_tb.encoding.binding import bind_plain, kernel_options, prange
 from dobutsu_tb.tablebase.game import key, rules, unmoves
+from dobutsu_tb.tablebase.game.key import as_int64_array, canonical_key, decode_key, encode_state
 from dobutsu_tb.tablebase.game.layout import derive
 from dobutsu_tb.tablebase.game.rules import (
     CATCH,
@@ -45,14 +46,14 @@ __kernels__ = ("encode_many", "decode_many")
 def encode_many(boards, hands, out, fold_mirror):
     """``out[i]`` = the key (canonical key if ``fold_mirror``) of state i, 0 if invalid."""
     for i in prange(boards.shape[0]):
-        out[i] = key.canonical_key(boards[i], hands[i]) if fold_mirror else key.encode_state(boards[i], hands[i])
+        out[i] = canonical_key(boards[i], hands[i]) if fold_mirror else encode_state(boards[i], hands[i])
 
 
 @kernel_options(parallel=True)
 def decode_many(keys, boards, hands):
     """``boards[i], hands[i]`` = the state of ``keys[i]``."""
     for i in prange(keys.shape[0]):
-        boards[i], hands[i] = key.decode_key(keys[i])
+        boards[i], hands[i] = decode_key(keys[i])
 
 
 class Game:
@@ -250,8 +251,8 @@ class Game:
         ValueError
             If a state is invalid (a bad nibble, a hand count too high).
         """
-        boards = key.as_int64_array(boards, "boards")
-        hands = key.as_int64_array(hands, "hands")
+        boards = as_int64_array(boards, "boards")
+        hands = as_int64_array(hands, "hands")
         out = np.empty(boards.shape[0], np.int64)
         self.jitted().encode_many(boards, hands, out, fold_mirror)
         if out.size and out.min() == 0:
@@ -267,7 +268,7 @@ class Game:
         ValueError
             If a key is not the key of any state (checked by encoding the result again).
         """
-        keys = key.as_int64_array(keys, "keys")
+        keys = as_int64_array(keys, "keys")
         boards = np.empty(keys.shape[0], np.int64)
         hands = np.empty(keys.shape[0], np.int64)
         self.jitted().decode_many(keys, boards, hands)

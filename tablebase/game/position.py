@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from dobutsu_tb.tablebase.game.layout import OPPONENT
 from dobutsu_tb.tablebase.game.text import (
@@ -74,6 +75,9 @@ class Position:
     hands: tuple | None = None
     turn: int = SENTE
     variant: Variant = field(default_factory=standard_variant, repr=False)
+
+    #: The standard game's start position (``Position.start()`` is any variant's).
+    START_TEXT: ClassVar[str] = "S/gle/-c-/-C-/ELG/-"
 
     def __post_init__(self):
         v = self.variant
@@ -145,6 +149,23 @@ class Position:
         bits, mask = game.layout["COUNT_BITS"], game.layout["COUNT_MASK"]
         hands = tuple((hand >> (bits * k)) & mask for k in range(2 * len(game.variant.hand_order)))
         return cls(cells, hands, turn, game.variant)
+
+    @classmethod
+    def from_key(cls, key: int, variant: Variant | None = None) -> "Position":
+        """The position of a canonical key (as stored in a tablebase), Sente to move.
+
+        Raises
+        ------
+        PositionError
+            If ``key`` is not the key of a position of the variant.
+        """
+        from dobutsu_tb.tablebase.game.game import game_of
+
+        game = game_of(variant or standard_variant())
+        state = game.kernels.decode_key(int(key))
+        if game.kernels.encode_state(*state) != int(key):
+            raise PositionError(f"{int(key):#x} is not the key of a {game.variant.name} position")
+        return cls.from_state(state, SENTE, game.variant)
 
     def key(self) -> int:
         """The canonical key (layout.py): normalised, mirror images folded."""

@@ -261,7 +261,7 @@ def _fail(where: str, message: str):
 def _typed(data: dict, key: str, kind, where: str, default=None, required: bool = False):
     if key not in data:
         if required:
-            _fail(where, f"the field {key!r} is missing")
+            _fail(f"{where}.{key}" if where else key, "this field is missing")
         return default
     value = data[key]
     if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
