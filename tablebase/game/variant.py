@@ -196,7 +196,7 @@ class Variant:
         hands, promoted ones counted as their base): the most any position of the variant holds."""
         from dobutsu_tb.tablebase.game.text import parse_position_text
 
-        board, hands, _ = parse_position_text(self, self.start, "start")
+        board, hands, _ = parse_position_text(self, self.start)
         counts = {p.letter: 0 for p in self.pieces if self.base_of[p.letter] == p.letter}
         for letter in board:
             if letter:
@@ -430,7 +430,7 @@ def _check_start(variant: Variant) -> None:
     from dobutsu_tb.tablebase.game.text import parse_position_text
 
     try:
-        board, hands, _ = parse_position_text(variant, variant.start, "start")
+        board, hands, _ = parse_position_text(variant, variant.start)
     except ValueError as exc:
         _fail("start", str(exc))
     royal = variant.royal.letter

@@ -1,0 +1,274 @@
+"""Variants as data: variant files and their errors, every front end on a variant's file, and the
+small variants solved value by value against the naive reference."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+import naive
+from dobutsu_tb.tablebase.build import build_tablebase
+from dobutsu_tb.tablebase.game.game import game_of
+from dobutsu_tb.tablebase.game.position import Position, PositionError
+from dobutsu_tb.tablebase.game.variant import (
+    VariantError,
+    get_variant,
+    load_variant_file,
+    parse_variant,
+    shipped_variants,
+    standard_variant,
+    variant_from_json,
+)
+from dobutsu_tb.tablebase.probe import open_tablebase
+from dobutsu_tb.tablebase.reader import TablebaseFile
+from dobutsu_tb.tablebase.values import decode_values
+
+# --- descriptions --------------------------------------------------------------------------------
+
+
+def test_shipped_variants_round_trip_through_json_and_toml(tmp_path):
+    for v in shipped_variants().values():
+        assert variant_from_json(v.to_json()) == v
+        path = tmp_path / f"{v.name}.toml"
+        path.write_text(v.to_toml(), encoding="utf-8")
+        assert load_variant_file(path) == v
+        assert v.digest == load_variant_file(path).digest
+
+
+def test_the_standard_variant_is_the_game_of_the_rules():
+    v = standard_variant()
+    assert (v.files, v.ranks, v.start, v.hand_order) == (3, 4, "S/gle/-c-/-C-/ELG/-", "CEG")
+    assert v.army == {"E": 2, "G": 2, "L": 2, "C": 2}
+    assert v.mirror_symmetric and v.drops and v.try_rule
+    assert game_of(v).layout["MAX_KEY_BITS"] == 44 and game_of(v).layout["KEY_SHIFT"] == 19
+
+
+def _standard_dict(**changes):
+    data = standard_variant().to_dict()
+    data.update(name="mine")
+    for key, value in changes.items():
+        if value is None:
+            del data[key]
+        else:
+            data[key] = value
+    return data
+
+
+def _pieces(edit):
+    data = _standard_dict()
+    edit(data["pieces"])
+    return data
+
+
+BAD = [
+    (_standard_dict(colour="red"), "colour: unknown field"),
+    (_standard_dict(files=None), "files: this field is missing"),
+    (_standard_dict(files="3"), "files: must be an integer"),
+    (_standard_dict(files=5), "files: must be 1 to 4"),
+    (_standard_dict(ranks=6), "ranks: a 3x6 board has 18 squares; the kernels hold at most 15"),
+    (_standard_dict(name="My Game"), "name: must be 1 to 40 lower case letters"),
+    (_standard_dict(start="S/gle/-c-/-C-/ELG/-/-"), "start: 'S/gle/-c-/-C-/ELG/-/-': expected 6 fields"),
+    (_standard_dict(start="S/gle/-c-/-C-/ELX/-"), "start: 'S/gle/-c-/-C-/ELX/-': unknown piece letter 'X'"),
+    (_standard_dict(start="S/gle/-c-/-C-/EGG/-"), "start: Sente needs exactly one lion (L)"),
+    (_standard_dict(hand_order="CE"), "hand_order: must list each kind that can be dropped once (EGC)"),
+    (_pieces(lambda p: p[0].update(steps=[[0, 5]])), "pieces[0] (E).steps[0]: the step [0, 5] leaves every square"),
+    (_pieces(lambda p: p[0].update(steps=["up"])), "pieces[0] (E).steps[0]: unknown direction 'up'"),
+    (_pieces(lambda p: p[0].update(royal=True)), "pieces: exactly one kind must be royal (royal = true), got 2: E, L"),
+    (_pieces(lambda p: p[3].update(promotes_to="Q")), "pieces[3] (C).promotes_to: unknown piece 'Q'"),
+    (_pieces(lambda p: p[1].update(letter="E")), "pieces[1].letter: the letter 'E' is used twice"),
+    (_pieces(lambda p: p[1].update(letter="e")), "pieces[1].letter: must be one upper case letter A-Z"),
+    (_pieces(lambda p: p[3].update(forbidden_drop_ranks=[1, 2, 3, 4])), "forbids every rank"),
+    (_pieces(lambda p: p[0].update(size=2)), "pieces[0].size: unknown field"),
+    (_pieces(lambda p: p.append(dict(p[0], letter="X", name="extra")) or p.append(dict(p[0], letter="Y", name="more"))
+             or p.append(dict(p[0], letter="Z", name="last"))), "pieces: 1 to 7 kinds of piece, got 8"),
+]
+
+
+@pytest.mark.parametrize("data,message", BAD, ids=[m.split(":")[0] for _, m in BAD])
+def test_a_bad_description_names_the_field(data, message):
+    with pytest.raises(VariantError) as caught:
+        parse_variant(data, "mine.toml")
+    assert str(caught.value).startswith("mine.toml: ") and message in str(caught.value), str(caught.value)
+
+
+def test_a_key_too_wide_for_64_bits_is_refused():
+    """Seven kinds (codes of 4 and 5 bits) filling a 3x5 board need a 64-bit code."""
+    wide = _standard_dict(ranks=5, drops=False, hand_order="", start="S/geg/cec/-l-/CLC/GEG/-")
+    wide["pieces"] += [dict(wide["pieces"][1], letter="X", name="ex"), dict(wide["pieces"][1], letter="Y", name="why")]
+    with pytest.raises(VariantError, match="wide.toml: pieces: a position's key needs up to 64 bits; at most 58 fit"):
+        parse_variant(wide, "wide.toml")
+    hands = _standard_dict(start="S/gle/-cg/gC-/ELG/-")  # four giraffes: hand counts of 3 bits
+    with pytest.raises(VariantError, match="hand_order: 3 kinds in hand with up to 4 each need a 18-bit hand field"):
+        parse_variant(hands)
+
+
+def test_bad_variant_files_get_one_error_line(cli, tmp_path):
+    cases = {
+        "not-toml.toml": (b"name = \n", "not a TOML file"),
+        "latin1.toml": ("name = 'caf\xe9'".encode("latin-1"), "not UTF-8 text"),
+        "huge.toml": (b"#" * 70000, "a variant file is at most 65,536 bytes"),
+        "two-royals.toml": (standard_variant().to_toml().replace("royal = false", "royal = true", 1).replace(
+            'name = "dobutsu"', 'name = "two"').encode(), "exactly one kind must be royal"),
+    }
+    for name, (data, message) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        result = cli("variants", "--variant-file", path)
+        assert result.exit_code == 1 and result.output.startswith(f"error: {path}: "), result.output
+        assert message in result.output and result.output.count("\n") == 1, result.output
+    result = cli("variants", "--variant-file", tmp_path / "missing.toml")
+    assert result.exit_code == 1 and "no such variant file or folder" in result.output
+    clash = tmp_path / "clash.toml"
+    clash.write_text(get_variant("dobutsu-3x3").to_toml().replace('files = 3', 'files = 3 ').replace(
+        "try_rule = true", "try_rule = false"), encoding="utf-8")
+    result = cli("variants", "--variant-file", clash)
+    assert result.exit_code == 1 and "is a shipped variant's name" in result.output
+    result = cli("build", "--variant", "nonesuch", "-q")
+    assert result.exit_code == 1 and "unknown variant 'nonesuch'" in result.output
+
+
+def test_variants_lists_the_shipped_and_loaded_ones(cli, tmp_path):
+    mine = get_variant("dobutsu-3x3").to_toml().replace('name = "dobutsu-3x3"', 'name = "mine"')
+    (tmp_path / "mine.toml").write_text(mine, encoding="utf-8")
+    result = cli("variants", "--variant-file", tmp_path)
+    assert result.exit_code == 0
+    for name in (*shipped_variants(), "mine"):
+        assert f"{name}  (" in result.output
+    assert "mine  (loaded from" in result.output and "board: 3 files x 5 ranks" in result.output
+    listed = json.loads(cli("variants", "--json").output)
+    assert [v["name"] for v in listed][0] == "dobutsu"
+
+
+# --- a user's variant, end to end ----------------------------------------------------------------
+
+KNIGHTS = """
+name = "knights"
+title = "Lions and knights on a 3x4 board"
+files = 3
+ranks = 4
+start = "S/nl-/---/---/-LN/-"
+drops = true
+try_rule = false
+
+[[pieces]]
+letter = "L"
+name = "lion"
+royal = true
+steps = ["f", "b", "l", "r", "fl", "fr", "bl", "br"]
+
+[[pieces]]
+letter = "N"
+name = "knight"
+steps = [[1, 2], [-1, 1]]
+"""
+
+
+def test_a_users_variant_builds_and_its_file_reads_without_the_toml(cli, tmp_path):
+    """A variant from a TOML file (leapers, no try): built, probed, verified and solved value by
+    value by the naive reference; the file records the description, so it reads after the TOML
+    file is gone."""
+    toml = tmp_path / "knights.toml"
+    toml.write_text(KNIGHTS, encoding="utf-8")
+    out = tmp_path / "knights.h5"
+    result = cli("build", "--variant-file", toml, "--out", out, "-q")
+    assert result.exit_code == 0, result.output
+    toml.unlink()
+    v = TablebaseFile(out).metadata.variant
+    assert v.name == "knights" and not v.try_rule and v.kind("N").steps == ((1, 2), (-1, 1))
+    assert not v.mirror_symmetric  # so mirror images are two positions
+    assert cli("verify", out).exit_code == 0
+    probe = cli("probe", "S/nl-/---/---/-LN/-", "--tb", out)
+    assert probe.exit_code == 0 and probe.output.startswith("S/nl-/---/---/-LN/-: ")
+    _check_against_naive(out, naive.NaiveGame(v.to_dict()), v.start)
+
+
+def _check_against_naive(path, game, start):
+    """Every stored key and value is the naive solver's."""
+    want = naive.solve(game, start)
+    with TablebaseFile(path) as f:
+        keys, values = f.read_all()
+    wdl, dtm = decode_values(values)
+    got = {int(k): (int(w), int(d)) for k, w, d in zip(keys, wdl, dtm)}
+    assert got.keys() == want.keys()
+    wrong = [k for k in got if got[k] != want[k]]
+    assert not wrong, [(hex(k), got[k], want[k]) for k in wrong[:5]]
+    return len(got)
+
+
+SMALL = [("dobutsu-3x3", None), ("dobutsu", "S/-l-/-c-/-C-/-L-/-"), ("dobutsu-no-far-drop", "S/-l-/-c-/-C-/-L-/-"),
+         ("dobutsu-nodrops", "S/el-/-c-/-C-/-LE/-"), ("dobutsu-nodrops", "S/gl-/---/---/-LG/-")]
+
+
+@pytest.mark.parametrize("variant,start", SMALL, ids=[f"{v} {s or 'start'}" for v, s in SMALL])
+def test_small_variants_agree_with_the_naive_solver_value_by_value(tmp_path, variant, start):
+    v = get_variant(variant)
+    result = build_tablebase(tmp_path / "t.h5", start, progress=False, variant=v)
+    n = _check_against_naive(result.path, naive.load_game(variant), start or v.start)
+    assert n == result.metadata.nonterminal > 300
+
+
+# --- every front end on a variant's file ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def five_by_three(tmp_path_factory):
+    """The lion-and-chick start of the 5x3 board, built once."""
+    path = tmp_path_factory.mktemp("v") / "5x3-lc.h5"
+    return build_tablebase(path, "S/-l-/-c-/---/-C-/-L-/-", progress=False, variant=get_variant("dobutsu-5x3"))
+
+
+def test_front_ends_on_a_5x3_file(cli, five_by_three, tmp_path):
+    path = five_by_three.path
+    start = "S/-l-/-c-/---/-C-/-L-/-"
+    probe = cli("probe", start, "--tb", path)
+    assert probe.exit_code == 0 and probe.output.startswith(f"{start}: loss in 20 plies for Sente"), probe.output
+    fen = Position.from_text(start, get_variant("dobutsu-5x3")).fen()
+    assert fen == "1l1/1c1/3/1C1/1L1[-] w 0 1"
+    assert cli("probe", fen, "--tb", path).output == probe.output
+    line = json.loads(cli("line", start, "--tb", path, "--json").output)
+    assert line["dtm"] == -20 and len(line["moves"]) == 20
+    moves = [m["move"] for m in line["moves"]]
+    judged = cli("verify-line", "--tb", path, "--start", start, *moves)
+    assert judged.exit_code == 0 and "is perfect play" in judged.output
+    assert cli("verify", path).exit_code == 0
+    stats = json.loads(cli("stats", path, "--json").output)
+    assert stats["variant"]["name"] == "dobutsu-5x3" and stats["nonterminal"] == five_by_three.metadata.nonterminal
+    png = tmp_path / "b.png"
+    assert cli("show", start, "--variant", "dobutsu-5x3", "--png", png).exit_code == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    pictures = cli("line", start, "--tb", path, "--png-dir", tmp_path / "line")
+    assert pictures.exit_code == 0 and (tmp_path / "line" / "ply001.png").exists()
+
+
+def test_a_position_of_another_board_is_one_error_line(cli, five_by_three, lion_chick_tb):
+    result = cli("probe", "S/-l-/-c-/-C-/-L-/-", "--tb", five_by_three.path)
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert "expected 7 fields" in result.output and "a position of dobutsu-5x3: 3 files, 5 ranks" in result.output
+    result = cli("probe", "S/-l-/-c-/---/-C-/-L-/-", "--tb", lion_chick_tb.path)
+    assert result.exit_code == 1 and "expected 6 fields" in result.output
+    with open_tablebase(five_by_three.path) as tb:
+        with pytest.raises(PositionError, match="is a position of dobutsu; this tablebase is of dobutsu-5x3"):
+            tb.probe_wdl(Position.start())
+
+
+def test_format_3_files_read_as_dobutsu(tmp_path):
+    """A file written before variants existed (format 3, the lion-and-chick tablebase as the
+    previous release wrote it) is read as dobutsu shogi, with all its checks."""
+    path = tmp_path / "old.h5"
+    shutil.copyfile(naive.VARIANTS.parent.parent.parent / "data" / "fixtures" / "lion-chick-format3.h5", path)
+    with open_tablebase(path) as tb:
+        assert tb.metadata.format_version == 3 and tb.variant == standard_variant()
+        assert tb.probe_dtm("S/-l-/-c-/-C-/-L-/-") == 15
+        assert [m.move for m in tb.principal_variation("S/-l-/-c-/-C-/-L-/-")][:3] == ["Lb4-a3", "Cb2xb3", "La3xb3"]
+
+
+def test_two_variants_in_one_process_share_no_kernel(tmp_path):
+    """Kernels bound to two variants' tables, compiled in one process and one cache: each gives
+    its own variant's answers (the cache folder is the variant's name and digest)."""
+    a, b = game_of(get_variant("dobutsu")), game_of(get_variant("dobutsu-5x3"))
+    assert a.cache_key != b.cache_key and b.variant.digest in b.cache_key
+    sa, sb = Position.start().state(), Position.start(b.variant).state()
+    assert a.perft(sa, 3) == 123 and b.perft(sb, 3) == 87
+    assert a.jitted().canonical_key(np.int64(sa[0]), np.int64(sa[1])) == Position.start().key()
+    assert b.jitted().canonical_key(np.int64(sb[0]), np.int64(sb[1])) == Position.start(b.variant).key()
