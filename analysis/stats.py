@@ -159,5 +159,5 @@ def tablebase_stats(path, longest: int = 10) -> Stats:
     win_idx = np.flatnonzero(wdl == WIN)
     k = min(longest, win_idx.size)
     top = win_idx[np.argsort(dtm[win_idx], kind="stable")[::-1][:k]] if k else []
-    best = [(Position.from_state(game.kernels.decode_key(int(keys[i])), variant=meta.variant), int(dtm[i])) for i in top]
+    best = [(Position.from_key(int(keys[i]), meta.variant), int(dtm[i])) for i in top]
     return Stats(meta, wins, losses, table.sum(axis=0), best)

@@ -313,8 +313,8 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, me
     del table, values
     interrupt.check()
     found = value_counts(np.bincount(record_values(records), minlength=256))
-    meta = Metadata(start=start.text(), variant=game.variant, wins=found["wins"], draws=found["draws"], losses=found["losses"],
-                    start_wdl=start_wdl, start_dtm=start_dtm, max_dtm=found["max_dtm"],
+    meta = Metadata(start=start.text(), variant=game.variant, wins=found["wins"], draws=found["draws"],
+                    losses=found["losses"], start_wdl=start_wdl, start_dtm=start_dtm, max_dtm=found["max_dtm"],
                     seconds={"enumeration": enum_seconds, "retrograde": retro_seconds}, **counts)
     meta.seconds["sort"] = time.perf_counter() - t
     phase("write")

@@ -10,8 +10,9 @@ solve small variants with it value by value.
 from __future__ import annotations
 
 import random
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 VARIANTS = Path(__file__).resolve().parent.parent / "tablebase" / "game" / "variants"
 FILES = "abcdefghijklmno"

@@ -18,10 +18,10 @@ import pytest
 from conftest import LION_CHICK, reseal
 from dobutsu_tb.tablebase import writer
 from dobutsu_tb.tablebase.game.position import Position
+from dobutsu_tb.tablebase.game.variant import get_variant
 from dobutsu_tb.tablebase.probe import open_tablebase
 from dobutsu_tb.tablebase.reader import TablebaseFile
 from dobutsu_tb.tablebase.schema import TablebaseFileError
-from dobutsu_tb.tablebase.game.variant import get_variant
 from dobutsu_tb.tablebase.values import decode_value, decode_values
 from dobutsu_tb.tablebase.writer import pack_records
 

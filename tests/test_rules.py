@@ -140,8 +140,8 @@ def test_unmoves_invert_moves(variant):
             if g.game_over(pred):
                 continue
             ppos = Position.from_state(pred, 1 - pos.turn, pos.variant)
-            kids = {naive.canonical_key(c) for _, c in naive.moves(naive.NaivePosition.from_text(ppos.text(), npos.game))
-                    if naive.royal_square(c, c.turn) is not None}
+            parent_pos = naive.NaivePosition.from_text(ppos.text(), npos.game)
+            kids = {naive.canonical_key(c) for _, c in naive.moves(parent_pos) if naive.royal_square(c, c.turn) is not None}
             assert me in kids, (pos, ppos)
 
 
@@ -225,7 +225,7 @@ def test_plain_kernels_match_jitted(variant):
     g = _game(variant)
     plain, jit = g.kernels, g.jitted()
     size = g.layout["MAX_UNMOVES"]
-    pb, ph, jb, jh = ([0] * size, [0] * size, np.empty(size, np.int64), np.empty(size, np.int64))
+    pb, jb, jh = [0] * size, np.empty(size, np.int64), np.empty(size, np.int64)
     for pos, _ in random_positions(300, seed=7, variant=variant):
         b, h = pos.state()
         nb, nh = np.int64(b), np.int64(h)
