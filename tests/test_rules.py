@@ -141,7 +141,8 @@ def test_unmoves_invert_moves(variant):
                 continue
             ppos = Position.from_state(pred, 1 - pos.turn, pos.variant)
             parent_pos = naive.NaivePosition.from_text(ppos.text(), npos.game)
-            kids = {naive.canonical_key(c) for _, c in naive.moves(parent_pos) if naive.royal_square(c, c.turn) is not None}
+            kids = {naive.canonical_key(c) for _, c in naive.moves(parent_pos)
+                    if naive.royal_square(c, c.turn) is not None}
             assert me in kids, (pos, ppos)
 
 
