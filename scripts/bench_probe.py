@@ -30,7 +30,6 @@ from pathlib import Path
 import numpy as np
 
 from dobutsu_tb.tablebase import chunks
-from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.probe import open_tablebase
 
@@ -72,7 +71,7 @@ def main() -> None:
         entries = np.sort(rng.choice(f.n, 2 * args.n, replace=False))
         keys = [int(f.read_keys(int(i) // f.key_chunk)[int(i) % f.key_chunk]) for i in entries]
     rng.shuffle(keys)
-    positions = [Position.from_state(int(decode_key(k))) for k in keys]
+    positions = [Position.from_key(k, tb.variant) for k in keys]
     # With and without the checks, one probe each in turn (on positions of its own), so that the
     # load of the machine and the page cache weigh on both alike: the second file's reader has
     # its checks of keys and values turned off.

@@ -43,7 +43,7 @@ def random_positions(path, count: int, seed: int) -> list[str]:
     rng = random.Random(seed)
     found: dict[str, None] = {}
     with open_tablebase(path) as tb:
-        start = Position.from_text(tb.metadata.start)
+        start = Position.from_text(tb.metadata.start, tb.variant)
         while len(found) < count:
             position = start
             for _ in range(rng.randint(1, 60)):

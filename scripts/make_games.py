@@ -2,10 +2,10 @@
 """Write random legal games from a start position, one game per line, for ``verify-line --file``.
 
 Usage: python scripts/make_games.py OUT [--games 200000] [--min-plies 10] [--max-plies 40]
-       [--start S/gle/-c-/-C-/ELG/-] [--seed 0]
+       [--variant dobutsu] [--start S/gle/-c-/-C-/ELG/-] [--seed 0]
 
 Each game picks its length uniformly in [min, max] plies and plays uniformly random legal
-moves (SPEC §1.6 notation) from the start, except that a side that can capture the enemy lion
+moves (our notation) from the start, except that a side that can capture the enemy lion
 does (a tablebase never expands such catch-terminal positions, so a game that let the lion live
 would leave it); a game that ends sooner (a lion captured, a successful try) is drawn again, so
 every game has min to max plies. The games are played by a jitted kernel; the same seed gives
@@ -18,20 +18,23 @@ the same file. Time ``verify-line --file`` on it::
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from dobutsu_tb.encoding.jit import njit
-from dobutsu_tb.tablebase.game.kernels import classify, find_piece, game_over, gen_moves, make_move
-from dobutsu_tb.tablebase.game.key import LION
+from dobutsu_tb.tablebase import replay
+from dobutsu_tb.tablebase.game.layout import CATCH, MAX_MOVES, ROYAL
 from dobutsu_tb.tablebase.game.position import Position
-from dobutsu_tb.tablebase.game.rules import CATCH, MAX_MOVES
+from dobutsu_tb.tablebase.game.rules import classify, find_piece, game_over, gen_moves, make_move
+from dobutsu_tb.tablebase.game.variant import get_variant
 from dobutsu_tb.tablebase.replay import move_text_of, text_code
 
+#: Bound to the variant's tables (Game.jitted).
+__kernels__ = ("_games",)
 
-@njit
-def _games(start, turn0, n_games, min_plies, max_plies, seed, codes, lengths):
+
+def _games(start_board, start_hand, turn0, n_games, min_plies, max_plies, seed, codes, lengths):
     """Play ``n_games`` games into ``codes`` (text codes, ``max_plies`` a game) and ``lengths``."""
     np.random.seed(seed)
     moves = np.empty(MAX_MOVES, np.int64)
@@ -43,27 +46,28 @@ def _games(start, turn0, n_games, min_plies, max_plies, seed, codes, lengths):
             if tries > 100_000:
                 raise ValueError("no game of the asked length from this start")
             plies = np.random.randint(min_plies, max_plies + 1)
-            state, turn, done = start, turn0, True
+            board, hand, turn, done = start_board, start_hand, turn0, True
             for ply in range(plies):
-                if game_over(state):
+                if game_over(board, hand):
                     done = False
                     break
-                n = gen_moves(state, moves)
-                if classify(state) == CATCH:  # take the lion: the game ends here
+                n = gen_moves(board, hand, moves)
+                if classify(board, hand) == CATCH:  # take the lion: the game ends here
                     if ply + 1 < plies:
                         done = False
                         break
                     m = 0
                     for k in range(n):
-                        if find_piece(make_move(state, moves[k]), LION) < 0:
+                        if find_piece(make_move(board, hand, moves[k])[0], ROYAL) < 0:
                             caps[m] = moves[k]
                             m += 1
                     mv = caps[np.random.randint(0, m)]
                 else:
                     mv = moves[np.random.randint(0, n)]
-                codes[g, ply] = text_code(state, turn, mv)
-                state, turn = make_move(state, mv), 1 - turn
-                if ply + 1 < plies and game_over(state):
+                codes[g, ply] = text_code(board, turn, mv)
+                board, hand = make_move(board, hand, mv)
+                turn = 1 - turn
+                if ply + 1 < plies and game_over(board, hand):
                     done = False
                     break
             lengths[g] = plies
@@ -75,17 +79,22 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=200_000)
     parser.add_argument("--min-plies", type=int, default=10)
     parser.add_argument("--max-plies", type=int, default=40)
-    parser.add_argument("--start", default=Position.START_TEXT)
+    parser.add_argument("--variant", default="dobutsu")
+    parser.add_argument("--start", default=None, help="default: the variant's start")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    start = Position.from_text(args.start)
+    variant = get_variant(args.variant)
+    start = Position.start(variant) if args.start is None else Position.from_text(args.start, variant)
     codes = np.zeros((args.games, args.max_plies), np.int64)
     lengths = np.zeros(args.games, np.int64)
-    _games(np.int64(start.state()), start.turn, args.games, args.min_plies, args.max_plies, args.seed, codes, lengths)
+    kernels = start.game.jitted(replay, sys.modules[__name__])  # _games calls replay's text_code
+    board, hand = start.state()
+    kernels._games(np.int64(board), np.int64(hand), start.turn, args.games, args.min_plies, args.max_plies, args.seed,
+                   codes, lengths)
     texts: dict = {}
     with open(args.out, "w") as out:
-        out.writelines(" ".join(texts.get(c) or texts.setdefault(c, move_text_of(c)) for c in row[:n]) + "\n"
+        out.writelines(" ".join(texts.get(c) or texts.setdefault(c, move_text_of(c, variant)) for c in row[:n]) + "\n"
                        for row, n in zip(codes.tolist(), lengths.tolist()))
     print(f"wrote {args.games:,} games, {int(lengths.sum()):,} plies, to {args.out}")
 

@@ -87,24 +87,25 @@ class Game:
         """The folder name of the variant's kernel cache: its name and the digest of its rules."""
         return f"variant-{self.variant.name}-{self.variant.digest}"
 
-    def jitted(self, module=None) -> types.SimpleNamespace:
-        """The game's kernels and ``module``'s (its ``__kernels__``, which may call the game's),
-        compiled by numba for this variant; each kernel compiles on its first call and is cached
-        on disk in the variant's own folder.
+    def jitted(self, *modules) -> types.SimpleNamespace:
+        """The game's kernels and those of ``modules`` (their ``__kernels__``, which may call the
+        game's and those of the modules before them), compiled by numba for this variant; each
+        kernel compiles on its first call and is cached on disk in the variant's own folder.
 
         Parameters
         ----------
-        module : module, optional
-            A module of plain kernels (enumeration, retrograde analysis, ...).
+        *modules : module
+            Modules of plain kernels (enumeration, retrograde analysis, ...), a module after the
+            ones whose kernels it calls.
 
         Returns
         -------
         types.SimpleNamespace
-            The game's jitted kernels, this module's array kernels and ``module``'s, by name.
+            The game's jitted kernels, this module's array kernels and the modules', by name.
         """
         from dobutsu_tb.encoding.jit import bind_jitted
 
-        wanted = [GAME_MODULES, (sys.modules[__name__],)] + ([(module,)] if module is not None else [])
+        wanted = [GAME_MODULES, (sys.modules[__name__],)] + [(m,) for m in modules]
         out = {}
         for group in wanted:
             name = ",".join(m.__name__ for m in group)

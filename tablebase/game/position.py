@@ -26,11 +26,13 @@ from typing import ClassVar
 from dobutsu_tb.tablebase.game.layout import OPPONENT
 from dobutsu_tb.tablebase.game.text import (
     FILE_LETTERS,
+    MAX_TEXT_CHARS,
     PositionError,
     board_letter,
     check_length,
     parse_hand,
     parse_position_text,
+    parse_square,
     square_name,
 )
 from dobutsu_tb.tablebase.game.variant import Variant, standard_variant
@@ -349,3 +351,7 @@ class Position:
 
     def __str__(self) -> str:
         return self.text()
+
+
+__all__ = ["Position", "PositionError", "SENTE", "GOTE", "SIDE_NAMES", "FILE_LETTERS", "MAX_TEXT_CHARS",
+           "parse_square", "square_name"]
