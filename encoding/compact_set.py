@@ -28,7 +28,8 @@ SET_DISP_BITS = 8
 
 
 @njit
-def _entry_at(buf, nbytes, s):
+def entry_at(buf, nbytes, s):
+    """The value of entry ``s`` of a set's ``buf`` (``nbytes`` bytes, little-endian)."""
     v = np.int64(0)
     base = s * nbytes
     for j in range(nbytes):
@@ -63,7 +64,7 @@ def set_add(buf, layout, h):
     s = home
     d = np.int64(0)
     while True:  # find the key, or where it goes
-        v = _entry_at(buf, nbytes, s)
+        v = entry_at(buf, nbytes, s)
         if v == 0:
             break
         vd = (v >> r) - 1
@@ -77,7 +78,7 @@ def set_add(buf, layout, h):
         s = base + ((s + 1) & size_mask)
     t = s  # the run from s to the next empty slot moves on by one; check it fits first
     while True:
-        v = _entry_at(buf, nbytes, t)
+        v = entry_at(buf, nbytes, t)
         if v == 0:
             break
         if (v >> r) > disp_max:
@@ -88,7 +89,7 @@ def set_add(buf, layout, h):
     one = np.int64(1) << r
     while t != s:
         prev = base + ((t - 1) & size_mask)
-        _put_entry(buf, nbytes, t, _entry_at(buf, nbytes, prev) + one)
+        _put_entry(buf, nbytes, t, entry_at(buf, nbytes, prev) + one)
         t = prev
     _put_entry(buf, nbytes, s, ((d + 1) << r) | rem)
     return 1
@@ -122,7 +123,7 @@ def _set_rehash(old, old_layout, new, new_layout, counts):
     size_mask = (np.int64(1) << old_layout[L_SHARD_BITS]) - 1
     failed = 0
     for s in range(old.shape[0] // nbytes):
-        v = _entry_at(old, nbytes, s)
+        v = entry_at(old, nbytes, s)
         if v == 0:
             continue
         home = (s & ~size_mask) + ((s - ((v >> r) - 1)) & size_mask)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -13,17 +14,30 @@ import numpy as np
 from tqdm import tqdm
 
 from dobutsu_tb.encoding import config, interrupt
-from dobutsu_tb.encoding.compact import block_offsets, table_key_at, table_nbytes
-from dobutsu_tb.encoding.compact_set import set_nbytes
+from dobutsu_tb.encoding.compact import BLOCKS, table_key_at
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase import retrograde
-from dobutsu_tb.tablebase.enumeration import enumerate_positions
+from dobutsu_tb.tablebase.enumeration import count_terminal_partitions, enumerate_positions
 from dobutsu_tb.tablebase.game.game import Game, game_of
 from dobutsu_tb.tablebase.game.position import Position
-from dobutsu_tb.tablebase.game.variant import Variant, standard_variant
+from dobutsu_tb.tablebase.game.variant import Variant, get_variant, standard_variant
+from dobutsu_tb.tablebase.memory import (  # noqa: F401 (InsufficientMemoryError: the build's error, also here)
+    BASE_MEMORY,
+    BuildPlan,
+    InsufficientMemoryError,
+    Sizes,
+    default_budget,
+    make_plan,
+)
 from dobutsu_tb.tablebase.schema import Metadata, value_counts
-from dobutsu_tb.tablebase.values import decode_value, describe_value
-from dobutsu_tb.tablebase.writer import RECORD_VALUE_BITS, record_values, reserve_output, write_file
+from dobutsu_tb.tablebase.values import LONG, describe_value
+from dobutsu_tb.tablebase.writer import (
+    RECORD_VALUE_BITS,
+    WIDE_VALUE_BITS,
+    RecordBlocks,
+    reserve_output,
+    write_file,
+)
 
 
 @dataclass
@@ -36,10 +50,14 @@ class BuildResult:
         The file written.
     metadata : Metadata
         Counts, the start position's value and the seconds of each phase (also in the file).
+    plan : BuildPlan
+        How the build fitted its memory budget: the terminal partitions it ended with, the
+        record passes, whether lists were spilled to disk.
     """
 
     path: Path
     metadata: Metadata
+    plan: BuildPlan | None = None
 
     def summary(self) -> str:
         """A few lines for people: counts and the start position's value."""
@@ -57,146 +75,205 @@ class BuildResult:
         ])
 
 
-#: Positions of the standard game's start (Tanaka 2009): non-terminal, and terminal (catch and try).
+#: Positions known in advance, to size the tables and plan the memory: (variant, start) ->
+#: (non-terminal, terminal). The standard game's are Tanaka's (2009); the 5x3 board's are ours
+#: (its reachable total is jh85/dobutsushogi's).
 STANDARD_NONTERMINAL = 99_485_568
 STANDARD_TERMINAL = 246_803_167 - STANDARD_NONTERMINAL
+KNOWN_COUNTS = {
+    ("dobutsu", "S/gle/-c-/-C-/ELG/-"): (STANDARD_NONTERMINAL, STANDARD_TERMINAL),
+    ("dobutsu-5x3", "S/gle/-c-/---/-C-/ELG/-"): (1_520_000_000, 3_359_910_526 - 1_520_000_000),
+}
+
+
+def expected_counts(variant: Variant, start: Position) -> tuple[int, int] | None:
+    """(non-terminal, terminal) positions reachable from ``start`` when known in advance."""
+    for (name, text), counts in KNOWN_COUNTS.items():
+        if name == variant.name and variant == get_variant(name) and start.key() == Position.from_text(
+                text, variant).key():
+            return counts
+    return None
 
 
 @njit(parallel=True)
-def _records(slots, layout, values, offsets, out, key_shift):
-    """out[offsets[b]:offsets[b + 1]] = the sort records of block b's occupied slots."""
+def _records_kernel(slots, layout, values, long_slots, long_dtm, key_shift, value_bits, lo, hi, offsets, out,
+                      count_only, counts):
+    """The sort records of the occupied slots whose code lies in [lo, hi), block b of the slots
+    into ``out[offsets[b]:]`` (or, with ``count_only``, only their number into ``counts[b]``). A
+    value byte LONG takes its DTM from ``long_slots``/``long_dtm``."""
     size = slots.shape[0]
     n_blocks = offsets.shape[0] - 1
     per = (size + n_blocks - 1) // n_blocks
     for b in prange(n_blocks):
         j = offsets[b]
+        n = 0
         for s in range(b * per, min(size, (b + 1) * per)):
-            if slots[s] != 0:
-                code = table_key_at(slots, layout, s) >> key_shift
-                out[j] = np.uint64((code << RECORD_VALUE_BITS) | values[s])
-                j += 1
+            if slots[s] == 0:
+                continue
+            code = table_key_at(slots, layout, s) >> key_shift
+            if code < lo or code >= hi:
+                continue
+            if count_only:
+                n += 1
+                continue
+            v = np.int64(values[s])
+            if v == LONG and value_bits > 8:
+                v = long_dtm[np.searchsorted(long_slots, s)] + 1
+            out[j] = np.uint64((code << value_bits) | v)
+            j += 1
+        counts[b] = n
 
 
-def sorted_records(table, values: np.ndarray, key_shift: int) -> np.ndarray:
-    """The sort records (:func:`~dobutsu_tb.tablebase.writer.pack_records`) of every position of
-    a solved table, ascending by key.
+@njit
+def _sample_codes(slots, layout, key_shift, step, out):
+    """The codes of the occupied slots at multiples of ``step``, into ``out``; returns how many."""
+    n = 0
+    for s in range(0, slots.shape[0], step):
+        if slots[s] != 0 and n < out.shape[0]:
+            out[n] = table_key_at(slots, layout, s) >> key_shift
+            n += 1
+    return n
+
+
+def record_blocks(table, solution, key_shift: int, value_bits: int, passes: int) -> RecordBlocks:
+    """The sort records (:func:`~dobutsu_tb.tablebase.writer.pack_records`) of every position of a
+    solved table, in ``passes`` key ranges of about equal size (split at quantiles of a sample of
+    the keys), each made, sorted and handed over in turn: one pass's records in memory at a time.
 
     Parameters
     ----------
     table : CompactTable
         The enumeration's table.
-    values : numpy.ndarray of uint8, shape (table.capacity,)
-        Value bytes by slot.
+    solution : Solution
+        The retrograde analysis's values.
     key_shift : int
         The variant's ``KEY_SHIFT``.
+    value_bits : int
+        8, or 16 when some DTM does not fit a byte.
+    passes : int
+        Key ranges.
 
     Returns
     -------
-    numpy.ndarray of uint64, shape (len(table),)
+    RecordBlocks
     """
-    offsets = block_offsets(table.slots)
-    records = np.empty(int(offsets[-1]), np.uint64)
-    _records(table.slots, table.layout, values, offsets, records, key_shift)
-    records.sort()
-    return records
+    n_blocks = BLOCKS
+    total = len(table)
+    bounds = [0, 1 << 62]
+    if passes > 1:
+        sample = np.empty(1 << 20, np.int64)
+        m = _sample_codes(table.slots, table.layout, key_shift, max(1, table.capacity // (1 << 20)), sample)
+        sample = np.sort(sample[:m])
+        bounds = [0] + [int(sample[int(m * k / passes)]) for k in range(1, passes)] + [1 << 62]
+        bounds = sorted(set(bounds))
+
+    def blocks():
+        empty = np.zeros(0, np.uint64)
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            interrupt.check()
+            counts = np.zeros(n_blocks, np.int64)
+            offsets = np.zeros(n_blocks + 1, np.int64)
+            _records_kernel(table.slots, table.layout, solution.values, solution.long_slots, solution.long_dtm,
+                            key_shift, value_bits, lo, hi, offsets, empty, True, counts)
+            np.cumsum(counts, out=offsets[1:])
+            out = np.empty(int(offsets[-1]), np.uint64)
+            _records_kernel(table.slots, table.layout, solution.values, solution.long_slots, solution.long_dtm,
+                            key_shift, value_bits, lo, hi, offsets, out, False, counts)
+            out.sort()
+            yield out
+            del out
+
+    return RecordBlocks(total, blocks)
+
+
+def sorted_records(table, values: np.ndarray, key_shift: int) -> np.ndarray:
+    """The sort records of every position of a solved table (value bytes ``values`` by slot),
+    ascending by key: :func:`record_blocks` in one pass, as one array."""
+    from dobutsu_tb.tablebase.retrograde import Solution
+
+    solution = Solution(values, np.zeros(0, np.int64), np.zeros(0, np.int64), 0.0)
+    return next(iter(record_blocks(table, solution, key_shift, RECORD_VALUE_BITS, 1).blocks()))
+
+
+@njit(parallel=True)
+def _histogram(slots, values, n_blocks, out):
+    """out[b, code] = occupied slots of block b whose value byte is ``code``."""
+    size = slots.shape[0]
+    per = (size + n_blocks - 1) // n_blocks
+    for b in prange(n_blocks):
+        for s in range(b * per, min(size, (b + 1) * per)):
+            if slots[s] != 0:
+                out[b, values[s]] += 1
+
+
+def _value_histogram(table, solution, value_bits: int) -> np.ndarray:
+    """Positions per value code (int64, shape (2**value_bits,)): DTM + 1, 0 for draws."""
+    per_block = np.zeros((64, 256), np.int64)
+    _histogram(table.slots, solution.values, 64, per_block)
+    counts = np.zeros(1 << value_bits, np.int64)
+    counts[:256] = per_block.sum(axis=0)
+    if solution.long_slots.shape[0]:
+        counts[LONG] = 0
+        counts += np.bincount(solution.long_dtm + 1, minlength=1 << value_bits)
+    return counts
+
+
+class WorkFolder:
+    """A build's own folder for lists spilled to disk (``--work-dir``), made in ``base`` only when
+    the plan spills, and removed at the end whatever happens (a context manager).
+
+    Attributes
+    ----------
+    path : Path or None
+        The folder, while it exists.
+    """
+
+    PREFIX = ".dobutsu-tb-work-"
+
+    def __init__(self, base: Path, spill: bool):
+        self.base, self.spill, self.path = Path(base), spill, None
+        self._count = 0
+
+    def __enter__(self) -> "WorkFolder":
+        if self.spill:
+            import tempfile
+
+            self.base.mkdir(parents=True, exist_ok=True)
+            self.path = Path(tempfile.mkdtemp(prefix=f"{self.PREFIX}{os.getpid()}-", dir=self.base))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.path is not None:
+            import shutil
+
+            shutil.rmtree(self.path, ignore_errors=True)
+            self.path = None
+
+    def lists(self, n: int, dtype) -> np.ndarray:
+        """A new array of ``n`` entries: a memory-mapped file in the folder (or in memory when the
+        folder was not made)."""
+        if self.path is None or n == 0:
+            return np.empty(n, dtype)
+        self._count += 1
+        return np.lib.format.open_memmap(self.path / f"list{self._count}.npy", mode="w+", dtype=dtype, shape=(n,))
 
 
 def _log(msg: str) -> None:
     tqdm.write(msg, file=sys.stderr)
 
 
-class InsufficientMemoryError(MemoryError):
-    """Raised before a build (or before its tables grow) when the machine lacks the memory it
-    would need; the message says how much is needed and available."""
-
-
-#: Bytes a build holds besides its tables: the interpreter, numpy, numba and its compiled
-#: kernels, thread buffers (measured: about 0.25 GiB).
-BASE_MEMORY = 320 << 20
-
-
 def estimate_memory(nonterminal: int, terminal: int, game: Game | None = None) -> int:
-    """The peak memory of a build that reaches these many positions, in bytes.
-
-    The largest of: the enumeration (the table of non-terminal positions at 4 bytes a slot, a
-    tag byte a slot, the set of terminal ones at 3 bytes a slot), the retrograde analysis (the
-    table, a value and a counter byte a slot, frontier lists) and the sort (the table, the value
-    bytes and an 8-byte record a position); plus :data:`BASE_MEMORY`.
-
-    Parameters
-    ----------
-    nonterminal, terminal : int
-        Positions expected.
-    game : Game, optional
-        The variant (its key width; default the standard game).
-
-    Returns
-    -------
-    int
-        Bytes.
-
-    Raises
-    ------
-    dobutsu_tb.encoding.compact.CompactTableFullError
-        If no table can hold that many positions.
-    """
+    """The peak memory in bytes of a build that reaches these many positions, with every position
+    in memory at once (:func:`~dobutsu_tb.tablebase.memory.make_plan` without a budget)."""
     layout = (game or game_of()).layout
-    bits, shift = layout["MAX_KEY_BITS"], layout["KEY_SHIFT"]
-    table = table_nbytes(nonterminal, bits, config.LOAD_FACTOR, config.THREADS)
-    slots = table // 4
-    terminal_set = set_nbytes(terminal, bits, shift, config.SET_LOAD_FACTOR, config.THREADS)
-    enumeration = table + slots + terminal_set
-    retro = table + 2 * slots + 5 * 8 * nonterminal // 10  # frontier and decided lists: a share of the positions
-    sort = table + 2 * slots + 8 * nonterminal
-    return BASE_MEMORY + max(enumeration, retro, sort)
-
-
-def available_memory() -> int | None:
-    """``MemAvailable`` of ``/proc/meminfo`` in bytes (memory that can be had without swapping),
-    or None where there is no such file."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def _resident_memory() -> int:
-    try:
-        with open("/proc/self/statm", encoding="ascii") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def check_memory(nonterminal: int, terminal: int, game: Game | None = None) -> None:
-    """Refuse a build whose estimated peak (:func:`estimate_memory`) exceeds the memory this
-    process holds plus what the machine has available (:func:`available_memory`).
-
-    Raises
-    ------
-    InsufficientMemoryError
-        With the figures, and how to go on anyway.
-    """
-    available = available_memory()
-    if available is None:
-        return
-    need = estimate_memory(nonterminal, terminal, game)
-    have = available + _resident_memory()
-    if need > have:
-        gib = 1 << 30
-        raise InsufficientMemoryError(
-            f"the build needs about {need / gib:.1f} GiB of memory for {nonterminal + terminal:,} positions, but "
-            f"only {have / gib:.1f} GiB is available (MemAvailable in /proc/meminfo); free some memory, or "
-            f"pass --ignore-memory to try anyway")
+    return make_plan(Sizes(layout["MAX_KEY_BITS"], layout["KEY_SHIFT"]), nonterminal, terminal, None,
+                     Path(".")).peak
 
 
 def build_tablebase(out, start=None, progress: bool | None = None,
                     on_phase: Callable[[str], None] | None = None, force: bool = False,
-                    memory_check: bool = True, variant: Variant | None = None) -> BuildResult:
+                    memory_check: bool = True, variant: Variant | None = None, max_memory: int | None = None,
+                    work_dir=None, spill: bool | None = None) -> BuildResult:
     """Build the tablebase of every position reachable from ``start`` and write it to ``out``.
 
     Nothing is lost, whatever happens (:class:`~dobutsu_tb.tablebase.output.ReservedOutput`):
@@ -204,7 +281,7 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     a file that is not a tablebase, or another build of the same file fails at once; leftovers
     of killed builds are removed; the file appears, complete and checked, only at the end. SIGINT
     and SIGTERM stop the build within a batch (:mod:`~dobutsu_tb.encoding.interrupt`) and leave
-    nothing behind.
+    nothing behind, the work folder included.
 
     Parameters
     ----------
@@ -215,15 +292,23 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     progress : bool or None, optional
         Progress bars and per-ply lines on stderr: True, False, or None for "only on a terminal".
     on_phase : callable, optional
-        Called with each phase's name as it starts (``"enumeration"``, ``"retrograde"``,
-        ``"sort"``, ``"write"``, ``"check"``) and with ``"done"`` at the end; for benchmarks.
+        Called with each phase's name as it starts (``"enumeration"``, ``"terminal"``,
+        ``"retrograde"``, ``"sort"``, ``"write"``, ``"check"``) and with ``"done"`` at the end.
     force : bool, optional
         Replace an existing ``out`` even if it is not a dobutsu tablebase.
     memory_check : bool, optional
-        Refuse to start (or to grow the tables) when the estimated peak memory
-        (:func:`estimate_memory`) exceeds what the machine has available (default).
+        Keep the build within a memory budget (default): ``max_memory``, or what the machine
+        has available; refuse it before it starts (or as its tables grow) when it cannot fit
+        (:mod:`~dobutsu_tb.tablebase.memory` plans passes to fit).
     variant : Variant, optional
         The game (default: the start position's variant, or dobutsu shogi).
+    max_memory : int, optional
+        The budget in bytes (``--max-memory``).
+    work_dir : str or Path, optional
+        Where lists spilled to disk go (default: the output's folder); a folder of the build's
+        own is made inside and removed at the end, whatever happens.
+    spill : bool, optional
+        Spill the retrograde analysis's lists to disk, or not, whatever the plan says.
 
     Returns
     -------
@@ -238,7 +323,7 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     dobutsu_tb.encoding.compact.CompactTableFullError
         If the positions do not fit the hash tables.
     InsufficientMemoryError
-        If the machine has too little memory (``memory_check``).
+        If the build does not fit the memory budget.
     dobutsu_tb.tablebase.output.OutputError
         If ``out`` cannot be written (no such folder, not writable, another build writing it, a
         file there that is not a tablebase, a full disk); nothing is written then.
@@ -253,30 +338,37 @@ def build_tablebase(out, start=None, progress: bool | None = None,
         raise ValueError(f"the start position is of {start.variant.name}, not of {variant.name}")
     game = game_of(variant)
     out = Path(out)
-    expected = None
-    if variant == standard_variant() and start.key() == Position.start().key():
-        expected = (STANDARD_NONTERMINAL, STANDARD_TERMINAL)
+    expected = expected_counts(variant, start)
+    sizes = Sizes(game.layout["MAX_KEY_BITS"], game.layout["KEY_SHIFT"])
+    budget = None
     if memory_check:
-        check_memory(*(expected or (config.DEFAULT_EXPECTED, config.DEFAULT_EXPECTED)), game)
+        budget = max_memory if max_memory is not None else default_budget()
+    planned = expected or (config.DEFAULT_EXPECTED, config.DEFAULT_EXPECTED)
+    base = Path(work_dir) if work_dir is not None else (out.parent if str(out.parent) else Path("."))
+    plan = make_plan(sizes, *planned, budget, base, spill, known=expected is not None)
     try:
         with reserve_output(out, force) as target:
             if target.removed and progress is not False:
                 _log(f"removed {len(target.removed)} leftover file(s) of an interrupted build: "
                      + ", ".join(p.name for p in target.removed))
-            with interrupt.stop_on_signals():
-                meta = _build(target.tmp, game, start, expected, progress, on_phase or (lambda name: None),
-                              (lambda nt, t: check_memory(nt, t, game)) if memory_check else None)
+            if progress is not False and expected is not None:
+                _log(plan.describe())
+            with interrupt.stop_on_signals(), WorkFolder(base, plan.spill) as folder:
+                meta, plan = _build(target.tmp, game, start, expected, progress, on_phase or (lambda name: None),
+                                    plan, sizes, folder)
             target.commit()
     except interrupt.Interrupted as exc:
         raise interrupt.Interrupted(exc.signum, f"{exc}: the build stopped, {out} was not written") from None
     (on_phase or (lambda name: None))("done")
-    return BuildResult(out, meta)
+    return BuildResult(out, meta, plan)
 
 
-def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, memory_check) -> Metadata:
-    """The build's phases, writing into ``tmp``; returns the metadata written."""
+def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, plan: BuildPlan, sizes: Sizes,
+           folder: "WorkFolder") -> tuple[Metadata, BuildPlan]:
+    """The build's phases, writing into ``tmp``; returns the metadata written and the plan followed."""
     quiet = progress is False
     disable = None if progress is None else not progress
+    budget = None if plan.budget is None else plan.budget - BASE_MEMORY
     phase("enumeration")
     with tqdm(total=expected[0] if expected else None, desc="enumerate", unit=" pos",
               unit_scale=True, disable=disable, file=sys.stderr) as bar:
@@ -284,10 +376,24 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, me
             bar.update(expanded - bar.n)
             if not expected:
                 bar.total = queued
-        enum = enumerate_positions(game, start.state(), expected, on_batch, before_growth=memory_check)
+        enum = enumerate_positions(game, start.state(), expected, on_batch, budget, plan.terminal_parts)
+    if enum.terminal_parts > 1:
+        phase("terminal")
+        if not quiet:
+            _log(f"enumerated {enum.nonterminal:,} non-terminal positions in {enum.seconds:.1f} s; counting the "
+                 f"terminal positions in {enum.terminal_parts - 1} more pass(es)")
+        with tqdm(total=enum.nonterminal * (enum.terminal_parts - 1), desc="terminal", unit=" pos",
+                  unit_scale=True, disable=disable, file=sys.stderr) as bar:
+            count_terminal_partitions(enum, bar.update, budget)
     if not quiet:
         _log(f"enumerated {enum.reachable:,} positions ({enum.nonterminal:,} non-terminal) "
              f"in {enum.seconds:.1f} s")
+    check_plan = make_plan(sizes, enum.nonterminal, enum.reachable - enum.nonterminal, plan.budget, plan.work_dir,
+                           True if plan.spill else None, known=False)
+    check_plan = dataclasses.replace(check_plan, terminal_parts=enum.terminal_parts)
+    if check_plan.spill and folder.path is None:
+        folder.spill = True
+        folder.__enter__()
 
     phase("retrograde")
     with tqdm(total=enum.nonterminal, desc="retrograde", unit=" pos", unit_scale=True,
@@ -297,41 +403,39 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, me
             if not quiet:
                 _log(f"ply {ply:3d}: {processed:>11,} positions -> {decided:>11,} decided at "
                      f"ply {ply + 1} ({secs:.2f} s)")
-        values, retro_seconds = retrograde.solve(enum, on_ply)
+        solution = retrograde.solve(enum, on_ply, folder.lists if check_plan.spill else None)
 
     phase("sort")
     interrupt.check()
     t = time.perf_counter()
-    start_wdl, start_dtm = decode_value(int(values[enum.table.lookup([start.key()])[0]]))
+    start_wdl, start_dtm = solution.dtm_of(int(enum.table.lookup([start.key()])[0]))
     counts = dict(reachable=enum.reachable, nonterminal=enum.nonterminal,
                   catch_terminal=enum.catch_terminal, try_terminal=enum.try_terminal,
                   no_moves=enum.no_moves)
     enum_seconds = enum.seconds
     table = enum.table
     del enum  # the counters go; the table and the values make the records
-    records = sorted_records(table, values, game.layout["KEY_SHIFT"])
-    del table, values
-    interrupt.check()
-    found = value_counts(np.bincount(record_values(records), minlength=256))
+    value_bits = WIDE_VALUE_BITS if solution.long_slots.shape[0] else RECORD_VALUE_BITS
+    blocks = record_blocks(table, solution, game.layout["KEY_SHIFT"], value_bits, check_plan.record_passes)
+    found = value_counts(_value_histogram(table, solution, value_bits))
     meta = Metadata(start=start.text(), variant=game.variant, wins=found["wins"], draws=found["draws"],
                     losses=found["losses"], start_wdl=start_wdl, start_dtm=start_dtm, max_dtm=found["max_dtm"],
-                    seconds={"enumeration": enum_seconds, "retrograde": retro_seconds}, **counts)
+                    seconds={"enumeration": enum_seconds, "retrograde": solution.seconds}, **counts)
     meta.seconds["sort"] = time.perf_counter() - t
     phase("write")
     t = time.perf_counter()
-    with tqdm(total=2 * records.shape[0], desc="write", unit=" entries", unit_scale=True,
+    with tqdm(total=2 * blocks.n, desc="write", unit=" entries", unit_scale=True,
               disable=disable, file=sys.stderr) as bar:
-        write_file(tmp, records, meta, progress=bar.update)
-    del records
+        write_file(tmp, blocks, meta, progress=bar.update, value_bits=value_bits)
+    del blocks, table, solution
     meta.seconds["write"] = time.perf_counter() - t
     # Read the start position's value back through the probing code: a check of the file written.
     phase("check")
     interrupt.check()
     from dobutsu_tb.tablebase.probe import open_tablebase
-
     with open_tablebase(tmp) as tb:
         found = (tb.probe_wdl(start), abs(tb.probe_dtm(start)))
     if found != (start_wdl, start_dtm):  # pragma: no cover - a defect, not an input error
         raise RuntimeError(f"{tmp}: the start position reads back as {found}, "
                            f"not {(start_wdl, start_dtm)}")
-    return meta
+    return meta, check_plan

@@ -33,13 +33,24 @@ from dobutsu_tb.encoding.atomics import prefetch
 from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.encoding.bits import find_bytes
 from dobutsu_tb.encoding.compact import FULL, CompactTable, table_insert, table_key_at
-from dobutsu_tb.encoding.compact_layout import L_ENTRY, home_slot, key_hash, shard_of
-from dobutsu_tb.encoding.compact_set import CompactSet, set_add
+from dobutsu_tb.encoding.compact_layout import (
+    L_ENTRY,
+    L_R,
+    L_REM_MASK,
+    L_SHARD_BITS,
+    CompactTableFullError,
+    hash_key,
+    home_slot,
+    key_hash,
+    shard_of,
+)
+from dobutsu_tb.encoding.compact_set import CompactSet, entry_at, set_add
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase.game.game import Game
 from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import CATCH, MAX_MOVES, NONTERMINAL, TRY
-from dobutsu_tb.tablebase.game.rules import child_keys
+from dobutsu_tb.tablebase.game.rules import child_keys, classify
+from dobutsu_tb.tablebase.memory import MAX_TERMINAL_PARTS, InsufficientMemoryError, Sizes, gib
 
 #: Tags (one byte per table slot). Below TAG_NO_MOVES a tag is the position's counter.
 TAG_FRESH = 255
@@ -52,7 +63,7 @@ _CLASS_MASK = (1 << _CLASS_BITS) - 1
 _PREFETCH_AHEAD = 16
 
 #: The kernels bound to each variant's tables (Game.jitted).
-__kernels__ = ("_expand_range", "_expand")
+__kernels__ = ("_expand_range", "_expand", "_terminal_range", "_terminals", "_keep_partition_zero")
 
 
 class StartPositionError(ValueError):
@@ -73,11 +84,14 @@ class Enumeration:
         Per slot: the counter of distinct canonical non-terminal children, or
         :data:`TAG_WIN1` / :data:`TAG_NO_MOVES` (module docstring).
     catch_terminal, try_terminal : int
-        Distinct terminal positions reached, by class.
+        Distinct terminal positions reached, by class (of the first terminal partition only,
+        until :func:`count_terminal_partitions` has counted the others).
     no_moves : int
         Non-terminal positions without a legal move (losses in 0).
     seconds : float
         Wall time of the enumeration.
+    terminal_parts : int
+        The terminal partitions (:mod:`~dobutsu_tb.tablebase.memory`).
     """
 
     game: Game
@@ -87,6 +101,7 @@ class Enumeration:
     try_terminal: int
     no_moves: int = 0
     seconds: float = 0.0
+    terminal_parts: int = 1
 
     @property
     def nonterminal(self) -> int:
@@ -99,10 +114,11 @@ class Enumeration:
         return self.nonterminal + self.catch_terminal + self.try_terminal
 
 
-def _expand_range(slots, layout, batch, lo, hi, tags, nt, term, counts):
+def _expand_range(slots, layout, batch, lo, hi, tags, nt, term, counts, part_shift):
     """:func:`_expand` for ``batch[lo:hi]``: the children go to the dense lists ``nt[shard]``
-    and ``term[shard]`` (this thread's), their lengths to ``counts[shard]``; returns the positions
-    without moves among them. The slots and tags of positions a few ahead are prefetched."""
+    and ``term[shard]`` (this thread's; terminal children of partition 0 only: ``hash >>
+    part_shift`` zero), their lengths to ``counts[shard]``; returns the positions without moves
+    among them. The slots and tags of positions a few ahead are prefetched."""
     moves = np.empty(MAX_MOVES, np.int64)
     keys = np.empty(MAX_MOVES, np.int64)
     classes = np.empty(MAX_MOVES, np.int64)
@@ -133,9 +149,10 @@ def _expand_range(slots, layout, batch, lo, hi, tags, nt, term, counts):
                 counts[shard, 0] += 1
                 distinct += 1
             else:
-                term[shard, counts[shard, 1]] = (h << _CLASS_BITS) | cls
-                counts[shard, 1] += 1
                 win1 |= cls == TRY
+                if h >> part_shift == 0:
+                    term[shard, counts[shard, 1]] = (h << _CLASS_BITS) | cls
+                    counts[shard, 1] += 1
         if n == 0:
             tags[s] = TAG_NO_MOVES
             no_moves += 1
@@ -147,7 +164,7 @@ def _expand_range(slots, layout, batch, lo, hi, tags, nt, term, counts):
 
 
 @kernel_options(parallel=True)
-def _expand(slots, layout, batch, tags, nt, term, counts):
+def _expand(slots, layout, batch, tags, nt, term, counts, part_shift):
     """Expand the positions at ``batch``, one thread t per ``nt[t]``: the hashes of each
     position's distinct canonical non-terminal children go to ``nt[t, shard]``, of its distinct
     terminal children (with the class below) to ``term[t, shard]``, their numbers to
@@ -158,13 +175,13 @@ def _expand(slots, layout, batch, tags, nt, term, counts):
     for t in prange(n_threads):
         counts[t, :, :] = 0
         no_moves += _expand_range(slots, layout, batch, t * per, min(batch.shape[0], (t + 1) * per), tags,
-                                  nt[t], term[t], counts[t])
+                                  nt[t], term[t], counts[t], part_shift)
     return no_moves
 
 
 @njit
 def _insert_shard(shard, slots, layout, table_counts, tags, nt, term, counts, setbuf, set_layout, set_counts,
-                  new_by_class):
+                  new_by_class, part_shift):
     """:func:`_insert` for one shard; returns (table failures, set failures). Keys are inserted
     with each one's slot prefetched a few keys ahead, so the cache misses of consecutive
     insertions overlap; new slots are tagged fresh afterwards, prefetched likewise."""
@@ -196,6 +213,8 @@ def _insert_shard(shard, slots, layout, table_counts, tags, nt, term, counts, se
         for i in range(m):
             if i + _PREFETCH_AHEAD < m:
                 prefetch(setbuf, home_slot(row[i + _PREFETCH_AHEAD] >> _CLASS_BITS, set_layout) * entry)
+            if (row[i] >> _CLASS_BITS) >> part_shift != 0:
+                continue  # no longer partition 0's (the partitions doubled meanwhile)
             a = set_add(setbuf, set_layout, row[i] >> _CLASS_BITS)
             if a == 1:
                 set_counts[shard] += 1
@@ -206,7 +225,8 @@ def _insert_shard(shard, slots, layout, table_counts, tags, nt, term, counts, se
 
 
 @njit(parallel=True)
-def _insert(slots, layout, table_counts, tags, nt, term, counts, setbuf, set_layout, set_counts, new_by_class):
+def _insert(slots, layout, table_counts, tags, nt, term, counts, setbuf, set_layout, set_counts, new_by_class,
+            part_shift):
     """Insert a batch's children, one task per shard: new non-terminal children are tagged
     fresh; terminal ones are added to the set and counted by class in ``new_by_class[shard]``.
     Returns the insertions that found no room in the table and in the set (the caller grows
@@ -215,10 +235,94 @@ def _insert(slots, layout, table_counts, tags, nt, term, counts, setbuf, set_lay
     failed_set = 0
     for shard in prange(nt.shape[1]):
         bad, bad_set = _insert_shard(shard, slots, layout, table_counts, tags, nt, term, counts, setbuf, set_layout,
-                                     set_counts, new_by_class)
+                                     set_counts, new_by_class, part_shift)
         failed_table += bad
         failed_set += bad_set
     return failed_table, failed_set
+
+
+def _terminal_range(slots, layout, batch, lo, hi, part_shift, part, term, counts):
+    """The distinct terminal children of the positions at ``batch[lo:hi]`` whose hash lies in
+    partition ``part`` (``hash >> part_shift``), into this thread's lists ``term[shard]`` (class
+    below the hash) and their lengths into ``counts[shard, 1]``."""
+    moves = np.empty(MAX_MOVES, np.int64)
+    keys = np.empty(MAX_MOVES, np.int64)
+    classes = np.empty(MAX_MOVES, np.int64)
+    for b in range(lo, hi):
+        if b + _PREFETCH_AHEAD < hi:
+            prefetch(slots, batch[b + _PREFETCH_AHEAD])
+        board, hand = decode_key(table_key_at(slots, layout, batch[b]))
+        n = child_keys(board, hand, moves, keys, classes)
+        for k in range(n):
+            cls = classes[k]
+            if cls == NONTERMINAL:
+                continue
+            key = keys[k]
+            repeat = False
+            for e in range(k):
+                if keys[e] == key:
+                    repeat = True
+                    break
+            if repeat:
+                continue
+            h = key_hash(key, layout)
+            if h >> part_shift != part:
+                continue
+            shard = shard_of(h, layout)
+            term[shard, counts[shard, 1]] = (h << _CLASS_BITS) | cls
+            counts[shard, 1] += 1
+
+
+@kernel_options(parallel=True)
+def _terminals(slots, layout, batch, part_shift, part, term, counts):
+    """:func:`_terminal_range` of ``batch``, one thread t per ``term[t]``."""
+    n_threads = term.shape[0]
+    per = (batch.shape[0] + n_threads - 1) // n_threads
+    for t in prange(n_threads):
+        counts[t, :, :] = 0
+        _terminal_range(slots, layout, batch, t * per, min(batch.shape[0], (t + 1) * per), part_shift, part, term[t],
+                        counts[t])
+
+
+def _keep_partition_zero(old, old_layout, new, new_layout, counts, part_shift, dropped):
+    """Copy the keys of a terminal set whose hash lies in partition 0 (``hash >> part_shift``)
+    into a new set; count the others by terminal class into ``dropped`` (their positions are
+    decoded and classified: the set keeps no class). Returns the keys that did not fit."""
+    r = old_layout[L_R]
+    nbytes = old_layout[L_ENTRY]
+    size_mask = (np.int64(1) << old_layout[L_SHARD_BITS]) - 1
+    failed = 0
+    for s in range(old.shape[0] // nbytes):
+        v = entry_at(old, nbytes, s)
+        if v == 0:
+            continue
+        home = (s & ~size_mask) + ((s - ((v >> r) - 1)) & size_mask)
+        h = (home << r) | (v & old_layout[L_REM_MASK])
+        if h >> part_shift == 0:
+            a = set_add(new, new_layout, h)
+            if a < 0:
+                failed += 1
+            else:
+                counts[shard_of(h, new_layout)] += a
+        else:
+            board, hand = decode_key(hash_key(h, old_layout))
+            dropped[classify(board, hand)] += 1
+    return failed
+
+
+@njit
+def _occupied(slots, start, out):
+    """Occupied slots ``>= start`` into ``out`` until it is full; returns (how many, where the
+    search stopped)."""
+    n = 0
+    s = start
+    size = slots.shape[0]
+    while s < size and n < out.shape[0]:
+        if slots[s] != 0:
+            out[n] = s
+            n += 1
+        s += 1
+    return n, s
 
 
 def _regrow_tags(tags: np.ndarray, remap: np.ndarray, size: int) -> np.ndarray:
@@ -229,9 +333,9 @@ def _regrow_tags(tags: np.ndarray, remap: np.ndarray, size: int) -> np.ndarray:
 
 
 def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | None = None,
-                        progress: Callable[[int, int], None] | None = None,
-                        before_growth: Callable[[int, int], None] | None = None) -> Enumeration:
-    """Enumerate every position reachable from a start (SPEC §1.4).
+                        progress: Callable[[int, int], None] | None = None, budget: int | None = None,
+                        terminal_parts: int = 1) -> Enumeration:
+    """Enumerate every position reachable from a start.
 
     Parameters
     ----------
@@ -245,19 +349,24 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     progress : callable, optional
         Called as ``progress(expanded, found)`` after each batch (positions expanded, and
         non-terminal positions found so far).
-    before_growth : callable, optional
-        Called as ``before_growth(nonterminal, terminal)`` before the table or the set grows,
-        with the numbers of positions they are about to be sized for; it may raise to stop
-        (a memory check).
+    budget : int, optional
+        The most bytes the table, its tags and the terminal set may take together (None: no
+        bound). When the set would outgrow it, the terminal partitions double instead.
+    terminal_parts : int, optional
+        Partitions of the terminal positions to start with (a power of two; :mod:`~.memory`):
+        the set counts only the first; :func:`count_terminal_partitions` counts the others.
 
     Returns
     -------
     Enumeration
+        Its terminal counts are partition 0's until :func:`count_terminal_partitions` runs.
 
     Raises
     ------
     StartPositionError
         If the start position is terminal.
+    dobutsu_tb.tablebase.memory.InsufficientMemoryError
+        If the table would outgrow ``budget``.
     dobutsu_tb.encoding.compact.CompactTableFullError
         If the table or the set cannot grow any further.
     dobutsu_tb.encoding.interrupt.Interrupted
@@ -275,8 +384,10 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     n_nt, n_t = expected or (config.DEFAULT_EXPECTED, config.DEFAULT_EXPECTED)
     threads = config.THREADS
     bits, shift = game.layout["MAX_KEY_BITS"], game.layout["KEY_SHIFT"]
+    sizes = Sizes(bits, shift)
+    parts = terminal_parts
     table = CompactTable(n_nt, bits, shift, config.LOAD_FACTOR, threads)
-    terminal = CompactSet(n_t, bits, shift, config.SET_LOAD_FACTOR, threads)
+    terminal = CompactSet(max(1, n_t // parts), bits, shift, config.SET_LOAD_FACTOR, threads)
     tags = np.zeros(table.capacity, np.uint8)
     slots, _ = table.insert([game.key_of(start_state)])
     tags[slots[0]] = TAG_FRESH
@@ -288,6 +399,37 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     term = np.empty((threads, shards, per_thread), np.int64)
     counts = np.zeros((threads, shards, 2), np.int64)
     by_class = np.zeros((table.n_shards, _CLASS_MASK + 1), np.int64)
+    dropped = np.zeros(_CLASS_MASK + 1, np.int64)  # counted, then moved to another partition
+
+    def halve_set():
+        """Double the terminal partitions: keep partition 0's half of the set."""
+        nonlocal terminal, parts
+        parts *= 2
+        smaller = CompactSet(max(1, len(terminal) // 2), bits, shift, config.SET_LOAD_FACTOR, threads)
+        if kernels._keep_partition_zero(terminal.buf, terminal.layout, smaller.buf, smaller.layout, smaller.counts,
+                                        bits - (parts.bit_length() - 1), dropped):
+            raise CompactTableFullError("the terminal set could not be rebuilt")  # pragma: no cover
+        terminal = smaller
+
+    def over(nt, t):
+        return budget is not None and sizes.enumeration(nt, t) > budget
+
+    def check_table(grown_nt):
+        while over(grown_nt, len(terminal)) and parts < MAX_TERMINAL_PARTS and len(terminal) > 1:
+            halve_set()
+        if over(grown_nt, 0):
+            raise InsufficientMemoryError(
+                f"the enumeration needs more memory than the budget ({gib(budget)} for its tables): it has found "
+                f"{len(table):,} non-terminal positions so far; free some memory or raise --max-memory")
+
+    def grow_set(grown_t):
+        """Grow the terminal set, or (when that would break the budget) halve what it holds."""
+        while over(len(table), grown_t) and parts < MAX_TERMINAL_PARTS:
+            halve_set()
+            grown_t = len(terminal) + max(0, grown_t - 2 * len(terminal))
+        if terminal.room() < grown_t - len(terminal):
+            terminal.grow(grown_t)
+
     expanded = no_moves = 0
     scan = 0
     swept_fresh = False
@@ -300,35 +442,94 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
             scan, swept_fresh = 0, False
             continue
         swept_fresh = True
-        no_moves += kernels._expand(table.slots, table.layout, batch[:n], tags, nt, term, counts)
+        part_shift = bits - (parts.bit_length() - 1)
+        no_moves += kernels._expand(table.slots, table.layout, batch[:n], tags, nt, term, counts, part_shift)
         expanded += n
         n_nt, n_term = int(counts[:, :, 0].sum()), int(counts[:, :, 1].sum())
         while True:
             if table.room() < n_nt:
                 grown = len(table) + max(n_nt, len(table))
-                if before_growth is not None:
-                    before_growth(grown, len(terminal))
+                check_table(grown)
                 tags = _regrow_tags(tags, table.grow(grown), table.capacity)
                 scan = 0  # slots moved: rescan (expanded positions are no longer fresh)
             if terminal.room() < n_term:
-                grown = len(terminal) + max(n_term, len(terminal))
-                if before_growth is not None:
-                    before_growth(len(table), grown)
-                terminal.grow(grown)
+                grow_set(len(terminal) + max(n_term, len(terminal)))
+            part_shift = bits - (parts.bit_length() - 1)
             failed_table, failed_set = _insert(table.slots, table.layout, table.counts, tags, nt, term, counts,
-                                               terminal.buf, terminal.layout, terminal.counts, by_class)
+                                               terminal.buf, terminal.layout, terminal.counts, by_class, part_shift)
             if failed_table == 0 and failed_set == 0:
                 break
             # A displacement did not fit: grow what overflowed, then insert the batch again.
-            if before_growth is not None:
-                before_growth(2 * len(table) if failed_table else len(table),
-                              2 * len(terminal) if failed_set else len(terminal))
             if failed_table:
+                check_table(2 * len(table))
                 tags = _regrow_tags(tags, table.grow(2 * len(table)), table.capacity)
                 scan = 0
             if failed_set:
-                terminal.grow(2 * len(terminal))
+                grow_set(2 * len(terminal))
         if progress is not None:
             progress(expanded, len(table))
-    totals = by_class.sum(axis=0)
-    return Enumeration(game, table, tags, int(totals[CATCH]), int(totals[TRY]), no_moves, time.perf_counter() - t0)
+    totals = by_class.sum(axis=0) - dropped
+    return Enumeration(game, table, tags, int(totals[CATCH]), int(totals[TRY]), no_moves, time.perf_counter() - t0,
+                       parts)
+
+
+def count_terminal_partitions(enum: Enumeration, progress: Callable[[int], None] | None = None,
+                              budget: int | None = None) -> None:
+    """Count the terminal positions of the partitions the enumeration left out (1 to
+    ``enum.terminal_parts - 1``): per partition, one pass over the table regenerates every
+    position's terminal children and counts the distinct ones of that partition. Adds them to
+    ``enum``'s counts.
+
+    Parameters
+    ----------
+    enum : Enumeration
+    progress : callable, optional
+        Called as ``progress(positions)`` with the positions of each batch expanded.
+    budget : int, optional
+        As for :func:`enumerate_positions` (the table, its tags and one partition's set).
+
+    Raises
+    ------
+    dobutsu_tb.encoding.interrupt.Interrupted
+        After SIGINT or SIGTERM (checked between batches).
+    """
+    if enum.terminal_parts <= 1:
+        return
+    t0 = time.perf_counter()
+    game, table = enum.game, enum.table
+    kernels = game.jitted(sys.modules[__name__])
+    bits, shift = game.layout["MAX_KEY_BITS"], game.layout["KEY_SHIFT"]
+    threads = config.THREADS
+    part_shift = bits - (enum.terminal_parts.bit_length() - 1)
+    batch = np.empty(config.ENUM_BATCH, np.int64)
+    per_thread = -(-config.ENUM_BATCH // threads) * game.layout["MAX_MOVES"]
+    term = np.empty((threads, table.n_shards, per_thread), np.int64)
+    counts = np.zeros((threads, table.n_shards, 2), np.int64)
+    no_nt = np.empty((threads, table.n_shards, 0), np.int64)
+    expected = max(1, (enum.catch_terminal + enum.try_terminal))
+    for part in range(1, enum.terminal_parts):
+        terminal = CompactSet(expected, bits, shift, config.SET_LOAD_FACTOR, threads)
+        by_class = np.zeros((table.n_shards, _CLASS_MASK + 1), np.int64)
+        start = 0
+        while start < table.capacity:
+            interrupt.check()
+            n, start = _occupied(table.slots, start, batch)
+            if n == 0:
+                break
+            kernels._terminals(table.slots, table.layout, batch[:n], part_shift, part, term, counts)
+            n_term = int(counts[:, :, 1].sum())
+            while True:
+                if terminal.room() < n_term:
+                    terminal.grow(len(terminal) + max(n_term, len(terminal)))
+                _, failed = _insert(table.slots, table.layout, table.counts, enum.tags, no_nt, term, counts,
+                                    terminal.buf, terminal.layout, terminal.counts, by_class, bits)
+                if failed == 0:
+                    break
+                terminal.grow(2 * len(terminal))
+            if progress is not None:
+                progress(n)
+        totals = by_class.sum(axis=0)
+        enum.catch_terminal += int(totals[CATCH])
+        enum.try_terminal += int(totals[TRY])
+        del terminal
+    enum.seconds += time.perf_counter() - t0

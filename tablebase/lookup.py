@@ -30,7 +30,7 @@ def probe_keys(tb, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     TablebaseFileError
         If a chunk read is damaged.
     """
-    codes = np.zeros(keys.shape[0], np.uint8)
+    codes = np.zeros(keys.shape[0], tb._file.value_dtype)
     found = np.zeros(keys.shape[0], np.bool_)
     if tb._all is not None:
         stored, values = tb._all

@@ -49,7 +49,7 @@ from dobutsu_tb.tablebase.schema import (
     read_metadata,
     value_counts,
 )
-from dobutsu_tb.tablebase.values import MAX_STORED_DTM
+from dobutsu_tb.tablebase.values import MAX_STORED_DTM, MAX_WIDE_DTM
 
 #: Bits that hold any chunk's stored size (at most stored_bound(8 * MAX_CHUNK) bytes).
 _SIZE_BITS = 24
@@ -183,7 +183,10 @@ class TablebaseFile:
                                  else f"dataset {where}{missing[0]} is missing")
         n = self.metadata.nonterminal
         self._keys = self._dataset("keys", "<i8", (n,), KEY_FILTERS)
-        self._values = self._dataset("values", "u1", (n,), VALUE_FILTERS)
+        # One byte a value, or two for a variant whose longest DTM is 254 plies or more.
+        wide = self._file.get("values") is not None and getattr(self._file["values"], "dtype", None) == np.dtype("<u2")
+        self.value_dtype = np.dtype("<u2" if wide else VALUE_DTYPE)
+        self._values = self._dataset("values", self.value_dtype.str, (n,), VALUE_FILTERS)
         self.n = n
         self.key_chunk, self.value_chunk = int(self._keys.chunks[0]), int(self._values.chunks[0])
         # Value bytes in range: up to the longest DTM; a loss in 0 only for positions without moves.
@@ -191,7 +194,7 @@ class TablebaseFile:
         self._forbidden_code = -1 if self.metadata.no_moves else 1
         for name in STATS_MEMBERS:
             length = self._dataset(f"stats/{name}", "<i8", None).shape
-            if len(length) != 1 or not 1 <= length[0] <= MAX_STORED_DTM + 1:
+            if len(length) != 1 or not 1 <= length[0] <= (MAX_WIDE_DTM if wide else MAX_STORED_DTM) + 1:
                 raise self._fail(f"/stats/{name} has shape {length}; expected one DTM count per ply")
         m = math.ceil(n / self.key_chunk)
         index = self._checked_table("index", "<i8", (m,), "index_crc32")
@@ -200,7 +203,7 @@ class TablebaseFile:
         self.index = index
         m_values = math.ceil(n / self.value_chunk)
         table = self._checked_table("chunk_table", "<i8", (m + m_values, 2), "chunk_table_crc32")
-        bound = np.repeat([stored_bound(self.key_chunk * 8), stored_bound(self.value_chunk)], [m, m_values])
+        bound = np.repeat([stored_bound(self.key_chunk * 8), stored_bound(self.value_chunk * self.value_dtype.itemsize)], [m, m_values])
         if table.size and (table[:, 0].min() <= 0 or table[:, 1].min() <= CHECKSUM_BYTES
                            or (table[:, 1] > bound).any() or (table[:, 0] + table[:, 1]).max() > self._size):
             raise self._fail("/chunk_table points outside the file or holds impossible sizes: the file is damaged")
@@ -320,7 +323,7 @@ class TablebaseFile:
         """
         count = min(self.value_chunk, self.n - c * self.value_chunk)
         try:
-            values = inflate_chunk(raw if raw is not None else self._raw("values", c), VALUE_DTYPE,
+            values = inflate_chunk(raw if raw is not None else self._raw("values", c), self.value_dtype,
                                    self.value_chunk, False)[:count]
         except ValueError as exc:
             raise self._fail(f"chunk {c} of /values is damaged: {exc}") from None
@@ -365,7 +368,7 @@ class TablebaseFile:
         from dobutsu_tb.encoding.checksums import checksums
 
         keys = np.empty(self.n, np.int64)
-        values = np.empty(self.n, np.uint8)
+        values = np.empty(self.n, self.value_dtype)
         step = 2048
         groups = [(name, range(first, min(first + step, total)))  # chunks of one dataset
                   for name, total in (("keys", self.chunk_count()), ("values", self.chunk_count(True)))
@@ -379,7 +382,7 @@ class TablebaseFile:
                 if not checksum_matches(raw, ours):
                     raise self._fail(f"chunk {c} of /{name} is damaged: fletcher32 checksum mismatch")
             shuffled, chunk, dtype, out = ((True, self.key_chunk, KEY_DTYPE, keys) if name == "keys"
-                                        else (False, self.value_chunk, VALUE_DTYPE, values))
+                                        else (False, self.value_chunk, self.value_dtype, values))
             try:
                 data = inflate_chunks(raws, dtype, chunk, shuffled)
             except ChunkError as exc:

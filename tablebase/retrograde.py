@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -36,7 +37,7 @@ from dobutsu_tb.tablebase.enumeration import TAG_NO_MOVES, TAG_WIN1, Enumeration
 from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import MAX_UNMOVES
 from dobutsu_tb.tablebase.game.unmoves import parent_keys
-from dobutsu_tb.tablebase.values import MAX_STORED_DTM, UNDECIDED
+from dobutsu_tb.tablebase.values import LONG, UNDECIDED
 
 #: Frontier positions handled per kernel call, and per group inside it (also the spare room of
 #: a thread's list of decisions).
@@ -89,18 +90,22 @@ def _fill_equal(slots, values, code, n_blocks, offsets, out):
                 j += 1
 
 
-def _scan(slots: np.ndarray, values: np.ndarray, code: int) -> np.ndarray:
-    """Every occupied slot whose value byte is ``code`` (int64, ascending)."""
+def _in_memory(n: int, dtype) -> np.ndarray:
+    return np.empty(n, dtype)
+
+
+def _scan(slots: np.ndarray, values: np.ndarray, code: int, dtype=np.int64, alloc=_in_memory) -> np.ndarray:
+    """Every occupied slot whose value byte is ``code`` (ascending), into ``alloc(n, dtype)``."""
     n_blocks = 64
     counts = np.zeros(n_blocks, np.int64)
     _count_equal(slots, values, code, n_blocks, counts)
     offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-    out = np.empty(int(counts.sum()), np.int64)
+    out = alloc(int(counts.sum()), dtype)
     _fill_equal(slots, values, code, n_blocks, offsets, out)
     return out
 
 
-def _propagate_range(slots, layout, values, counters, frontier, lo, hi, ply, out):
+def _propagate_range(slots, layout, values, counters, frontier, lo, hi, ply, code, out):
     """:func:`_propagate` for ``frontier[lo:hi]``; the slots it decides go to ``out`` while it has
     room; returns how many it decided.
 
@@ -111,7 +116,6 @@ def _propagate_range(slots, layout, values, counters, frontier, lo, hi, ply, out
     hashes = np.empty(_GROUP * MAX_UNMOVES, np.int64)
     found = np.empty(_GROUP * MAX_UNMOVES, np.int64)
     lost = ply % 2 == 0  # the frontier positions are losses: their predecessors win
-    code = ply + 2  # value byte of DTM ply + 1
     decided = 0
     for g in range(lo, hi, _GROUP):
         for i in range(g + _GROUP, min(hi, g + 2 * _GROUP)):  # the next group's own slots
@@ -157,15 +161,16 @@ def _propagate_range(slots, layout, values, counters, frontier, lo, hi, ply, out
 
 
 @kernel_options(parallel=True)
-def _propagate(slots, layout, values, counters, frontier, ply, out, out_n):
+def _propagate(slots, layout, values, counters, frontier, ply, code, out, out_n):
     """Decide the predecessors of the positions at ``frontier`` (all of DTM ``ply``), one thread
-    per row of ``out``: thread t's decisions (at DTM ``ply + 1``) go to ``out[t, :out_n[t]]``;
-    ``out_n[t]`` may exceed the row's length, and then the row holds only the first ones."""
+    per row of ``out``: thread t's decisions (at DTM ``ply + 1``, value byte ``code``) go to
+    ``out[t, :out_n[t]]``; ``out_n[t]`` may exceed the row's length, and then the row holds only
+    the first ones."""
     n_threads = out.shape[0]
     per = (frontier.shape[0] + n_threads - 1) // n_threads
     for t in prange(n_threads):
         out_n[t] = _propagate_range(slots, layout, values, counters, frontier, t * per,
-                                    min(frontier.shape[0], (t + 1) * per), ply, out[t])
+                                    min(frontier.shape[0], (t + 1) * per), ply, code, out[t])
 
 
 def seed_values(enum: Enumeration) -> np.ndarray:
@@ -189,8 +194,34 @@ def counter_bytes(cells: np.ndarray) -> np.ndarray:
     return cells.view(np.uint8)[1::2]
 
 
+def slot_dtype(capacity: int):
+    """The dtype of lists of slots of a table of ``capacity`` slots: uint32 when it fits."""
+    return np.uint32 if capacity <= 1 << 32 else np.int64
+
+
+#: The shortest DTM kept in the lists of long DTMs (LONG - 1 = 254 plies; the tests lower it).
+LONG_DTM = LONG - 1
+
+
+def value_code(dtm: int) -> int:
+    """The value byte of a decided position of DTM ``dtm`` during the analysis: DTM + 1, or
+    :data:`~dobutsu_tb.tablebase.values.LONG` for a DTM too long for the byte (then the position's
+    slot is in a list of its ply, :attr:`Solution.long_slots`)."""
+    return dtm + 1 if dtm < LONG_DTM else LONG
+
+
+def _joined(parts: list, dtype, alloc) -> np.ndarray:
+    """The arrays of ``parts`` one after another, in ``alloc(n, dtype)``."""
+    out = alloc(sum(p.shape[0] for p in parts), dtype)
+    at = 0
+    for p in parts:
+        out[at: at + p.shape[0]] = p
+        at += p.shape[0]
+    return out
+
+
 def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.ndarray,
-                  seeds: np.ndarray) -> np.ndarray:
+                  seeds: np.ndarray, earlier_long: np.ndarray | None = None, alloc=_in_memory) -> np.ndarray:
     """Decide the predecessors of every position of DTM ``ply``.
 
     Parameters
@@ -201,44 +232,79 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
         Value bytes and counters (:func:`seed_values`), updated in place.
     ply : int
         DTM of the positions whose predecessors are decided.
-    frontier : numpy.ndarray of int64, shape (n,)
+    frontier : numpy.ndarray of uint32 or int64, shape (n,)
         The slots of every position of DTM ``ply``.
-    seeds : numpy.ndarray of int64
+    seeds : numpy.ndarray of uint32 or int64
         Positions already of DTM ``ply + 1`` before this ply (decided by enumeration): not
         returned.
+    earlier_long : numpy.ndarray, optional
+        The slots decided at a long DTM (value byte LONG) before this ply, sorted.
+    alloc : callable, optional
+        ``alloc(n, dtype)``: where the list of decisions goes (memory, or a file: spilled lists).
 
     Returns
     -------
-    numpy.ndarray of int64
+    numpy.ndarray of the slot dtype (:func:`slot_dtype`)
         The slots of the positions newly decided at DTM ``ply + 1``.
-
-    Raises
-    ------
-    OverflowError
-        If DTM ``ply + 1`` does not fit the value byte (:data:`MAX_STORED_DTM`).
     """
+    dtype = slot_dtype(enum.table.capacity)
     if frontier.shape[0] == 0:
-        return frontier
-    if ply + 1 > MAX_STORED_DTM:
-        raise OverflowError(f"a DTM of {ply + 1} plies does not fit the value byte (at most {MAX_STORED_DTM})")
+        return np.zeros(0, dtype)
     threads = config.THREADS
     kernels = enum.game.jitted(sys.modules[__name__])
     values, counters = value_bytes(cells), counter_bytes(cells)
-    room = 4 * frontier.shape[0] // threads + _FRONTIER
-    out = np.empty((threads, room), np.int64)
+    code = value_code(ply + 1)
+    room = 4 * min(_FRONTIER, frontier.shape[0]) // threads + _FRONTIER
+    out = np.empty((threads, room), dtype)
     out_n = np.zeros(threads, np.int64)
     parts = []
     for lo in range(0, frontier.shape[0], _FRONTIER):
         interrupt.check()
         kernels._propagate(enum.table.slots, enum.table.layout, values, counters, frontier[lo:lo + _FRONTIER], ply,
-                           out, out_n)
+                           code, out, out_n)
         if out_n.max() > room:  # a thread ran out of room: find this ply's decisions by a scan
-            return np.setdiff1d(_scan(enum.table.slots, values, ply + 2), seeds, assume_unique=True)
+            found = np.setdiff1d(_scan(enum.table.slots, values, code, dtype), seeds, assume_unique=True)
+            if code == LONG and earlier_long is not None:
+                found = np.setdiff1d(found, earlier_long, assume_unique=True)
+            return _joined([found], dtype, alloc)
         parts += [out[t, :out_n[t]].copy() for t in range(threads)]
-    return np.concatenate(parts)
+    return _joined(parts, dtype, alloc)
 
 
-def solve(enum: Enumeration, report: Callable[[int, int, int, float], None] | None = None) -> tuple[np.ndarray, float]:
+@dataclass
+class Solution:
+    """What the retrograde analysis found.
+
+    Attributes
+    ----------
+    values : numpy.ndarray of uint8, shape (capacity,)
+        The value byte of every slot (a strided view): 0 draw (and empty slots), DTM + 1, or
+        :data:`~dobutsu_tb.tablebase.values.LONG` for a DTM of LONG - 1 plies or more.
+    long_slots, long_dtm : numpy.ndarray, shape (m,)
+        The slots whose value byte is LONG, ascending, and their DTM (plies, int64).
+    seconds : float
+        Wall time.
+    """
+
+    values: np.ndarray
+    long_slots: np.ndarray
+    long_dtm: np.ndarray
+    seconds: float
+
+    def dtm_of(self, slot: int) -> tuple[int, int]:
+        """(WDL, DTM in plies) of the position in ``slot``."""
+        code = int(self.values[slot])
+        if code == LONG:
+            dtm = int(self.long_dtm[np.searchsorted(self.long_slots, slot)])
+        elif code == UNDECIDED:
+            return 0, 0
+        else:
+            dtm = code - 1
+        return (1 if dtm % 2 else -1), dtm
+
+
+def solve(enum: Enumeration, report: Callable[[int, int, int, float], None] | None = None,
+          alloc=None) -> Solution:
     """Run the retrograde analysis on an enumeration.
 
     Parameters
@@ -248,14 +314,13 @@ def solve(enum: Enumeration, report: Callable[[int, int, int, float], None] | No
         as counters (and dropped).
     report : callable, optional
         Called once per ply as ``report(ply, processed, decided, seconds)``.
+    alloc : callable, optional
+        ``alloc(n, dtype)`` makes the lists of positions (seeds, each ply's decisions): in memory
+        by default, memory-mapped files when the build spills them.
 
     Returns
     -------
-    values : numpy.ndarray of uint8, shape (enum.table.capacity,)
-        The value byte of every slot (:mod:`~dobutsu_tb.tablebase.values`; 0 for draws and for
-        empty slots), a strided view.
-    seconds : float
-        Wall time.
+    Solution
 
     Raises
     ------
@@ -264,20 +329,32 @@ def solve(enum: Enumeration, report: Callable[[int, int, int, float], None] | No
         (checked between plies and between slices of a ply's frontier).
     """
     t0 = time.perf_counter()
+    alloc = alloc or _in_memory
     cells = seed_values(enum)
     values = value_bytes(cells)
-    seeds = {dtm: _scan(enum.table.slots, values, dtm + 1) for dtm in (0, 1, 2)}  # no moves, wins in 1, losses in 2
+    dtype = slot_dtype(enum.table.capacity)
+    # no moves (DTM 0), wins in 1 (a try), losses in 2 (every move lets the lion be caught)
+    seeds = {dtm: _scan(enum.table.slots, values, dtm + 1, dtype, alloc) for dtm in (0, 1, 2)}
     highest = 2
     ply = 0 if enum.no_moves else 1  # DTM 0 is stored only for positions without moves
-    frontier = seeds[ply]
+    frontier = seeds.pop(ply)
+    empty = np.zeros(0, dtype)
+    long_parts, long_dtm = [], []
     while ply <= highest:
         interrupt.check()
         t = time.perf_counter()
-        decided = propagate_ply(enum, cells, ply, frontier, seeds.get(ply + 1, seeds[0][:0]))
+        earlier = np.sort(np.concatenate(long_parts)) if long_parts and value_code(ply + 1) == LONG else None
+        decided = propagate_ply(enum, cells, ply, frontier, seeds.get(ply + 1, empty), earlier, alloc)
         if decided.shape[0]:
             highest = max(highest, ply + 1)
+            if value_code(ply + 1) == LONG:
+                long_parts.append(decided)
+                long_dtm.append(np.full(decided.shape[0], ply + 1, np.int64))
         if report is not None:
             report(ply, frontier.shape[0], decided.shape[0], time.perf_counter() - t)
-        frontier = np.concatenate([seeds[ply + 1], decided]) if ply + 1 in seeds else decided
+        frontier = _joined([seeds.pop(ply + 1), decided], dtype, alloc) if ply + 1 in seeds else decided
         ply += 1
-    return values, time.perf_counter() - t0
+    slots = np.concatenate(long_parts) if long_parts else np.zeros(0, dtype)
+    dtms = np.concatenate(long_dtm) if long_dtm else np.zeros(0, np.int64)
+    order = np.argsort(slots, kind="stable")
+    return Solution(values, slots[order], dtms[order], time.perf_counter() - t0)

@@ -39,7 +39,7 @@ import numpy as np
 from h5py import h5z
 
 from dobutsu_tb.tablebase.game.variant import Variant, VariantError, standard_variant, variant_from_json
-from dobutsu_tb.tablebase.values import MAX_STORED_DTM
+from dobutsu_tb.tablebase.values import MAX_WIDE_DTM
 
 FORMAT = "dobutsu-tablebase"
 FORMAT_VERSION = 4
@@ -263,7 +263,7 @@ def _metadata_problem(m: Metadata) -> str | None:
         return "reachable is not non-terminal + catch-terminal + try-terminal"
     if m.wins + m.draws + m.losses != m.nonterminal:
         return "wins + draws + losses is not the number of non-terminal positions"
-    if not 0 <= m.max_dtm <= MAX_STORED_DTM:
+    if not 0 <= m.max_dtm <= MAX_WIDE_DTM:
         return f"the longest DTM {m.max_dtm} is out of range"
     if m.start_wdl not in (-1, 0, 1) or not 0 <= m.start_dtm <= m.max_dtm:
         return "the start position's value is out of range"

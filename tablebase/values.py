@@ -18,6 +18,11 @@ UNKNOWN = -2
 UNDECIDED = 0
 #: Largest DTM a value byte holds (the full game's longest win is 173 plies).
 MAX_STORED_DTM = 254
+#: During the retrograde analysis, the value byte of a position whose DTM is too long for it
+#: (254 plies or more); the analysis keeps those positions' DTM in a list of its own, and a file
+#: whose longest DTM is that long stores two-byte values (up to :data:`MAX_WIDE_DTM`).
+LONG = 255
+MAX_WIDE_DTM = 65534
 #: Names used in text and JSON output (as the Lichess tablebase API's ``category``).
 WDL_NAMES = {WIN: "win", DRAW: "draw", LOSS: "loss"}
 #: DTM of the two terminal classes: a catch-terminal position wins with its capture (1 ply);
@@ -66,10 +71,13 @@ def decode_value(code: int) -> tuple[int, int]:
 
 
 def decode_values(codes):
-    """(wdl int8, dtm uint8) arrays of an array of value bytes (uint8, shape (n,))."""
+    """(wdl int8, dtm) arrays of an array of values (uint8 or uint16, shape (n,)); dtm has the
+    values' dtype."""
     import numpy as np
 
-    codes = np.asarray(codes, np.uint8)
-    dtm = np.where(codes == UNDECIDED, 0, codes.astype(np.int16) - 1).astype(np.uint8)
+    codes = np.asarray(codes)
+    if codes.dtype not in (np.uint8, np.uint16):
+        codes = codes.astype(np.uint8)
+    dtm = np.where(codes == UNDECIDED, 0, codes.astype(np.int32) - 1).astype(codes.dtype)
     wdl = np.where(codes == UNDECIDED, DRAW, np.where(dtm % 2 == 1, WIN, LOSS)).astype(np.int8)
     return wdl, dtm

@@ -29,50 +29,80 @@ from dobutsu_tb.tablebase.schema import (
     Metadata,
     metadata_crc32,
 )
-from dobutsu_tb.tablebase.values import MAX_STORED_DTM
+from dobutsu_tb.tablebase.values import MAX_STORED_DTM, MAX_WIDE_DTM
 
-#: A sort record (uint64): a key's code bits above its value byte.
+#: A sort record (uint64): a key's code bits above its value (a byte, or two bytes for a
+#: variant whose longest DTM is 254 plies or more: ``value_bits`` 8 or 16).
 RECORD_VALUE_BITS = 8
-RECORD_VALUE_MASK = (1 << RECORD_VALUE_BITS) - 1
+WIDE_VALUE_BITS = 16
 
 
-def pack_records(keys: np.ndarray, values: np.ndarray, key_shift: int) -> np.ndarray:
-    """Sort records (uint64, shape (n,)) of keys (int64) and value bytes (uint8): ``code << 8 | value``,
+def pack_records(keys: np.ndarray, values: np.ndarray, key_shift: int, value_bits: int = RECORD_VALUE_BITS) -> np.ndarray:
+    """Sort records (uint64, shape (n,)) of keys (int64) and values: ``code << value_bits | value``,
     where ``code = key >> key_shift`` (the variant's ``KEY_SHIFT``)."""
     keys = np.asarray(keys, np.int64)
-    return ((keys >> key_shift).astype(np.uint64) << np.uint64(RECORD_VALUE_BITS)) | np.asarray(values, np.uint64)
+    return ((keys >> key_shift).astype(np.uint64) << np.uint64(value_bits)) | np.asarray(values, np.uint64)
 
 
-def record_keys(records: np.ndarray, key_shift: int) -> np.ndarray:
+def record_keys(records: np.ndarray, key_shift: int, value_bits: int = RECORD_VALUE_BITS) -> np.ndarray:
     """The keys (int64) of sort records (``key_shift``: the variant's ``KEY_SHIFT``)."""
-    return (records >> np.uint64(RECORD_VALUE_BITS)).astype(np.int64) << key_shift
+    return (records >> np.uint64(value_bits)).astype(np.int64) << key_shift
 
 
-def record_values(records: np.ndarray) -> np.ndarray:
-    """The value bytes (uint8) of sort records."""
-    return (records & np.uint64(RECORD_VALUE_MASK)).astype(np.uint8)
+def record_values(records: np.ndarray, value_bits: int = RECORD_VALUE_BITS) -> np.ndarray:
+    """The values (uint8, or uint16 for 16-bit values) of sort records."""
+    dtype = np.uint8 if value_bits == RECORD_VALUE_BITS else np.uint16
+    return (records & np.uint64((1 << value_bits) - 1)).astype(dtype)
 
 
-def _encode_group(records: np.ndarray, first: int, count: int, chunk: int, keys: bool, key_shift: int) -> list[bytes]:
+class RecordBlocks:
+    """Sort records given as blocks, each ascending and above the one before: how a build too big
+    to hold every record at once hands them over (:mod:`~dobutsu_tb.tablebase.memory`).
+
+    Parameters
+    ----------
+    n : int
+        Records in all.
+    blocks : callable
+        ``blocks()`` yields the blocks (uint64 arrays), in order, once.
+    """
+
+    def __init__(self, n: int, blocks):
+        self.n = int(n)
+        self.blocks = blocks
+
+    @classmethod
+    def of(cls, records: np.ndarray) -> "RecordBlocks":
+        """One block: a whole array of records."""
+        records = np.asarray(records, np.uint64)
+        return cls(records.shape[0], lambda: iter([records]))
+
+
+def _encode_group(records: np.ndarray, first: int, count: int, chunk: int, keys: bool, key_shift: int,
+                  value_bits: int) -> list[bytes]:
     n = records.shape[0]
     lo, hi = first * chunk, min(n, (first + count) * chunk)
-    full = np.zeros(count * chunk, np.int64 if keys else np.uint8)  # the last chunk is padded
-    full[: hi - lo] = record_keys(records[lo:hi], key_shift) if keys else record_values(records[lo:hi])
+    dtype = np.int64 if keys else (np.uint8 if value_bits == RECORD_VALUE_BITS else np.uint16)
+    full = np.zeros(count * chunk, dtype)  # the last chunk is padded
+    full[: hi - lo] = (record_keys(records[lo:hi], key_shift, value_bits) if keys
+                       else record_values(records[lo:hi], value_bits))
     return encode_chunks(full.reshape(count, chunk), shuffle=keys)
 
 
-def _write_chunks(dset, records: np.ndarray, chunk: int, keys: bool, key_shift: int, pool, progress) -> None:
+def _write_chunks(dset, records: np.ndarray, chunk: int, keys: bool, key_shift: int, value_bits: int, pool,
+                  progress, first_chunk: int = 0) -> None:
+    """Write ``records`` (starting at chunk ``first_chunk`` of ``dset``) chunk by chunk."""
     n_chunks = math.ceil(records.shape[0] / chunk)
     per_task = 256
     group = per_task * 8
     for g in range(0, n_chunks, group):
         interrupt.check()
         firsts = range(g, min(n_chunks, g + group), per_task)
-        tasks = [pool.submit(_encode_group, records, f, min(per_task, n_chunks - f), chunk, keys, key_shift)
-                 for f in firsts]
+        tasks = [pool.submit(_encode_group, records, f, min(per_task, n_chunks - f), chunk, keys, key_shift,
+                             value_bits) for f in firsts]
         for f, task in zip(firsts, tasks):
             for k, data in enumerate(task.result()):
-                dset.id.write_direct_chunk(((f + k) * chunk,), data, 0)
+                dset.id.write_direct_chunk(((first_chunk + f + k) * chunk,), data, 0)
             if progress is not None:
                 progress(min(per_task * chunk, records.shape[0] - f * chunk))
 
@@ -143,8 +173,8 @@ def check_records(records: np.ndarray, counts: np.ndarray) -> None:
     Parameters
     ----------
     records : numpy.ndarray of uint64, shape (n,)
-    counts : numpy.ndarray of int64, shape (256,)
-        Records per value byte.
+    counts : numpy.ndarray of int64, shape (256,) or (65536,)
+        Records per value (a byte, or two bytes).
 
     Raises
     ------
@@ -152,12 +182,13 @@ def check_records(records: np.ndarray, counts: np.ndarray) -> None:
         If the keys are not strictly ascending or a value byte is out of range.
     """
     n = records.shape[0]
+    value_bits = RECORD_VALUE_BITS if counts.shape[0] <= 256 else WIDE_VALUE_BITS
     step = 1 << 22  # the order check in slices: no temporaries the size of the records
     for lo in range(0, max(0, n - 1), step):
-        part = records[lo: min(n, lo + step + 1)] >> np.uint64(RECORD_VALUE_BITS)
+        part = records[lo: min(n, lo + step + 1)] >> np.uint64(value_bits)
         if not (part[1:] > part[:-1]).all():
             raise ValueError("keys must be strictly ascending")
-    if counts[MAX_STORED_DTM + 2:].any():
+    if counts[(MAX_STORED_DTM if value_bits == RECORD_VALUE_BITS else MAX_WIDE_DTM) + 2:].any():
         raise ValueError("a value byte is out of range")
 
 
@@ -174,40 +205,86 @@ def _create_hdf5(tmp) -> h5py.File:
     return h5py.File(h5f.create(os.fsencode(tmp), h5f.ACC_TRUNC, fcpl=fcpl, fapl=fapl))
 
 
-def write_file(tmp, records: np.ndarray, meta: Metadata, progress=None) -> None:
+def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RECORD_VALUE_BITS) -> None:
     """Write a tablebase into ``tmp`` (a temporary file that :func:`reserve_output` created);
-    the arguments are those of :func:`write_tablebase`. Stops at
-    :func:`~dobutsu_tb.encoding.interrupt.check` between chunk groups.
+    the arguments are those of :func:`write_tablebase`, and ``records`` may also be
+    :class:`RecordBlocks`. Stops at :func:`~dobutsu_tb.encoding.interrupt.check` between chunk
+    groups.
+
+    Parameters
+    ----------
+    value_bits : int, optional
+        8 (a value byte per position) or 16 (two bytes, for DTMs of 254 plies or more).
 
     Raises
     ------
     ValueError
-        If the keys are not strictly ascending or a value byte is out of range.
+        If the keys are not strictly ascending or a value is out of range.
     OutputError
         If HDF5 cannot write the file (a full disk: its message, in one line).
     """
-    n = records.shape[0]
-    records = np.asarray(records, np.uint64)
+    blocks = records if isinstance(records, RecordBlocks) else RecordBlocks.of(records)
+    n = blocks.n
     from dobutsu_tb.tablebase.game.game import game_of
 
     key_shift = game_of(meta.variant).layout["KEY_SHIFT"]
-    counts = np.bincount(record_values(records), minlength=256)
-    check_records(records, counts)
-    dtm_counts = counts[1:]  # counts[d + 1] = positions with DTM d
-    dtm_wins = np.where(np.arange(dtm_counts.shape[0]) % 2 == 1, dtm_counts, 0)
-    dtm_losses = np.where(np.arange(dtm_counts.shape[0]) % 2 == 0, dtm_counts, 0)
-    top = int(np.flatnonzero(dtm_counts).max()) + 1 if dtm_counts.any() else 1
     # HDF5 refuses chunks larger than the dataset: a small tablebase has one chunk of each.
     key_chunk, value_chunk = max(1, min(config.KEY_CHUNK, n)), max(1, min(config.VALUE_CHUNK, n))
+    unit = math.lcm(key_chunk, value_chunk)  # blocks are written in whole units of both chunks
+    value_dtype = "u1" if value_bits == RECORD_VALUE_BITS else "<u2"
     from concurrent.futures import ThreadPoolExecutor
 
     try:
         with _create_hdf5(tmp) as f, ThreadPoolExecutor(config.THREADS) as pool:
-            for name, dtype, chunk, shuffle in (("keys", "<i8", key_chunk, True), ("values", "u1", value_chunk, False)):
-                dset = f.create_dataset(name, shape=(n,), dtype=dtype, chunks=(max(1, chunk),), compression="gzip",
-                                        compression_opts=config.GZIP_LEVEL, shuffle=shuffle, fletcher32=True)
-                _write_chunks(dset, records, chunk, name == "keys", key_shift, pool, progress)
-            index = record_keys(records[::key_chunk], key_shift).astype("<i8")
+            dsets = {}
+            for name, dtype, chunk, shuffle in (("keys", "<i8", key_chunk, True),
+                                                ("values", value_dtype, value_chunk, False)):
+                dsets[name] = f.create_dataset(name, shape=(n,), dtype=dtype, chunks=(max(1, chunk),),
+                                               compression="gzip", compression_opts=config.GZIP_LEVEL, shuffle=shuffle,
+                                               fletcher32=True)
+            counts = np.zeros(1 << value_bits, np.int64)
+            index_parts = []
+            written = 0
+            carry = np.zeros(0, np.uint64)
+            last = None  # the code of the last record so far, for the order across blocks
+
+            def write_span(span):
+                nonlocal written
+                for name, chunk in (("keys", key_chunk), ("values", value_chunk)):
+                    _write_chunks(dsets[name], span, chunk, name == "keys", key_shift, value_bits, pool, progress,
+                                  written // chunk)
+                index_parts.append(record_keys(span[::key_chunk], key_shift, value_bits).astype("<i8"))
+                written += span.shape[0]
+
+            for block in blocks.blocks():
+                block = np.asarray(block, np.uint64)
+                if block.shape[0] == 0:
+                    continue
+                counts += np.bincount(record_values(block, value_bits), minlength=1 << value_bits)
+                check_records(block, counts)
+                if last is not None and (block[0] >> np.uint64(value_bits)) <= last:
+                    raise ValueError("keys must be strictly ascending")
+                last = block[-1] >> np.uint64(value_bits)
+                if carry.shape[0]:
+                    head = np.concatenate([carry, block[: unit - carry.shape[0]]])
+                    block = block[unit - carry.shape[0]:]
+                    if head.shape[0] < unit:
+                        carry = head
+                        continue
+                    write_span(head)
+                full = block.shape[0] // unit * unit
+                if full:
+                    write_span(block[:full])
+                carry = block[full:].copy()
+            if carry.shape[0]:
+                write_span(carry)
+            if written != n:
+                raise ValueError(f"{written:,} records given, {n:,} announced")
+            dtm_counts = counts[1:]  # counts[d + 1] = positions with DTM d
+            dtm_wins = np.where(np.arange(dtm_counts.shape[0]) % 2 == 1, dtm_counts, 0)
+            dtm_losses = np.where(np.arange(dtm_counts.shape[0]) % 2 == 0, dtm_counts, 0)
+            top = int(np.flatnonzero(dtm_counts).max()) + 1 if dtm_counts.any() else 1
+            index = np.concatenate(index_parts) if index_parts else np.zeros(0, "<i8")
             f.create_dataset("index", data=index)
             table = np.concatenate([hdf5_chunk_table(f["keys"]), hdf5_chunk_table(f["values"])])[:, :2]
             f.create_dataset("chunk_table", data=np.ascontiguousarray(table).astype("<i8"))  # contiguous: quick to open

@@ -30,9 +30,15 @@ def default_output(variant, position) -> Path:
                    f"start, else a name from the start).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars or per-ply lines on stderr.")
 @click.option("--force", is_flag=True, help="Replace --out even if it is a file other than a dobutsu tablebase.")
+@click.option("--max-memory", default=None, metavar="SIZE",
+              help="The most memory the build may use, e.g. 20G or 512M (default: what the machine has "
+                   "available). The build plans passes to fit it, and refuses at once if it cannot.")
+@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where lists spilled to disk go when memory is short (default: the output's folder); "
+                   "removed at the end.")
 @click.option("--ignore-memory", is_flag=True,
               help="Build even when the estimated memory need exceeds what the machine has available.")
-def build(start, variant, variant_file, out, quiet, force, ignore_memory):
+def build(start, variant, variant_file, out, max_memory, work_dir, quiet, force, ignore_memory):
     """Enumerate every position reachable from a start, solve them all, write an HDF5 file.
 
     Prints the counts and the start position's value. The full build from the standard start
@@ -43,12 +49,20 @@ def build(start, variant, variant_file, out, quiet, force, ignore_memory):
     from dobutsu_tb.tablebase.build import build_tablebase
     from dobutsu_tb.tablebase.game.position import Position
 
+    from dobutsu_tb.tablebase.memory import parse_size
+
+    budget = None
+    if max_memory is not None:
+        try:
+            budget = parse_size(max_memory)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--max-memory'") from None
     game = resolve_variant(variant, variant_file)
     position = Position.start(game) if start is None else parse_position(start, game)
     if out is None:
         out = default_output(game, position)
     result = build_tablebase(out, position, progress=False if quiet else None, force=force,
-                             memory_check=not ignore_memory, variant=game)
+                             memory_check=not ignore_memory, variant=game, max_memory=budget, work_dir=work_dir)
     click.echo(result.summary())
 
 

@@ -1,0 +1,233 @@
+"""A build's memory: what each phase needs, the budget it must stay within, and the plan that
+fits the biggest variants into it (docs/building.md, "Memory").
+
+The builder keeps three big structures: the table of non-terminal positions (4 bytes a slot,
+:mod:`~dobutsu_tb.encoding.compact`) with a tag byte a slot during the enumeration and a value
+and a counter byte a slot during the retrograde analysis; the set that counts the terminal
+positions (3 bytes a slot for dobutsu's keys); and the sort records of the write (8 bytes a
+position). When they do not fit the budget together, the plan trades passes for memory:
+
+- **terminal partitions**: the set holds only the terminal positions whose hash lies in the
+  first of K partitions; after the enumeration, one pass over the table per other partition
+  regenerates every position's terminal children and counts those of that partition;
+- **record passes**: the records are made, sorted and written one key range at a time;
+- **spilled lists**: the retrograde analysis's lists of positions (the seeds and each ply's
+  frontier) live in memory-mapped files in the work folder instead of in memory.
+
+None of these changes a result: the file is the same byte for byte.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from dobutsu_tb.encoding import config
+from dobutsu_tb.encoding.compact import table_nbytes
+from dobutsu_tb.encoding.compact_set import set_nbytes
+
+#: Bytes a build holds besides its tables: the interpreter, numpy, numba and its compiled
+#: kernels, thread buffers (measured: about 0.25 GiB).
+BASE_MEMORY = 320 << 20
+#: The most terminal partitions (passes over the table).
+MAX_TERMINAL_PARTS = 64
+#: The share of the positions that one ply's lists (frontier, decisions, seeds) hold at most,
+#: for the estimate (the standard game's largest ply holds 9 %).
+LIST_SHARE = 0.35
+GIB = 1 << 30
+
+
+class InsufficientMemoryError(MemoryError):
+    """Raised before a build (or before its tables grow) when the memory it would need exceeds the
+    budget; the message says how much is needed and available."""
+
+
+def available_memory() -> int | None:
+    """``MemAvailable`` of ``/proc/meminfo`` in bytes (memory that can be had without swapping),
+    or None where there is no such file."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def resident_memory() -> int:
+    """This process's resident memory in bytes (0 if unknown)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def default_budget() -> int | None:
+    """The memory a build may use when ``--max-memory`` is not given: what the machine has
+    available (``MemAvailable``) plus what this process already holds; None if unknown."""
+    available = available_memory()
+    return None if available is None else available + resident_memory()
+
+
+def parse_size(text: str) -> int:
+    """Bytes of a size like ``20G``, ``512M``, ``1.5GiB`` or ``1000000`` (bytes).
+
+    Raises
+    ------
+    ValueError
+        If the text is not such a size.
+    """
+    units = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = text.strip().upper().replace("IB", "").replace(" ", "")
+    number = t.rstrip("BKMGT")
+    unit = t[len(number):]
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a size like 20G, 512M or 1000000") from None
+    if unit not in units or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{text!r} is not a size like 20G, 512M or 1000000")
+    return int(value * units[unit])
+
+
+def gib(n: int) -> str:
+    """``n`` bytes as ``'1.8 GiB'``."""
+    return f"{n / GIB:.1f} GiB"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Bytes of the builder's structures for a number of positions, by a variant's key width."""
+
+    code_bits: int
+    shift: int
+
+    def table(self, nonterminal: int) -> int:
+        """The table's slots (4 bytes each) for this many non-terminal positions."""
+        return table_nbytes(max(1, nonterminal), self.code_bits, config.LOAD_FACTOR, config.THREADS)
+
+    def slots(self, nonterminal: int) -> int:
+        return self.table(nonterminal) // 4
+
+    def terminal_set(self, terminal: int) -> int:
+        """The set that counts this many terminal positions."""
+        return set_nbytes(max(1, terminal), self.code_bits, self.shift, config.SET_LOAD_FACTOR, config.THREADS)
+
+    def enumeration(self, nonterminal: int, terminal_in_memory: int) -> int:
+        """The table, its tags, the terminal set."""
+        return self.table(nonterminal) + self.slots(nonterminal) + self.terminal_set(terminal_in_memory)
+
+    def retrograde(self, nonterminal: int, spilled: bool = False) -> int:
+        """The table, a value and a counter byte a slot, and (unless spilled) the lists."""
+        lists = 0 if spilled else int(LIST_SHARE * nonterminal) * 4 * 2
+        return self.table(nonterminal) + 2 * self.slots(nonterminal) + lists
+
+    def records(self, nonterminal: int, passes: int) -> int:
+        """The table, the value bytes and one pass's sort records (8 bytes a position)."""
+        return self.table(nonterminal) + 2 * self.slots(nonterminal) + 8 * math.ceil(nonterminal / passes)
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """How a build fits its memory budget.
+
+    Attributes
+    ----------
+    budget : int or None
+        The most bytes the build may hold (None: no bound).
+    terminal_parts : int
+        Partitions of the terminal positions (a power of two; 1 counts them all during the
+        enumeration). The enumeration may double it if the set outgrows the budget.
+    record_passes : int
+        Key ranges the records are sorted and written in.
+    spill : bool
+        The retrograde analysis's lists live in memory-mapped files in ``work_dir``.
+    work_dir : Path
+        Where spilled lists go (a folder of the build's own, removed at the end).
+    peak : int
+        The estimated peak memory in bytes.
+    disk : int
+        The estimated most bytes in ``work_dir`` at once.
+    """
+
+    budget: int | None
+    terminal_parts: int
+    record_passes: int
+    spill: bool
+    work_dir: Path
+    peak: int
+    disk: int
+
+    def describe(self) -> str:
+        """One line for people: the estimate and how the build fits it."""
+        parts = [f"memory: about {gib(self.peak)} at the peak"
+                 + (f" (budget {gib(self.budget)})" if self.budget is not None else "")]
+        if self.terminal_parts > 1:
+            parts.append(f"terminal positions counted in {self.terminal_parts} passes")
+        if self.record_passes > 1:
+            parts.append(f"records written in {self.record_passes} key ranges")
+        parts.append(f"lists spilled to {self.work_dir} (up to {gib(self.disk)} of disk)" if self.spill
+                     else "no disk besides the output file")
+        return "; ".join(parts)
+
+
+def make_plan(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None, work_dir: Path,
+              spill: bool | None = None, known: bool = True) -> BuildPlan:
+    """The cheapest plan that fits ``budget``: the fewest terminal partitions and record passes,
+    spilling lists only when needed (or as ``spill`` says).
+
+    Parameters
+    ----------
+    sizes : Sizes
+    nonterminal, terminal : int
+        Positions expected.
+    budget : int or None
+        Bytes (None: no bound, one pass of each).
+    work_dir : Path
+    spill : bool, optional
+        Force spilling on or off.
+    known : bool, optional
+        Whether the counts are known; if not (a start whose counts nobody knows in advance), the
+        plan only sizes the start and the enumeration checks the budget as its tables grow.
+
+    Returns
+    -------
+    BuildPlan
+
+    Raises
+    ------
+    InsufficientMemoryError
+        If no plan fits: the table with its value and counter bytes alone exceeds the budget.
+    """
+    if budget is None:
+        peak = BASE_MEMORY + max(sizes.enumeration(nonterminal, terminal), sizes.retrograde(nonterminal),
+                                 sizes.records(nonterminal, 1))
+        return BuildPlan(None, 1, 1, bool(spill), work_dir, peak, 0)
+    room = budget - BASE_MEMORY
+    floor = sizes.table(nonterminal) + 2 * sizes.slots(nonterminal)
+    if floor > room:
+        raise InsufficientMemoryError(
+            f"the build needs at least {gib(floor + BASE_MEMORY)} of memory for {nonterminal + terminal:,} positions "
+            f"(the table of the non-terminal positions and their values), but the budget is {gib(budget)}; "
+            f"free some memory or raise --max-memory")
+    parts = 1
+    while sizes.enumeration(nonterminal, terminal // parts) > room and parts < MAX_TERMINAL_PARTS:
+        parts *= 2
+    if sizes.enumeration(nonterminal, terminal // parts) > room and known:
+        raise InsufficientMemoryError(
+            f"the build needs about {gib(sizes.enumeration(nonterminal, terminal // parts) + BASE_MEMORY)} of "
+            f"memory for {nonterminal + terminal:,} positions, but the budget is {gib(budget)}; free some memory or "
+            f"raise --max-memory")
+    if spill is None:
+        spill = sizes.retrograde(nonterminal) > room
+    passes = 1
+    while sizes.records(nonterminal, passes) > room and passes < 1024:
+        passes *= 2
+    peak = BASE_MEMORY + max(sizes.enumeration(nonterminal, terminal // parts), sizes.retrograde(nonterminal, spill),
+                             sizes.records(nonterminal, passes))
+    disk = int(LIST_SHARE * nonterminal) * 4 * 2 if spill else 0
+    return BuildPlan(budget, parts, passes, spill, work_dir, peak, disk)
