@@ -203,7 +203,8 @@ class TablebaseFile:
         self.index = index
         m_values = math.ceil(n / self.value_chunk)
         table = self._checked_table("chunk_table", "<i8", (m + m_values, 2), "chunk_table_crc32")
-        bound = np.repeat([stored_bound(self.key_chunk * 8), stored_bound(self.value_chunk * self.value_dtype.itemsize)], [m, m_values])
+        value_bytes = self.value_chunk * self.value_dtype.itemsize
+        bound = np.repeat([stored_bound(self.key_chunk * 8), stored_bound(value_bytes)], [m, m_values])
         if table.size and (table[:, 0].min() <= 0 or table[:, 1].min() <= CHECKSUM_BYTES
                            or (table[:, 1] > bound).any() or (table[:, 0] + table[:, 1]).max() > self._size):
             raise self._fail("/chunk_table points outside the file or holds impossible sizes: the file is damaged")

@@ -37,7 +37,8 @@ RECORD_VALUE_BITS = 8
 WIDE_VALUE_BITS = 16
 
 
-def pack_records(keys: np.ndarray, values: np.ndarray, key_shift: int, value_bits: int = RECORD_VALUE_BITS) -> np.ndarray:
+def pack_records(keys: np.ndarray, values: np.ndarray, key_shift: int,
+                 value_bits: int = RECORD_VALUE_BITS) -> np.ndarray:
     """Sort records (uint64, shape (n,)) of keys (int64) and values: ``code << value_bits | value``,
     where ``code = key >> key_shift`` (the variant's ``KEY_SHIFT``)."""
     keys = np.asarray(keys, np.int64)

@@ -48,7 +48,6 @@ def build(start, variant, variant_file, out, max_memory, work_dir, quiet, force,
     from dobutsu_tb.analysis.reports import parse_position
     from dobutsu_tb.tablebase.build import build_tablebase
     from dobutsu_tb.tablebase.game.position import Position
-
     from dobutsu_tb.tablebase.memory import parse_size
 
     budget = None
