@@ -345,7 +345,8 @@ def build_tablebase(out, start=None, progress: bool | None = None,
         budget = max_memory if max_memory is not None else default_budget()
     planned = expected or (config.DEFAULT_EXPECTED, config.DEFAULT_EXPECTED)
     base = Path(work_dir) if work_dir is not None else (out.parent if str(out.parent) else Path("."))
-    plan = make_plan(sizes, *planned, budget, base, spill, known=expected is not None)
+    source = "--max-memory" if max_memory is not None else "MemAvailable in /proc/meminfo"
+    plan = make_plan(sizes, *planned, budget, base, spill, known=expected is not None, source=source)
     try:
         with reserve_output(out, force) as target:
             if target.removed and progress is not False:

@@ -176,7 +176,7 @@ class BuildPlan:
 
 
 def make_plan(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None, work_dir: Path,
-              spill: bool | None = None, known: bool = True) -> BuildPlan:
+              spill: bool | None = None, known: bool = True, source: str = "--max-memory") -> BuildPlan:
     """The cheapest plan that fits ``budget``: the fewest terminal partitions and record passes,
     spilling lists only when needed (or as ``spill`` says).
 
@@ -193,6 +193,8 @@ def make_plan(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
     known : bool, optional
         Whether the counts are known; if not (a start whose counts nobody knows in advance), the
         plan only sizes the start and the enumeration checks the budget as its tables grow.
+    source : str, optional
+        Where the budget comes from, for the error message.
 
     Returns
     -------
@@ -212,16 +214,16 @@ def make_plan(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
     if floor > room:
         raise InsufficientMemoryError(
             f"the build needs at least {gib(floor + BASE_MEMORY)} of memory for {nonterminal + terminal:,} positions "
-            f"(the table of the non-terminal positions and their values), but the budget is {gib(budget)}; "
-            f"free some memory or raise --max-memory")
+            f"(the table of the non-terminal positions and their values), but the budget is {gib(budget)} "
+            f"({source}); free some memory or raise --max-memory")
     parts = 1
     while sizes.enumeration(nonterminal, terminal // parts) > room and parts < MAX_TERMINAL_PARTS:
         parts *= 2
     if sizes.enumeration(nonterminal, terminal // parts) > room and known:
         raise InsufficientMemoryError(
             f"the build needs about {gib(sizes.enumeration(nonterminal, terminal // parts) + BASE_MEMORY)} of "
-            f"memory for {nonterminal + terminal:,} positions, but the budget is {gib(budget)}; free some memory or "
-            f"raise --max-memory")
+            f"memory for {nonterminal + terminal:,} positions, but the budget is {gib(budget)} ({source}); free some "
+            f"memory or raise --max-memory")
     if spill is None:
         spill = sizes.retrograde(nonterminal) > room
     passes = 1

@@ -27,7 +27,7 @@ import os, signal, sys, time
 from dobutsu_tb.tablebase import build, probe, retrograde, writer
 phase, action = sys.argv[1], sys.argv[2]
 hooks = {"enumeration": (build, "enumerate_positions"), "retrograde": (retrograde, "solve"),
-         "sort": (build, "sorted_records"), "write": (writer, "_encode_group"), "check": (probe, "open_tablebase")}
+         "sort": (build, "record_blocks"), "write": (writer, "_encode_group"), "check": (probe, "open_tablebase")}
 module, name = hooks[phase]
 original = getattr(module, name)
 def hooked(*args, **kwargs):
@@ -219,26 +219,31 @@ def test_a_really_full_disk(tmp_path, size):
 
 
 def test_too_little_memory_is_said_before_the_build(cli, tmp_path, monkeypatch):
-    monkeypatch.setattr(build_module, "available_memory", lambda: 100 << 20)
-    monkeypatch.setattr(build_module, "_resident_memory", lambda: 0)
+    from dobutsu_tb.tablebase import memory
+
+    monkeypatch.setattr(memory, "available_memory", lambda: 100 << 20)
+    monkeypatch.setattr(memory, "resident_memory", lambda: 0)
     with monkeypatch.context() as m:
         _no_computing(m)
         result = cli("build", "--out", tmp_path / "full.h5", "-q")
-    assert result.exit_code == 1 and result.output.count("\n") == 1
-    need = build_module.estimate_memory(build_module.STANDARD_NONTERMINAL, build_module.STANDARD_TERMINAL)
-    assert result.output == (f"error: the build needs about {need / 2**30:.1f} GiB of memory for 246,803,167 "
-                             f"positions, but only 0.1 GiB is available (MemAvailable in /proc/meminfo); free some "
-                             f"memory, or pass --ignore-memory to try anyway\n")
+        assert result.exit_code == 1 and result.output.count("\n") == 1
+        assert result.output == ("error: the build needs at least 1.1 GiB of memory for 246,803,167 positions (the "
+                                 "table of the non-terminal positions and their values), but the budget is 0.1 GiB "
+                                 "(MemAvailable in /proc/meminfo); free some memory or raise --max-memory\n")
+        result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "1G")
+        assert result.exit_code == 1 and "but the budget is 1.0 GiB (--max-memory)" in result.output
+        result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "lots")
+        assert result.exit_code == 2 and "'lots' is not a size like 20G" in result.output
     assert leftovers(tmp_path) == []
     # As the tables grow (a start whose counts are not known in advance).
     from dobutsu_tb.encoding import compact_layout, config
 
     monkeypatch.setattr(config, "DEFAULT_EXPECTED", 1024)
     monkeypatch.setattr(compact_layout, "MIN_SLOT_BITS", 14)  # tables that start small and grow
-    first = build_module.estimate_memory(1024, 1024)
-    monkeypatch.setattr(build_module, "available_memory", lambda: first)
+    monkeypatch.setattr(memory, "available_memory", lambda: memory.BASE_MEMORY + 100_000)
     result = cli("build", "--start", LION_CHICK, "--out", tmp_path / "lc.h5", "-q")
-    assert result.exit_code == 1 and "error: the build needs about" in result.output, result.output
+    assert result.exit_code == 1 and "error: the enumeration needs more memory than the budget" in result.output, \
+        result.output
     assert leftovers(tmp_path) == []
     result = cli("build", "--start", LION_CHICK, "--out", tmp_path / "lc.h5", "-q", "--ignore-memory")
     assert result.exit_code == 0 and leftovers(tmp_path) == ["lc.h5"]

@@ -1,0 +1,95 @@
+"""Builds that fit a small memory budget (tablebase/memory.py): terminal positions counted in
+partitions, lists spilled to disk, records sorted and written by key range, two-byte values. Each
+path, forced on a small build, must give the same file (keys and values) as the plain build."""
+
+import numpy as np
+import pytest
+
+from conftest import LION_CHICK
+from dobutsu_tb.encoding import compact_layout, config
+from dobutsu_tb.tablebase import memory, retrograde, writer
+from dobutsu_tb.tablebase.build import build_tablebase, record_blocks
+from dobutsu_tb.tablebase.enumeration import enumerate_positions
+from dobutsu_tb.tablebase.game.game import game_of
+from dobutsu_tb.tablebase.game.position import Position
+from dobutsu_tb.tablebase.game.variant import get_variant
+from dobutsu_tb.tablebase.probe import open_tablebase
+from dobutsu_tb.tablebase.reader import TablebaseFile
+
+
+def _contents(path):
+    with TablebaseFile(path) as f:
+        keys, values = f.read_all()
+        return keys, values.astype(np.uint16), f.metadata
+
+
+@pytest.fixture()
+def small_tables(monkeypatch):
+    """Tables that start tiny and grow, so that a budget of a few hundred KiB bites."""
+    monkeypatch.setattr(config, "DEFAULT_EXPECTED", 1024)
+    monkeypatch.setattr(compact_layout, "MIN_SLOT_BITS", 14)
+
+
+def test_a_tiny_budget_gives_the_same_file(tmp_path, small_tables, lion_chick_tb):
+    work = tmp_path / "work"
+    result = build_tablebase(tmp_path / "small.h5", LION_CHICK, progress=False, max_memory=memory.BASE_MEMORY + 250_000,
+                             work_dir=work, spill=True)
+    assert result.plan.terminal_parts >= 2 and result.plan.spill
+    keys, values, meta = _contents(result.path)
+    want_keys, want_values, want = _contents(lion_chick_tb.path)
+    assert np.array_equal(keys, want_keys) and np.array_equal(values, want_values)
+    assert (meta.catch_terminal, meta.try_terminal, meta.reachable) == (want.catch_terminal, want.try_terminal,
+                                                                         want.reachable)
+    assert list(work.iterdir()) == []  # the build's own folder is gone
+
+
+@pytest.mark.parametrize("parts", [2, 4, 8])
+def test_terminal_partitions_count_what_one_set_counts(parts):
+    game = game_of(get_variant("dobutsu-3x3"))
+    start = Position.start(game.variant).state()
+    whole = enumerate_positions(game, start)
+    split = enumerate_positions(game, start, terminal_parts=parts)
+    assert split.terminal_parts == parts and split.catch_terminal < whole.catch_terminal
+    from dobutsu_tb.tablebase.enumeration import count_terminal_partitions
+
+    count_terminal_partitions(split)
+    assert (split.catch_terminal, split.try_terminal) == (whole.catch_terminal, whole.try_terminal)
+
+
+@pytest.mark.parametrize("passes", [1, 3, 16])
+def test_records_by_key_range_are_the_records(passes):
+    game = game_of()
+    enum = enumerate_positions(game, Position.from_text(LION_CHICK).state())
+    solution = retrograde.solve(enum)
+    shift = game.layout["KEY_SHIFT"]
+    one = np.concatenate(list(record_blocks(enum.table, solution, shift, 8, 1).blocks()))
+    blocks = list(record_blocks(enum.table, solution, shift, 8, passes).blocks())
+    assert len(blocks) == passes or passes > 8  # sample quantiles may coincide on tiny tables
+    assert np.array_equal(np.concatenate(blocks), one) and one.shape[0] == len(enum.table)
+    assert all(np.all(b[1:] > b[:-1]) for b in blocks if b.size)
+
+
+def test_the_writer_takes_uneven_blocks(tmp_path, lion_chick_tb):
+    keys, values, meta = _contents(lion_chick_tb.path)
+    records = writer.pack_records(keys, values.astype(np.uint8), 19)
+    cuts = [0, 1, 700, 701, 2048, 5000, records.shape[0]]
+    blocks = writer.RecordBlocks(records.shape[0], lambda: (records[a:b] for a, b in zip(cuts[:-1], cuts[1:])))
+    with writer.reserve_output(tmp_path / "blocks.h5") as out:
+        writer.write_file(out.tmp, blocks, meta)
+        out.commit()
+    k, v, _ = _contents(tmp_path / "blocks.h5")
+    assert np.array_equal(k, keys) and np.array_equal(v, values)
+
+
+def test_dtms_too_long_for_a_byte_take_two(tmp_path, monkeypatch, lion_chick_tb):
+    """Positions of DTM 5 or more stand for the long ones (254 plies or more in real builds): the
+    file then stores two-byte values, equal to the one-byte file's."""
+    monkeypatch.setattr(retrograde, "LONG_DTM", 5)
+    result = build_tablebase(tmp_path / "wide.h5", LION_CHICK, progress=False)
+    keys, values, _ = _contents(result.path)
+    want_keys, want_values, _ = _contents(lion_chick_tb.path)
+    assert TablebaseFile(result.path).value_dtype == np.dtype("<u2")
+    assert np.array_equal(keys, want_keys) and np.array_equal(values, want_values)
+    with open_tablebase(result.path) as tb:
+        assert tb.probe_dtm(LION_CHICK) == 15
+        assert [m.move for m in tb.principal_variation(LION_CHICK)][:2] == ["Lb4-a3", "Cb2xb3"]
