@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 
 from dobutsu_tb.encoding.config import CHUNK_CACHE
-from dobutsu_tb.tablebase.game.key import LION, OPPONENT, canonical_key
-from dobutsu_tb.tablebase.game.notation import move_text
+from dobutsu_tb.tablebase.game.key import canonical_key
+from dobutsu_tb.tablebase.game.notation import move_text, play_move
 from dobutsu_tb.tablebase.game.position import Position
-from dobutsu_tb.tablebase.game.rules import CATCH, NONTERMINAL, TRY, classify, find_piece, legal_moves, make_move
+from dobutsu_tb.tablebase.game.rules import CATCH, NONTERMINAL, TRY, classify, legal_moves
 from dobutsu_tb.tablebase.reader import TablebaseFile
 from dobutsu_tb.tablebase.schema import Metadata
 from dobutsu_tb.tablebase.values import CATCH_DTM, DRAW, LOSS, TRY_DTM, WIN, decode_value, decode_values, signed_dtm
@@ -322,8 +322,7 @@ class Tablebase:
             self.value(position)  # raises MissingPositionError for a position not covered
         out = []
         for mv in legal_moves(state):
-            child_state = int(make_move(np.int64(state), np.int64(mv)))
-            child = _child_position(child_state, 1 - position.turn)
+            child = play_move(position, int(mv))
             text = move_text(position, int(mv))
             if child is None:  # the move captures the lion
                 out.append(MoveValue(text, None, LOSS, 0, "lion captured"))
@@ -386,14 +385,6 @@ class Tablebase:
                 break
             seen.add(key)
         return line
-
-
-def _child_position(state: int, turn: int) -> Position | None:
-    """The child as a Position, or None when a lion was captured."""
-    s = np.int64(state)
-    if find_piece(s, LION) < 0 or find_piece(s, LION | OPPONENT) < 0:
-        return None
-    return Position.from_state(state, turn)
 
 
 def open_tablebase(path, in_memory: bool = False) -> Tablebase:

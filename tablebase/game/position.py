@@ -50,6 +50,8 @@ LETTER_PIECE = {v: k for k, v in PIECE_LETTER.items()}
 #: Hand slot order: chick, elephant, giraffe.
 HAND_LETTERS = "CEG"
 FILES = "abc"
+#: Fairy-Stockfish's name of this game (its ``UCI_Variant``), whose FEN :meth:`Position.from_fen` reads.
+FSF_VARIANT = "dobutsu"
 #: The longest text a position is read from (ours needs at most 25 characters, a FEN about 40).
 MAX_TEXT_CHARS = 100
 
