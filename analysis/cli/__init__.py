@@ -18,7 +18,8 @@ from dobutsu_tb.analysis.cli.common import ErrorHandlingGroup
 #: imported only when the command runs or help is asked for, so that ``probe`` starts quickly.
 COMMANDS = {"build": ("tables", "build"), "probe": ("tables", "probe"), "show": ("tables", "show"),
             "line": ("tables", "line"), "verify-line": ("checks", "verify_line_cmd"), "verify": ("checks", "verify"),
-            "stats": ("checks", "stats"), "puzzle": ("puzzles", "puzzle"), "serve": ("serve", "serve")}
+            "stats": ("checks", "stats"), "puzzle": ("puzzles", "puzzle"), "serve": ("serve", "serve"),
+            "uci": ("engine", "uci")}
 
 
 class LazyGroup(ErrorHandlingGroup):
