@@ -19,7 +19,8 @@ a loss in n plies is ``score mate -(n // 2)``, the loser's moves; a draw is ``sc
 to move whose game is over (the enemy lion made its try, or its own lion was captured) gets
 ``info depth 0 score mate 0`` and ``bestmove (none)``, as Stockfish answers a mated position.
 ``bestmove`` is DTM-optimal: the fastest win (a lion capture before a try of the same length),
-else a drawing move, else the longest resistance. ``MultiPV`` (up to 500) lists that many
+else a drawing move, else the longest resistance (among equally long ones, a move that does not
+leave the lion attacked, which engines with a royal lion would refuse). ``MultiPV`` (up to 500) lists that many
 moves, best first, each with its exact value, so a high value lists every move.
 
 Repetition (SPEC §1.2: the third occurrence of a position is a draw) is judged over the game
@@ -163,6 +164,8 @@ class Line:
         The move makes a position occur for the third time: a draw.
     capture : bool
         The move captures the lion.
+    hangs : bool
+        The move leaves the mover's lion where the opponent can capture it.
     pv : list of str
         The principal variation, the move first.
     """
@@ -174,17 +177,19 @@ class Line:
     repeats: int = 0
     repetition: bool = False
     capture: bool = False
+    hangs: bool = False
     pv: list = field(default_factory=list)
 
     def order(self) -> tuple:
         """Sort key, best first: wins fastest (a lion capture first), draws that repeat least,
-        losses slowest, unknown last."""
+        losses slowest (a move that leaves the lion attacked last: engines and GUIs whose lion is
+        a royal king, as Fairy-Stockfish 11.1's, call it illegal), unknown last."""
         if self.wdl == WIN:
             return (0, self.plies, not self.capture)
         if self.wdl == DRAW:
             return (1, self.repeats)
         if self.wdl == LOSS:
-            return (2, -self.plies)
+            return (2, -self.plies, self.hangs)
         return (3,)
 
 
@@ -200,7 +205,8 @@ def rank_moves(moves: list[MoveValue], seen: Counter) -> list[Line]:
     """
     lines = []
     for m in moves:
-        line = Line(uci_of_move_text(m.move), None, 0, m.position, capture=m.terminal == "lion captured")
+        line = Line(uci_of_move_text(m.move), None, 0, m.position, capture=m.terminal == "lion captured",
+                    hangs=m.terminal == "catch")
         if m.wdl is not None:  # the child's value, turned into the mover's
             line.wdl, line.plies = -m.wdl, (abs(m.dtm) + 1 if m.wdl != DRAW else 0)
         if m.position is not None:
@@ -234,7 +240,8 @@ class _Job:
     searchmoves: list
     wait: bool  # go infinite / go ponder: bestmove only after stop or ponderhit
     started: float = field(default_factory=time.perf_counter)
-    stop: threading.Event = field(default_factory=threading.Event)
+    stop: threading.Event = field(default_factory=threading.Event)  # stop: cut the lines short
+    release: threading.Event = field(default_factory=threading.Event)  # stop or ponderhit: bestmove may go
     thread: threading.Thread | None = None
 
 
@@ -443,7 +450,7 @@ class UciEngine:
         self.stop_search()
 
     def _cmd_ponderhit(self, args):
-        self.stop_search()
+        self.stop_search(finish=True)
 
     def _cmd_quit(self, args):
         return False
@@ -468,12 +475,14 @@ class UciEngine:
     # --- searching -------------------------------------------------------------------------
 
     def stop_search(self, finish: bool = False) -> None:
-        """End the running search, if any, and wait for its ``bestmove``: at once, or with
-        ``finish`` after its last line (a ``go infinite`` or ``go ponder`` is stopped either way)."""
+        """End the running search, if any, and wait for its ``bestmove``: at once (``stop``), or
+        with ``finish`` after its last line (``ponderhit``, and a ``go`` that comes before the last
+        one's ``bestmove``); a ``go infinite`` or ``go ponder`` then sends its ``bestmove``."""
         job, self._job = self._job, None
         if job is not None:
-            if not finish or job.wait:
+            if not finish:
                 job.stop.set()
+            job.release.set()
             job.thread.join()
 
     def _search(self, job: _Job) -> None:
@@ -487,7 +496,7 @@ class UciEngine:
         except Exception as exc:  # noqa: BLE001 -- the engine stays up whatever a search meets
             self.error(f"go: internal error: {type(exc).__name__}: {exc}")
         if job.wait:
-            job.stop.wait()
+            job.release.wait()
         self.send(f"bestmove {best}")
 
     def _answer(self, job: _Job) -> str:

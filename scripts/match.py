@@ -75,6 +75,9 @@ class EngineError(RuntimeError):
 class UciProcess:
     """A UCI engine in a subprocess: send lines, read its output with a timeout."""
 
+    #: A file that every line sent and received is written to (``--log``), or None.
+    log = None
+
     def __init__(self, name: str, argv: list[str]):
         self.name = name
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -85,10 +88,14 @@ class UciProcess:
 
     def _read(self) -> None:
         for line in self.proc.stdout:
+            if self.log:
+                self.log.write(f"{self.name} > {line}")
             self.lines.put(line.rstrip("\n"))
         self.lines.put(None)
 
     def send(self, line: str) -> None:
+        if self.log:
+            self.log.write(f"{self.name} < {line}\n")
         try:
             self.proc.stdin.write(line + "\n")
             self.proc.stdin.flush()
@@ -151,6 +158,7 @@ class Game:
     end: str = ""
     fsf_optimal: bool = True  # every Fairy-Stockfish move kept its best value and DTM
     fsf_errors: int = 0  # Fairy-Stockfish moves that threw away value (win -> draw/loss, draw -> loss)
+    notes: list = field(default_factory=list)  # what happened, for --verbose
     best_value: int = LOSS  # the best tablebase value our engine had when it was to move
     problems: list = field(default_factory=list)
 
@@ -265,6 +273,8 @@ def play_game(tb, ours: UciProcess, fsf: UciProcess, start: Position, our_side: 
             stats["Fairy-Stockfish: no move by its rules (arbiter moved)" if text == "(none)"
                   else "Fairy-Stockfish: illegal moves (arbiter moved)"] += 1
             move = best[0]
+            game.notes.append(f"ply {ply + 1}: Fairy-Stockfish answered {text} in {position.fen()} ({exc}); "
+                              f"the arbiter played {uci_move_text(position, move)}")
         uci = uci_move_text(position, move)
         if uci != text and text != "(none)":
             stats["Fairy-Stockfish: moves to the far rank read as promotions"] += 1
@@ -283,6 +293,8 @@ def play_game(tb, ours: UciProcess, fsf: UciProcess, start: Position, our_side: 
                 game.fsf_optimal = False
             if wdl_after < best_wdl:
                 game.fsf_errors += 1
+                game.notes.append(f"ply {ply + 1}: Fairy-Stockfish's {uci} in {position.fen()} turns a "
+                                  f"{VALUE_NAMES[best_wdl]} position into a {VALUE_NAMES[wdl_after]} one")
         game.moves.append(uci)
         if wdl_after == OUTSIDE:
             game.result, game.end = DRAW, "left the tablebase (adjudicated a draw)"
@@ -318,11 +330,14 @@ def main() -> int:
     parser.add_argument("--fsf-go", default="movetime 100", help="Fairy-Stockfish's go limits")
     parser.add_argument("--max-plies", type=int, default=300)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--verbose", action="store_true", help="print every game's moves and events")
+    parser.add_argument("--log", type=argparse.FileType("w"), help="write every UCI line sent and received there")
     args = parser.parse_args()
     if shutil.which(args.fsf) is None:
         print(f"error: no Fairy-Stockfish at {args.fsf} (apt-get install fairy-stockfish)", file=sys.stderr)
         return 1
 
+    UciProcess.log = args.log
     rng = random.Random(args.seed)
     stats: Counter = Counter()
     games: list[Game] = []
@@ -360,6 +375,10 @@ def main() -> int:
             stats["lost starts where Fairy-Stockfish erred"] += 1
             stats[f"lost starts where Fairy-Stockfish erred: our engine {RESULT_NAMES[g.result]}"] += 1
         failures += [f"{g.start} (our engine {('Sente', 'Gote')[g.ours]}): {p}" for p in check(g)]
+        if args.verbose and not args.json:
+            print(f"{g.start}, our engine {('Sente', 'Gote')[g.ours]}, {VALUE_NAMES[g.value]} for it: "
+                  f"{VALUE_NAMES[g.result]} ({g.end}) after {len(g.moves)} plies: {' '.join(g.moves)}",
+                  *g.notes, sep="\n    ")
     stats["engine errors (info string error)"] = len(ours.errors)
     if args.json:
         print(json.dumps({"table": table, "stats": stats, "failures": failures, "games": len(games),

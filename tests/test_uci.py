@@ -214,6 +214,14 @@ def test_terminal_and_catch_positions(engine):
     assert any("tablebase does not hold" in line for line in info)
 
 
+def test_longest_resistance_keeps_the_lion_guarded(engine):
+    """Every move loses in 2 plies; the one that does not leave Sente's lion attacked comes first
+    (a royal-lion engine such as Fairy-Stockfish 11.1 would call the others illegal)."""
+    engine.send("setoption name MultiPV value 9")
+    info, best = engine.search("position fen 3/3/1Cl/L+c1[-] w 0 1", "go")
+    assert best.split()[1] == "a1a2" and [score for score, _ in _scores(info).values()] == ["mate -1"] * 3
+
+
 def test_repetition(engine):
     """Gote, lost, takes a draw by a third occurrence when the game history offers one."""
     fen = "2l/1c1/2+C/1L1[-] w 0 1"  # Sente wins in 5; after c2c3 c4b4 c3c2, Gote loses in 10
@@ -239,6 +247,9 @@ def test_go_infinite_waits_for_stop(engine):
     assert not [line for line in engine.out if line.startswith("bestmove")]
     engine.send("stop")
     assert engine.out[-1].startswith("bestmove b1")
+    # go ponder, then ponderhit: the search goes on to its end (the whole line), then bestmove.
+    info, best = engine.search("go ponder", "ponderhit")
+    assert len(_scores(info)[1][1]) == 15 and best.startswith("bestmove b1")
 
 
 def test_go_before_position_and_bad_positions(engine):
