@@ -83,7 +83,7 @@ _GO_VALUES = ("wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "
 _GO_FLAGS = ("infinite", "ponder")
 
 
-# --- the game: every game-specific call of the engine ------------------------------------------
+# --- the game: every game-specific call of the engine (the variant, FEN, UCI moves) ----------
 
 def variants(tb: Tablebase) -> list[str]:
     """The ``UCI_Variant`` names the engine plays with this file: the variant of its positions."""
@@ -96,13 +96,17 @@ def start_position() -> Position:
 
 
 def read_fen(text: str) -> Position:
-    """A position from a FEN (our notation is read too).
+    """A position from a FEN, with or without its hands in brackets (``gle/1c1/1C1/ELG w - - 0 1``
+    has empty hands); our notation is read too.
 
     Raises
     ------
     PositionError
         If the text is malformed or the position impossible.
     """
+    board, _, rest = text.strip().partition(" ")
+    if "/" in board and "[" not in board and rest.split()[:1] in (["w"], ["b"]):
+        text = f"{board}[-] {rest}"
     return parse_position(text)
 
 
@@ -115,6 +119,22 @@ def play_uci(position: Position, text: str) -> Position | None:
         If the text names no legal move of ``position``.
     """
     return play_move(position, parse_uci_move(position, text))
+
+
+def normal_uci(position: Position, text: str) -> str:
+    """The UCI move ``text`` as the engine writes it (``b3b4`` -> ``b3b4+``, ``c@b2`` -> ``C@b2``).
+
+    Raises
+    ------
+    IllegalMoveError
+        If the text names no legal move of ``position``.
+    """
+    return uci_move_text(position, parse_uci_move(position, text))
+
+
+def uci_of(move: str) -> str:
+    """The UCI string of a move in our notation (:attr:`MoveValue.move`)."""
+    return uci_of_move_text(move)
 
 
 def has_moves(position: Position) -> bool:
@@ -205,7 +225,7 @@ def rank_moves(moves: list[MoveValue], seen: Counter) -> list[Line]:
     """
     lines = []
     for m in moves:
-        line = Line(uci_of_move_text(m.move), None, 0, m.position, capture=m.terminal == "lion captured",
+        line = Line(uci_of(m.move), None, 0, m.position, capture=m.terminal == "lion captured",
                     hangs=m.terminal == "catch")
         if m.wdl is not None:  # the child's value, turned into the mover's
             line.wdl, line.plies = -m.wdl, (abs(m.dtm) + 1 if m.wdl != DRAW else 0)
@@ -548,14 +568,14 @@ class UciEngine:
         cap = depth - 1 if depth is not None else (DRAW_PV_PLIES if line.wdl == DRAW else line.plies)
         if cap < 1:
             return []
-        return [uci_of_move_text(m.move) for m in self.tb.principal_variation(line.child, max_plies=cap)]
+        return [uci_of(m.move) for m in self.tb.principal_variation(line.child, max_plies=cap)]
 
     def _searchmoves(self, root: Position, texts: list[str]) -> set[str]:
         """The UCI texts of the legal ones among ``searchmoves`` (as the engine writes them)."""
         out = set()
         for text in texts:
             try:
-                out.add(uci_move_text(root, parse_uci_move(root, text)))
+                out.add(normal_uci(root, text))
             except IllegalMoveError as exc:
                 self.error(f"searchmoves: {exc}")
         return out

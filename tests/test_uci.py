@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import random_positions
+from conftest import LION_CHICK, random_positions
 from dobutsu_tb.analysis.uci import MAX_LINE_BYTES, UciEngine
 from dobutsu_tb.tablebase.game import rules
 from dobutsu_tb.tablebase.game.key import decode_key
@@ -168,6 +168,10 @@ def test_start_value_and_line(engine, lion_chick_tb):
             assert abs(dtm) == 15 - ply
             pos = play_move(pos, parse_uci_move(pos, text))
     assert pos is None or rules.classify(pos.state()) == rules.TRY  # the lion captured or the try made
+    # The same start written without hands, in our notation, and as FEN with [] and castling fields.
+    for fen in ("1l1/1c1/1C1/1L1 w - - 0 1", LION_CHICK, "1l1/1c1/1C1/1L1[] w - - 0 1"):
+        info, _ = engine.search(f"position fen {fen}", "go depth 1")
+        assert _scores(info)[1] == ("mate 8", [pv[0]])
 
 
 def test_every_move_has_its_exact_value(engine, lion_chick_tb):
