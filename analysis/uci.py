@@ -26,8 +26,10 @@ moves, best first, each with its exact value, so a high value lists every move.
 Repetition (SPEC §1.2: the third occurrence of a position is a draw) is judged over the game
 the ``position`` command gives: a move to a position that has already occurred twice is a draw
 (``cp 0``), which the engine takes when every other move loses; among drawing moves it prefers
-one that repeats nothing, so that the game goes on. The tablebase's values are otherwise those
-of the positions themselves (no other history matters).
+one that repeats nothing, so that the game goes on. Only the root's moves are judged so; the
+values are otherwise the tablebase's, which take no history into account (after each of the
+winner's DTM-optimal moves the DTM is shorter, so a win played by the engine since it arose
+never meets a repetition).
 
 Errors never stop the engine and never print a traceback: a malformed line, an unknown command
 or option, a bad FEN, an illegal move or a position the file does not cover is answered with
