@@ -29,7 +29,7 @@ import numpy as np
 from dobutsu_tb.encoding.config import CHUNK_CACHE
 from dobutsu_tb.tablebase.game.game import game_of
 from dobutsu_tb.tablebase.game.layout import CATCH, NONTERMINAL, TRY
-from dobutsu_tb.tablebase.game.notation import move_text
+from dobutsu_tb.tablebase.game.notation import move_text, play_move
 from dobutsu_tb.tablebase.game.position import Position, PositionError
 from dobutsu_tb.tablebase.reader import TablebaseFile
 from dobutsu_tb.tablebase.schema import Metadata
@@ -338,9 +338,7 @@ class Tablebase:
             self.value(position)  # raises MissingPositionError for a position not covered
         out = []
         for mv in game.legal_moves(state):
-            child_state = game.make_move(state, mv)
-            child = (Position.from_state(child_state, 1 - position.turn, self.variant)
-                     if game.has_both_royals(child_state) else None)
+            child = play_move(position, int(mv))
             text = move_text(position, int(mv))
             if child is None:  # the move captures the royal piece
                 out.append(MoveValue(text, None, LOSS, 0, "lion captured"))

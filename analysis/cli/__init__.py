@@ -19,7 +19,7 @@ from dobutsu_tb.analysis.cli.common import ErrorHandlingGroup
 COMMANDS = {"build": ("tables", "build"), "probe": ("tables", "probe"), "show": ("tables", "show"),
             "line": ("tables", "line"), "verify-line": ("checks", "verify_line_cmd"), "verify": ("checks", "verify"),
             "stats": ("checks", "stats"), "puzzle": ("puzzles", "puzzle"), "serve": ("serve", "serve"),
-            "variants": ("tables", "variants")}
+            "variants": ("tables", "variants"), "uci": ("engine", "uci")}
 
 
 class LazyGroup(ErrorHandlingGroup):

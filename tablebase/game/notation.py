@@ -13,7 +13,15 @@ import re
 from functools import lru_cache
 
 from dobutsu_tb.tablebase.game.layout import CELL_BITS, CELL_MASK, OPPONENT, PIECE_MASK
-from dobutsu_tb.tablebase.game.position import FILE_LETTERS, GOTE, SIDE_NAMES, Position, parse_square, square_name
+from dobutsu_tb.tablebase.game.position import (
+    FILE_LETTERS,
+    GOTE,
+    SIDE_NAMES,
+    Position,
+    PositionError,
+    parse_square,
+    square_name,
+)
 from dobutsu_tb.tablebase.game.rules import DROP, FROM_MASK, PROMOTION, TO_MASK, TO_SHIFT
 from dobutsu_tb.tablebase.game.variant import Variant, standard_variant
 
@@ -57,10 +65,39 @@ def move_text(position: Position, move: int) -> str:
     return f"{v.pieces[piece - 1].letter}{square_name(absolute(src, position.turn, v), v)}{capture}{to}{promote}"
 
 
+#: A UCI move (Fairy-Stockfish's): from- and to-square and ``+``, or a drop ``C@b3``.
+UCI_MOVE_PATTERN = re.compile(r"([a-z][0-9]{1,2})([a-z][0-9]{1,2})(\+?)|([A-Za-z])@([a-z][0-9]{1,2})")
+
+
+def uci_square(name: str, variant: Variant | None = None) -> str:
+    """The UCI name of one of our squares, or of a UCI square in ours (the map is its own
+    inverse): the same file, the ranks counted from the other side (``'b4'`` <-> ``'b1'`` on
+    dobutsu's four ranks). UCI squares count the ranks from Sente's side (Sente is "white")."""
+    return name[0] + str((variant or standard_variant()).ranks + 1 - int(name[1:]))
+
+
+def uci_of_move_text(text: str, variant: Variant | None = None) -> str:
+    """The UCI string of a move in our notation: ``'Lb4-a3'`` -> ``'b1a2'``, ``'Ca2-a1+'`` ->
+    ``'a3a4+'``, ``'C*b2'`` -> ``'C@b3'``.
+
+    Raises
+    ------
+    IllegalMoveError
+        If ``text`` is not a move in our notation.
+    """
+    v = variant or standard_variant()
+    m = move_pattern(v).fullmatch(text)
+    if not m:
+        raise IllegalMoveError(f"{quote_move(text)} is not a move like {' or '.join(_examples(v))}")
+    letter, src, _, drop, dst, promote = m.groups()
+    if drop:
+        return f"{letter}@{uci_square(dst, v)}"
+    return f"{uci_square(src, v)}{uci_square(dst, v)}{promote}"
+
+
 def uci_move_text(position: Position, move: int) -> str:
-    """Fairy-Stockfish's text of a kernel move: from- and to-square (``b3b2``), ``+`` for a
-    promotion, ``C@b2`` for a drop, squares named with rank 1 at the *bottom* (Sente's side),
-    as Fairy-Stockfish numbers them."""
+    """Fairy-Stockfish's text of a kernel move played in ``position``: from- and to-square
+    (``b3b2``), ``+`` for a promotion, ``C@b2`` for a drop, the ranks counted from Sente's side."""
     v = position.variant
     src, dst = move & FROM_MASK, (move >> TO_SHIFT) & TO_MASK
 
@@ -71,6 +108,72 @@ def uci_move_text(position: Position, move: int) -> str:
     if src >= DROP:
         return f"{v.hand_order[src - DROP]}@{name(dst)}"
     return f"{name(src)}{name(dst)}{'+' if move & PROMOTION else ''}"
+
+
+def parse_uci_move(position: Position, text: str) -> int:
+    """The kernel move that the UCI string ``text`` names in ``position``.
+
+    A move into the promotion zone written without ``+`` is read as the promotion (Fairy-Stockfish
+    11.1 offers a chick move to the far rank that does not promote; these rules always promote),
+    and a drop's piece letter may be lower case.
+
+    Raises
+    ------
+    IllegalMoveError
+        If the text is not a UCI move, or names no legal move here (the message says why, with
+        UCI squares).
+    """
+    t = text.strip()
+    m = UCI_MOVE_PATTERN.fullmatch(t)
+    if not m:
+        raise IllegalMoveError(f"{quote_move(text)} is not a UCI move like b2b3, a3a4+ or C@b3")
+    moves = position.game.legal_moves(position.state())
+    if moves.size == 0:
+        raise IllegalMoveError(f"{t}: the game is already over")
+    texts = {uci_move_text(position, int(mv)): int(mv) for mv in moves}
+    want = t if m.group(1) else f"{t[0].upper()}{t[1:]}"
+    for candidate in (want, want + "+"):
+        if candidate in texts:
+            return texts[candidate]
+    if want.endswith("+") and want[:-1] in texts:
+        raise IllegalMoveError(f"{t}: only a piece reaching its promotion zone promotes; write {want[:-1]}")
+    raise IllegalMoveError(f"{t}: {_why_uci_illegal(position, m)}")
+
+
+def _why_uci_illegal(position: Position, m: re.Match) -> str:
+    v = position.variant
+    src, dst, promote, letter, drop_to = m.groups()
+    side = SIDE_NAMES[position.turn]
+    for sq in (x for x in (src, dst, drop_to) if x is not None):
+        try:
+            parse_square(uci_square(sq, v), v)
+        except (PositionError, ValueError):
+            return f"{sq} is not a square of the board"
+    own = OPPONENT if position.turn == GOTE else 0
+    if drop_to is not None:
+        slot = v.hand_order.find(letter.upper())
+        if slot < 0 or position.hands[slot + len(v.hand_order) * position.turn] == 0:
+            return f"{side} has no {letter.upper()} in hand to drop"
+        if position.board[parse_square(uci_square(drop_to, v), v)]:
+            return f"{drop_to} is not empty"
+        return f"a {v.kind(letter.upper()).name} may not be dropped on {drop_to}"
+    code = position.board[parse_square(uci_square(src, v), v)]
+    to_code = position.board[parse_square(uci_square(dst, v), v)]
+    if code == 0 or (code & OPPONENT) != own:
+        return f"{side} has no piece on {src}"
+    if to_code and (to_code & OPPONENT) == own:
+        return f"{dst} holds {side}'s own piece"
+    return f"the {v.pieces[(code & 7) - 1].letter} on {src} cannot move to {dst}"
+
+
+def play_move(position: Position, move: int) -> Position | None:
+    """The position after a kernel move played in ``position``, or None when the move captures
+    the enemy royal piece (the game is over: no position follows). The move is not checked."""
+    game = position.game
+    child = game.make_move(position.state(), move)
+    if not game.has_both_royals(child):
+        return None
+    return Position.from_state(child, 1 - position.turn, position.variant)
 
 
 def parse_move(position: Position, text: str) -> int:

@@ -247,6 +247,13 @@ class Variant:
             lines += ["", "[[pieces]]"] + [f"{k} = {value(v)}" for k, v in p.items()]
         return "\n".join(lines) + "\n"
 
+    @property
+    def fairy_name(self) -> str:
+        """Fairy-Stockfish's name of the variant (its ``UCI_Variant``): ``dobutsu`` for the
+        standard game; for others the name without hyphens (the name a ``variants.ini`` section
+        defining it would carry: tests/data/fairy-variants.ini)."""
+        return self.name.replace("-", "")
+
     def __repr__(self) -> str:
         return f"<Variant {self.name}: {self.size}, {''.join(p.letter for p in self.pieces)}>"
 
