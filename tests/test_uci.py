@@ -69,7 +69,7 @@ def test_uci_move_leniency_and_errors():
     assert parse_uci_move(gote, "c@a1") == parse_uci_move(gote, "C@a1")
     start = Position.start()
     cases = {"b3b2": "Sente has no piece on b3", "a1a2": "the E on a1 cannot move to a2",
-             "C@a2": "Sente has no C in hand", "b2b3+": "only a chick reaching the far rank promotes",
+             "C@a2": "Sente has no C in hand", "b2b3+": "only a piece reaching its promotion zone promotes",
              "a9a1": "a9 is not a square", "b1b1": "b1 holds Sente's own piece",
              "zz": "is not a UCI move", "x" * 5000: "(5,000 characters)"}
     for text, message in cases.items():
