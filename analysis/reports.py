@@ -88,7 +88,8 @@ def perfect_line_json(tb: Tablebase, position: Position, max_plies: int = 200) -
         ``position``, ``category``, ``dtm`` and ``terminal`` as :func:`probe_json`; ``moves``, the
         plies of :meth:`Tablebase.principal_variation`, each a :func:`move_json` dict with ``ply``
         (1 for the first) and ``side`` (who plays it) in front; ``end``, how the line ends
-        (``"Sente captures the lion"``, ``"Gote's lion reaches the far rank safely"``, ``"draw"``
+        (``"Sente captures the lion"``, ``"Gote's lion reaches the far rank safely"``, with the
+        variant's royal piece for the lion; ``"draw"``
         for a drawn position, whose line stops at ``max_plies`` or a repetition, or
         :data:`STOPPED` when a win or loss is cut at ``max_plies`` before the end of the game),
         or None when the game is already over.
@@ -104,9 +105,9 @@ def perfect_line_json(tb: Tablebase, position: Position, max_plies: int = 200) -
              for n, m in enumerate(line, 1)]
     end = "draw" if wdl == DRAW else None
     if line and line[-1].terminal in ("lion captured", "try"):
-        mover = SIDE_NAMES[(position.turn + len(line) - 1) % 2]
-        end = (f"{mover} captures the lion" if line[-1].terminal == "lion captured"
-               else f"{mover}'s lion reaches the far rank safely")
+        mover, royal = SIDE_NAMES[(position.turn + len(line) - 1) % 2], position.variant.royal.name
+        end = (f"{mover} captures the {royal}" if line[-1].terminal == "lion captured"
+               else f"{mover}'s {royal} reaches the far rank safely")
     elif line and wdl != DRAW:
         end = STOPPED
     return {"position": position.text(), "category": WDL_NAMES[wdl], "dtm": signed_dtm(wdl, dtm),

@@ -75,14 +75,35 @@ def lion_chick_tb(tmp_path_factory):
     return build_tablebase(path, LION_CHICK, progress=False)
 
 
+#: The lion-and-chick start of the 5x3 board (dobutsu-5x3): Gote wins in 20 plies.
+LION_CHICK_5X3 = "S/-l-/-c-/---/-C-/-L-/-"
+
+
 @pytest.fixture(scope="session")
-def web_server(lion_chick_tb):
-    """``dobutsu-tb serve`` on the lion-and-chick tablebase, on a free port of 127.0.0.1, in a
-    child process for the session; yields the page's address (``http://127.0.0.1:PORT/``)."""
+def lion_chick_5x3_tb(tmp_path_factory):
+    """The lion-and-chick tablebase of the 5x3 board (43,710 stored positions), built once per session."""
+    from dobutsu_tb.tablebase.build import build_tablebase
+
+    path = tmp_path_factory.mktemp("tb") / "lion-chick-5x3.h5"
+    return build_tablebase(path, LION_CHICK_5X3, progress=False, variant=get_variant("dobutsu-5x3"))
+
+
+@pytest.fixture(scope="session")
+def tiny_3x3_tb(tmp_path_factory):
+    """The whole tablebase of the tiny variant dobutsu-3x3, built once per session."""
+    from dobutsu_tb.tablebase.build import build_tablebase
+
+    path = tmp_path_factory.mktemp("tb") / "tiny-3x3.h5"
+    return build_tablebase(path, None, progress=False, variant=get_variant("dobutsu-3x3"))
+
+
+def _serve(path):
+    """``dobutsu-tb serve`` on ``path``, on a free port of 127.0.0.1, in a child process; yields the
+    page's address (``http://127.0.0.1:PORT/``) and stops the server afterwards."""
     import re
     import subprocess
 
-    proc = subprocess.Popen([sys.executable, "-m", "dobutsu_tb.analysis.cli", "serve", "--tb", str(lion_chick_tb.path),
+    proc = subprocess.Popen([sys.executable, "-m", "dobutsu_tb.analysis.cli", "serve", "--tb", str(path),
                              "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         first = proc.stdout.readline()
@@ -97,3 +118,21 @@ def web_server(lion_chick_tb):
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="session")
+def web_server(lion_chick_tb):
+    """``dobutsu-tb serve`` on the lion-and-chick tablebase for the session; yields the page's address."""
+    yield from _serve(lion_chick_tb.path)
+
+
+@pytest.fixture(scope="session")
+def web_server_5x3(lion_chick_5x3_tb):
+    """``dobutsu-tb serve`` on the 5x3 lion-and-chick tablebase for the session; yields the page's address."""
+    yield from _serve(lion_chick_5x3_tb.path)
+
+
+@pytest.fixture(scope="session")
+def web_server_3x3(tiny_3x3_tb):
+    """``dobutsu-tb serve`` on the dobutsu-3x3 tablebase for the session; yields the page's address."""
+    yield from _serve(tiny_3x3_tb.path)

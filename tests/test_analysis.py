@@ -225,3 +225,33 @@ def test_line_pictures(cli, lion_chick_tb, tmp_path):
     assert result.exit_code == 0
     # The start and every ply but the last, the lion's capture or try that ends the game.
     assert len(list(tmp_path.glob("ply*.png"))) == 15
+
+
+def test_a_perfect_lines_end_names_the_royal_piece():
+    """``line --json`` (and ``GET /api/line``) says how the line ends with the variant's royal
+    piece: a user's variant may call it a king. A stand-in answers for the tablebase."""
+    from dobutsu_tb.analysis.reports import perfect_line_json
+    from dobutsu_tb.tablebase.game.variant import get_variant, parse_variant
+    from dobutsu_tb.tablebase.probe import MoveValue
+    from dobutsu_tb.tablebase.values import LOSS, WIN
+
+    data = get_variant("dobutsu-3x3").to_dict()
+    data["name"] = "kings"
+    next(p for p in data["pieces"] if p["royal"])["name"] = "king"
+    variant = parse_variant(data)
+
+    class LastMove:  # a won position whose best move ends the game
+        def __init__(self, terminal):
+            self.terminal = terminal
+
+        def value(self, position):
+            return WIN, 1, None
+
+        def principal_variation(self, position, max_plies):
+            return [MoveValue("Lb3-b2", None, LOSS, 0, self.terminal)]
+
+    start = Position.from_text(variant.start, variant)
+    assert perfect_line_json(LastMove("lion captured"), start)["end"] == "Sente captures the king"
+    assert perfect_line_json(LastMove("try"), start)["end"] == "Sente's king reaches the far rank safely"
+    assert perfect_line_json(LastMove("try"), Position.from_text(LION_CHICK))["end"] == (
+        "Sente's lion reaches the far rank safely")

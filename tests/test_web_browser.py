@@ -1,5 +1,6 @@
 """The web explorer in a real browser (issue 10): Debian's headless Chromium, driven by Playwright's
-Python API, against ``dobutsu-tb serve`` on 127.0.0.1 with the lion-and-chick tablebase.
+Python API, against ``dobutsu-tb serve`` on 127.0.0.1 with the lion-and-chick tablebase, and
+(issue 18) with the lion-and-chick tablebase of the 5x3 board and the tiny 3x3 variant's.
 
 Needs Chromium (``apt-get install chromium``; another binary with ``DOBUTSU_TB_CHROMIUM``) and
 Playwright (``pip install -e '.[test]'``); without them the tests are skipped, unless
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LION_CHICK
+from conftest import LION_CHICK, LION_CHICK_5X3
 
 CHROMIUM = os.environ.get("DOBUTSU_TB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -48,8 +49,8 @@ def browser():
         b.close()
 
 
-@pytest.fixture
-def page(browser, web_server):
+def _open(browser, url):
+    """A fresh page at ``url`` that fails the test on any error in the page."""
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     pg = context.new_page()
     pg.set_default_timeout(TIMEOUT_MS)
@@ -58,10 +59,25 @@ def page(browser, web_server):
     # The API's 400 and 404 answers are expected; anything else on the console is not.
     pg.on("console", lambda msg: errors.append(msg.text)
           if msg.type == "error" and not msg.text.startswith("Failed to load resource") else None)
-    pg.goto(web_server)
+    pg.goto(url)
     yield pg
     context.close()
     assert errors == [], f"errors in the page: {errors}"
+
+
+@pytest.fixture
+def page(browser, web_server):
+    yield from _open(browser, web_server)
+
+
+@pytest.fixture
+def page_5x3(browser, web_server_5x3):
+    yield from _open(browser, web_server_5x3)
+
+
+@pytest.fixture
+def page_3x3(browser, web_server_3x3):
+    yield from _open(browser, web_server_3x3)
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +99,14 @@ def tb(lion_chick_tb):
     from dobutsu_tb.tablebase.probe import open_tablebase
 
     with open_tablebase(lion_chick_tb.path) as t:
+        yield t
+
+
+@pytest.fixture(scope="module")
+def tb_5x3(lion_chick_5x3_tb):
+    from dobutsu_tb.tablebase.probe import open_tablebase
+
+    with open_tablebase(lion_chick_5x3_tb.path) as t:
         yield t
 
 
@@ -275,3 +299,135 @@ def test_hide_the_values(page):
     page.uncheck("#hide-values")
     assert page.locator("#value").is_visible()
     assert page.locator("#moves tbody tr").first.get_attribute("class").startswith("win")
+
+
+# --- other variants: the board drawn at the file's size -------------------------------------------
+
+
+def _coordinates(pg):
+    return [t.text_content() for t in pg.locator("#board text.coord").all()]
+
+
+def test_5x3_board_clicks_drop_promotion_and_url(page_5x3, tb_5x3, shot):
+    pg = page_5x3
+    ready(pg, LION_CHICK_5X3)
+    assert _coordinates(pg) == ["a", "b", "c", "1", "2", "3", "4", "5"]
+    assert pg.locator("#board [data-square]").count() == 15
+    assert pg.get_attribute("#board", "viewBox") == "0 0 340 752"
+    assert pg.locator('[data-square="b5"] [data-piece="L"]').count() == 1
+    assert pg.locator('[data-square="b1"] [data-piece="l"]').count() == 1
+    assert pg.locator('[data-square="b4"] [data-piece="C"]').count() == 1
+    assert pg.locator('[data-square="b5"] .piece-dot').count() == 8  # the lion's eight steps
+    assert pg.locator('[data-square="b4"] .piece-dot').count() == 1
+    assert pg.get_attribute('[data-square="b2"]', "aria-label") == "b2 Gote Chick"
+    assert pg.locator("#board rect.home-sente").count() == 3  # rank 5, Sente's home
+    assert pg.locator('[data-square="a5"] rect.home-sente').count() == 1
+    assert pg.inner_text("#value") == "Gote wins in 20 plies"
+    assert pg.inner_text("#fen-text") == "1l1/1c1/3/1C1/1L1[-] w 0 1"
+    assert sorted(r.get_attribute("data-move") for r in pg.locator("#moves tr.best").all()) == [
+        "Lb5-a4", "Lb5-a5", "Lb5-c4", "Lb5-c5"]
+    assert "loss in 12 plies" in pg.inner_text('#moves tr[data-move="Cb4-b3"]')
+    assert "dobutsu-5x3 (3x5)" in pg.text_content("#file-counts")
+
+    click_move(pg, "Lb5-a4", "sente")  # the piece, then the square
+    second = after(tb_5x3, LION_CHICK_5X3, "Lb5-a4")
+    ready(pg, second)
+    assert pg.url.endswith(f"?position={second}")
+    assert pg.inner_text("#value") == "Gote wins in 19 plies"
+    assert pg.locator('[data-square="a4"] rect.last').count() == 1
+    pg.reload()  # the position comes back from the URL
+    ready(pg, second)
+    pg.go_back()
+    ready(pg, LION_CHICK_5X3)
+
+    line = [m.move for m in tb_5x3.principal_variation(LION_CHICK_5X3)]
+    position = after(tb_5x3, LION_CHICK_5X3, *line[:8])  # Sente to move, a chick in each hand
+    pg.goto(pg.url.split("?")[0] + f"?position={position}")
+    ready(pg, position)
+    assert pg.locator('[data-hand="C"][data-side="gote"]').count() == 1
+    pg.click('[data-hand="C"][data-side="sente"]')
+    targets = pg.locator("#board circle.target")
+    assert targets.count() == 13  # every empty square
+    shot(pg, "5x3")
+    pg.click('[data-square="b4"]')
+    ready(pg, after(tb_5x3, position, "C*b4"))
+    assert pg.locator('[data-square="b4"] [data-piece="C"]').count() == 1
+    assert pg.locator('[data-hand][data-side="sente"]').count() == 0
+
+    position = after(tb_5x3, LION_CHICK_5X3, *line[:13])  # Gote's chick on a4, one step from its far rank
+    pg.goto(pg.url.split("?")[0] + f"?position={position}")
+    ready(pg, position)
+    click_move(pg, "Ca4-a5+", "gote")  # a4 then a5: the chick promotes by itself
+    ready(pg, after(tb_5x3, position, "Ca4-a5+"))
+    assert pg.locator('[data-square="a5"] [data-piece="r"]').count() == 1
+    assert pg.get_attribute('[data-square="a5"]', "aria-label") == "a5 Gote Hen"
+    assert "+c" in pg.inner_text("#fen-text")
+
+
+def test_5x3_positions_of_the_wrong_size(page_5x3):
+    pg = page_5x3
+    ready(pg, LION_CHICK_5X3)
+    error = pg.locator("#position-error")
+    for text, why in [(LION_CHICK, "expected 7 fields"), ("1l1/1c1/1C1/1L1[-] w 0 1", "expected 5 ranks"),
+                      ("S/-l--/-c--/----/-C--/-L--/-", "rank 1 must have 3 cells")]:
+        pg.fill("#position-input", text)
+        pg.press("#position-input", "Enter")
+        error.wait_for(state="visible")
+        assert why in error.inner_text() and "a position of dobutsu-5x3: 3 files, 5 ranks" in error.inner_text()
+        assert pg.url.endswith(f"?position={LION_CHICK_5X3}")
+    pg.fill("#position-input", "1l1/1c1/3/1C1/1L1[-] w 0 1")  # the start as a FEN of this board
+    pg.press("#position-input", "Enter")
+    pg.wait_for_function("() => document.querySelector('#position-error').hidden")
+    ready(pg, LION_CHICK_5X3)
+    # A position of the 3x4 board in the address: the message, no board, no error in the page.
+    pg.goto(pg.url.split("?")[0] + f"?position={LION_CHICK}")
+    pg.wait_for_function("() => document.body.dataset.state === 'error'")
+    assert pg.inner_text("#value") == "No position" and "expected 7 fields" in pg.inner_text("#value-detail")
+    assert pg.locator("#board [data-square]").count() == 0
+    pg.click("#to-start")
+    ready(pg, LION_CHICK_5X3)
+
+
+def test_5x3_line_judge_and_play(page_5x3, tb_5x3):
+    pg = page_5x3
+    ready(pg, LION_CHICK_5X3)
+    pg.click("#line-panel summary")
+    pg.click("#line-show")
+    pg.locator("#line-moves li").nth(19).wait_for()
+    assert pg.locator("#line-moves li").count() == 20
+    assert "Gote captures the lion" in pg.inner_text("#line-summary")
+
+    pg.click("#judge-panel summary")
+    pg.click("#judge-example")  # another variant's example: the perfect line from the file's start
+    pg.locator("#judge-table tbody tr").nth(19).wait_for()
+    assert pg.locator("#judge-table tbody tr").count() == 20 and pg.locator("#judge-table tr.mistake").count() == 0
+    assert "is perfect play" in pg.inner_text("#judge-verdict")
+    pg.fill("#judge-moves", "Lb5-a4 Lb1-a2 Cb4-b3")
+    pg.click("#judge-form button[type=submit]")
+    pg.wait_for_function("() => document.querySelectorAll('#judge-table tbody tr').length === 3")
+    flagged = pg.locator("#judge-table tr.first-mistake")
+    assert flagged.get_attribute("data-ply") == "3" and "best La4-a5" in flagged.inner_text()
+    flagged.click()  # the board after the mistake
+    ready(pg, after(tb_5x3, LION_CHICK_5X3, "Lb5-a4", "Lb1-a2", "Cb4-b3"))
+
+    pg.click("#to-start")
+    ready(pg, LION_CHICK_5X3)
+    pg.click("#play-gote")  # the tablebase (Sente) moves first; Gote wins, its chicks dropped and promoted
+    pg.wait_for_function("() => document.querySelector('#play-status').textContent.startsWith('Your move')")
+    assert _coordinates(pg) == ["c", "b", "a", "5", "4", "3", "2", "1"]  # Gote's view
+    assert _play_to_the_end(pg, "gote") == [19, 17, 15, 13, 11, 9, 7, 5, 3, 1]
+    assert pg.inner_text("#game-over").startswith("You win! Gote captures the lion")
+    assert pg.inner_text("#record").count(".") == 20
+
+
+def test_3x3_board_and_play(page_3x3):
+    pg = page_3x3
+    start = "S/-l-/c-C/-L-/-"
+    ready(pg, start)
+    assert _coordinates(pg) == ["a", "b", "c", "1", "2", "3"]
+    assert pg.locator("#board [data-square]").count() == 9
+    assert pg.inner_text("#fen-text") == "1l1/c1C/1L1[-] w 0 1"
+    assert pg.inner_text("#value") == "Sente wins in 7 plies"
+    pg.click("#play-sente")
+    assert _play_to_the_end(pg, "sente") == [7, 5, 3, 1]
+    assert pg.inner_text("#game-over").startswith("You win! Sente captures the lion")

@@ -4,25 +4,64 @@
 // The position lives in the URL (?position=S/-l-/-c-/-C-/-L-/-, with &play=sente|gote when
 // playing, and &final=MOVE after a move that captured the lion); history.state keeps the
 // moves played and the last move. Every server text is put in the page as text, never as HTML.
+// The game (board size, pieces, their steps, promotions, hands, the royal piece, the try rule)
+// is the file's variant, from GET /api/info: nothing of the 3x4 game is written in here.
 
 const SVG = "http://www.w3.org/2000/svg";
-const FILES = "abc";
+const FILE_LETTERS = "abcdefghijklmno";
 const SIDES = ["Sente", "Gote"];
-const NAMES = { L: "Lion", G: "Giraffe", E: "Elephant", C: "Chick", R: "Hen" };
-// Steps of each piece for Sente, as (rank step, file step); rank -1 is forward (towards rank 1).
-const STEPS = {
-  L: [[-1, -1], [-1, 0], [-1, 1], [0, -1], [0, 1], [1, -1], [1, 0], [1, 1]],
-  G: [[-1, 0], [1, 0], [0, -1], [0, 1]],
-  E: [[-1, -1], [-1, 1], [1, -1], [1, 1]],
-  C: [[-1, 0]],
-  R: [[-1, -1], [-1, 0], [-1, 1], [0, -1], [0, 1], [1, 0]],
-};
-const MOVE_RE = /^([LGECR])(?:([a-c][1-4])([-x])|\*)([a-c][1-4])(\+?)$/;
+const STANDARD = "dobutsu";
 const SEED_START = "S/-l-/-c-/-C-/-L-/-";
 const SEED_LINE = "Lb4-c3 Cb2xb3 Lc3xb3 C*b2 Lb3-c3 Lb1-c1 C*a2 Lc1-b1 Ca2-a1+ Lb1xa1 Lc3-c2";
+const EXAMPLE_PLIES = 40;  // the example line of another variant: its start's perfect line, cut there
 const ENGINE_DELAY_MS = 120;  // just long enough to see one's own move before the answer
-// Board geometry (SVG units): cell size, board origin, hand rows.
-const CELL = 100, BX = 30, BY = 134, HAND_TOP_Y = 8, HAND_BOTTOM_Y = BY + 4 * CELL + 14, HAND_H = 96;
+// Board geometry (SVG units): cell size, board origin, hand rows; the board's 3x4 size in CSS pixels.
+const CELL = 100, BX = 30, BY = 134, HAND_TOP_Y = 8, HAND_H = 96, BOARD_PX = 360, BOARD_3X4_W = 340;
+
+// The game of the file, from /api/info's variant (tablebase/game/variant.py, Variant.to_dict()).
+let GAME = null;
+
+function gameOf(variant) {
+  const files = variant.files, ranks = variant.ranks;
+  const kinds = {}, baseOf = {};
+  for (const p of variant.pieces) {
+    kinds[p.letter] = {
+      letter: p.letter, name: p.name, title: p.name[0].toUpperCase() + p.name.slice(1),
+      steps: p.steps, royal: p.royal, promotesTo: p.promotes_to || null, promotionRanks: p.promotion_ranks,
+      drop: p.drop, forbiddenDropRanks: p.forbidden_drop_ranks,
+    };
+    baseOf[p.letter] = p.letter;
+  }
+  for (const p of variant.pieces) if (p.promotes_to) baseOf[p.promotes_to] = p.letter;
+  const letters = variant.pieces.map((p) => p.letter).join("");
+  const square = `[a-${FILE_LETTERS[files - 1]}][1-9][0-9]?`;
+  const royal = variant.pieces.find((p) => p.royal);
+  return {
+    name: variant.name, title: variant.title, files, ranks, cells: files * ranks,
+    fileLetters: FILE_LETTERS.slice(0, files), kinds, baseOf, royal: royal.name,
+    handOrder: variant.hand_order, drops: variant.drops, tryRule: variant.try_rule, start: variant.start,
+    moveRe: new RegExp(`^([${letters}])(?:(${square})([-x])|\\*)(${square})(\\+?)$`),
+  };
+}
+
+// What the rules say about the pieces, in words (the file panel).
+function rulesText(game) {
+  const parts = [`${game.files} files × ${game.ranks} ranks`];
+  for (const k of Object.values(game.kinds)) {
+    if (k.promotesTo) {
+      const zone = k.promotionRanks === 1 ? "the far rank" : `the far ${k.promotionRanks} ranks`;
+      parts.push(`the ${k.name} promotes to ${game.kinds[k.promotesTo].name} on ${zone}`);
+    }
+    if (k.drop && k.forbiddenDropRanks.length) {
+      const ranks = k.forbiddenDropRanks.map((r) => (r === 1 ? "the far rank" : `rank ${r} from the far end`));
+      parts.push(`a ${k.name} is never dropped on ${ranks.join(" or ")}`);
+    }
+  }
+  parts.push(game.drops ? `captured pieces go to hand (${[...game.handOrder].map((c) => game.kinds[c].name).join(", ")})`
+    : "no drops: captured pieces leave the game");
+  parts.push(game.tryRule ? `the try rule: a ${game.royal} safe on the far rank wins` : "no try rule");
+  return parts.join("; ");
+}
 
 const $ = (id) => document.getElementById(id);
 
@@ -75,39 +114,44 @@ async function probe(text) {
 
 // --- positions and moves --------------------------------------------------------------------
 
-// {board: 12 letters or "" (a1 b1 c1 a2 ... c4; upper case Sente), hands: [sente, gote] letters, turn}
+// {board: a letter or "" per square (a1 b1 ... row by row; upper case Sente), hands: [sente, gote] letters, turn}
 function parsePosition(text) {
-  const [side, r1, r2, r3, r4, hand] = text.split("/");
-  const board = [...(r1 + r2 + r3 + r4)].map((c) => (c === "-" ? "" : c));
+  const fields = text.split("/");
+  const board = [...fields.slice(1, -1).join("")].map((c) => (c === "-" ? "" : c));
+  const hand = fields[fields.length - 1];
   const letters = hand === "-" ? [] : [...hand];
   return {
     board,
     hands: [letters.filter((c) => c === c.toUpperCase()), letters.filter((c) => c !== c.toUpperCase()).map((c) => c.toUpperCase())],
-    turn: side === "S" ? 0 : 1,
+    turn: fields[0] === "S" ? 0 : 1,
   };
 }
 
+// Fairy-Stockfish's FEN of a position of our notation: a promoted piece is "+" and its base letter.
 function fenOf(text) {
-  const pos = parsePosition(text);
+  const pos = parsePosition(text), files = GAME.files;
   const ranks = [];
-  for (let r = 0; r < 4; r++) {
+  for (let r = 0; r < GAME.ranks; r++) {
     let out = "", gap = 0;
-    for (const c of pos.board.slice(3 * r, 3 * r + 3)) {
+    for (const c of pos.board.slice(files * r, files * r + files)) {
       if (!c) { gap++; continue; }
       if (gap) { out += gap; gap = 0; }
-      out += c === "R" ? "+C" : c === "r" ? "+c" : c;
+      const base = GAME.baseOf[c.toUpperCase()];
+      out += base === c.toUpperCase() ? c : `+${c === c.toUpperCase() ? base : base.toLowerCase()}`;
     }
     ranks.push(out + (gap ? gap : ""));
   }
-  return `${ranks.join("/")}[${text.split("/")[5]}] ${pos.turn ? "b" : "w"} 0 1`;
+  const hand = text.split("/").pop();
+  return `${ranks.join("/")}[${hand}] ${pos.turn ? "b" : "w"} 0 1`;
 }
 
-const cellOf = (square) => 3 * (Number(square[1]) - 1) + FILES.indexOf(square[0]);
-const squareOf = (cell) => FILES[cell % 3] + (Math.floor(cell / 3) + 1);
+const cellOf = (square) => GAME.files * (Number(square.slice(1)) - 1) + FILE_LETTERS.indexOf(square[0]);
+const squareOf = (cell) => GAME.fileLetters[cell % GAME.files] + (Math.floor(cell / GAME.files) + 1);
 const sideOfLetter = (c) => (c === c.toUpperCase() ? 0 : 1);
+const kindName = (letter) => GAME.kinds[letter.toUpperCase()].title;
 
 function parseMove(text) {
-  const m = MOVE_RE.exec(text);
+  const m = GAME.moveRe.exec(text);
   return m && { piece: m[1], from: m[2] || null, drop: !m[2], to: m[4], capture: m[3] === "x", promote: m[5] === "+" };
 }
 
@@ -116,7 +160,10 @@ function boardAfterCapture(text, move) {
   const pos = parsePosition(text), mv = parseMove(move);
   const from = cellOf(mv.from), to = cellOf(mv.to);
   let piece = pos.board[from];
-  if (mv.promote) piece = pos.turn ? "r" : "R";
+  if (mv.promote) {
+    const promoted = GAME.kinds[mv.piece].promotesTo;
+    piece = pos.turn ? promoted.toLowerCase() : promoted;
+  }
   pos.board[to] = piece;
   pos.board[from] = "";
   return pos;
@@ -210,9 +257,10 @@ async function load() {
     state.position = null;
   }
   if (state.final && !finalMove()) {
-    // Not a move that captures the lion here (an edited address): show the position alone.
+    // Not a move that captures the lion here (an edited address): show the position alone, and
+    // keep a position the server refused in the address as it was typed.
     state.final = null;
-    history.replaceState(history.state, "", urlFor({ position: state.position, play: state.play }));
+    history.replaceState(history.state, "", urlFor({ position: state.position || url.position, play: state.play }));
   }
   render();
   document.body.dataset.state = state.error ? "error" : "ready";
@@ -236,11 +284,11 @@ function repetitions() {
 function gameOver() {
   if (state.final) {
     const winner = parsePosition(state.position).turn;
-    return { winner, text: `${SIDES[winner]} captures the lion: ${SIDES[winner]} wins.` };
+    return { winner, text: `${SIDES[winner]} captures the ${GAME.royal}: ${SIDES[winner]} wins.` };
   }
   if (state.probe && state.probe.terminal === "try") {
     const winner = 1 - parsePosition(state.position).turn;
-    return { winner, text: `${SIDES[winner]}'s lion has reached the far rank safely: ${SIDES[winner]} wins.` };
+    return { winner, text: `${SIDES[winner]}'s ${GAME.royal} has reached the far rank safely: ${SIDES[winner]} wins.` };
   }
   if (state.probe && state.probe.moves.length === 0) {
     const winner = 1 - parsePosition(state.position).turn;
@@ -292,18 +340,35 @@ function html(name, attrs = {}, parent = null, text = null) {
 
 // Screen position of a cell's top left corner.
 function cellXY(cell) {
-  let r = Math.floor(cell / 3), f = cell % 3;
-  if (state.flipped) { r = 3 - r; f = 2 - f; }
+  let r = Math.floor(cell / GAME.files), f = cell % GAME.files;
+  if (state.flipped) { r = GAME.ranks - 1 - r; f = GAME.files - 1 - f; }
   return [BX + f * CELL, BY + r * CELL];
 }
 
+// A piece as a lettered tile with its name and a dot for each of its steps (Sente's view: forward
+// is up; Gote's pieces are drawn turned round). A leap (two squares or more in a direction) is a
+// ring near the tile's edge; a piece with leaps has its one-square steps' dots drawn nearer in.
+// The board's SVG at the variant's size (the 3x4 board is 360 CSS pixels wide, and a cell keeps its size).
+function sizeBoard() {
+  const width = BX + GAME.files * CELL + 10, height = BY + GAME.ranks * CELL + 14 + HAND_H + HAND_TOP_Y;
+  $("board").setAttribute("viewBox", `0 0 ${width} ${height}`);
+  document.documentElement.style.setProperty("--board-px", `${Math.round((width * BOARD_PX) / BOARD_3X4_W)}px`);
+}
+
 function drawPiece(parent, letter, cx, cy, size, upsideDown) {
-  const side = sideOfLetter(letter), kind = letter.toUpperCase();
+  const side = sideOfLetter(letter), kind = GAME.kinds[letter.toUpperCase()];
   const g = el("g", { transform: `translate(${cx} ${cy}) rotate(${upsideDown ? 180 : 0}) scale(${size / 84})` }, parent);
   el("rect", { x: -42, y: -42, width: 84, height: 84, rx: 12, class: `piece-tile ${side ? "gote" : "sente"}` }, g);
-  for (const [dr, df] of STEPS[kind]) el("circle", { cx: df * 32, cy: dr * 32, r: 4, class: "piece-dot" }, g);
-  el("text", { x: 0, y: -3, class: "piece-letter" }, g, kind);
-  el("text", { x: 0, y: 27, class: "piece-name" }, g, NAMES[kind]);
+  const reach = (df, dr) => Math.max(Math.abs(df), Math.abs(dr));
+  const leaps = kind.steps.some(([df, dr]) => reach(df, dr) > 1);
+  for (const [df, dr] of kind.steps) {
+    const n = reach(df, dr);
+    if (n === 1) el("circle", { cx: df * (leaps ? 28 : 32), cy: -dr * (leaps ? 28 : 32), r: 4, class: "piece-dot" }, g);
+    else el("circle", { cx: (df / n) * 38, cy: (-dr / n) * 38, r: 3, class: "piece-dot leap" }, g);
+  }
+  el("text", { x: 0, y: -3, class: "piece-letter" }, g, kind.letter);
+  const name = el("text", { x: 0, y: 27, class: "piece-name" }, g, kind.title);
+  if (kind.title.length > 10) name.setAttribute("textLength", "76");  // a long name squeezed into the tile
   return g;
 }
 
@@ -339,21 +404,22 @@ function renderBoard() {
     highlight.set(hover.to, "hover");
   }
   // Coordinates.
-  for (let f = 0; f < 3; f++) {
-    const file = state.flipped ? 2 - f : f;
-    el("text", { x: BX + f * CELL + CELL / 2, y: BY - 12, class: "coord" }, svg, FILES[file]);
+  const { files, ranks } = GAME;
+  for (let f = 0; f < files; f++) {
+    const file = state.flipped ? files - 1 - f : f;
+    el("text", { x: BX + f * CELL + CELL / 2, y: BY - 12, class: "coord" }, svg, GAME.fileLetters[file]);
   }
-  for (let r = 0; r < 4; r++) {
-    const rank = state.flipped ? 4 - r : r + 1;
+  for (let r = 0; r < ranks; r++) {
+    const rank = state.flipped ? ranks - r : r + 1;
     el("text", { x: BX / 2, y: BY + r * CELL + CELL / 2, class: "coord" }, svg, String(rank));
   }
   // Squares and pieces.
-  for (let cell = 0; cell < 12; cell++) {
+  for (let cell = 0; cell < GAME.cells; cell++) {
     const [x, y] = cellXY(cell), square = squareOf(cell), piece = pos.board[cell];
     const g = el("g", { class: "cell", "data-square": square, role: "button",
-      "aria-label": `${square}${piece ? ` ${SIDES[sideOfLetter(piece)]} ${NAMES[piece.toUpperCase()]}` : ""}` }, svg);
-    const rank = Math.floor(cell / 3);
-    const home = rank === 3 ? " home-sente" : rank === 0 ? " home-gote" : "";
+      "aria-label": `${square}${piece ? ` ${SIDES[sideOfLetter(piece)]} ${kindName(piece)}` : ""}` }, svg);
+    const rank = Math.floor(cell / files);
+    const home = rank === ranks - 1 ? " home-sente" : rank === 0 ? " home-gote" : "";
     el("rect", { x, y, width: CELL, height: CELL, class: `square${home}${highlight.has(square) ? ` ${highlight.get(square)}` : ""}` }, g);
     if (piece) {
       const g2 = drawPiece(g, piece, x + CELL / 2, y + CELL / 2, 84, (sideOfLetter(piece) === 1) !== state.flipped);
@@ -363,28 +429,31 @@ function renderBoard() {
   // Hands: Gote's above the board, Sente's below (the other way round when flipped).
   for (const side of [0, 1]) {
     const top = (side === 1) !== state.flipped;
-    const y = top ? HAND_TOP_Y : HAND_BOTTOM_Y;
-    el("rect", { x: BX, y, width: 3 * CELL, height: HAND_H, rx: 8, class: "hand-area" }, svg);
+    const y = top ? HAND_TOP_Y : BY + ranks * CELL + 14, width = files * CELL;
+    el("rect", { x: BX, y, width, height: HAND_H, rx: 8, class: "hand-area" }, svg);
     const toMove = turn === side && !ended;
     el("text", { x: BX + 10, y: y + 16, class: `hand-label${toMove ? " to-move" : ""}` }, svg,
       `${SIDES[side]}'s hand${toMove ? " · to move" : ""}`);
-    if (toMove) el("circle", { cx: BX + 3 * CELL - 14, cy: y + 12, r: 6, class: "turn-marker" }, svg);
-    const kinds = ["C", "E", "G"].filter((k) => pos.hands[side].includes(k));
+    if (toMove) el("circle", { cx: BX + width - 14, cy: y + 12, r: 6, class: "turn-marker" }, svg);
+    // One slot per kind that can be in hand (in the variant's order), at most a cell wide.
+    const slot = Math.min(CELL, width / Math.max(1, GAME.handOrder.length)), size = Math.min(66, slot - 8), k = size / 66;
+    const kinds = [...GAME.handOrder].filter((c) => pos.hands[side].includes(c));
     kinds.forEach((kind, i) => {
-      const count = pos.hands[side].filter((k) => k === kind).length;
-      const cx = BX + 50 + i * 100, cy = y + 58;
+      const count = pos.hands[side].filter((c) => c === kind).length;
+      const cx = BX + slot / 2 + i * slot, cy = y + 58;
       const g = el("g", { class: "hand-piece", "data-hand": kind, "data-side": SIDES[side].toLowerCase(), role: "button",
-        "aria-label": `${SIDES[side]}'s ${NAMES[kind]} in hand${count > 1 ? ` (${count})` : ""}` }, svg);
-      drawPiece(g, side ? kind.toLowerCase() : kind, cx, cy, 66, (side === 1) !== state.flipped);
+        "aria-label": `${SIDES[side]}'s ${kindName(kind)} in hand${count > 1 ? ` (${count})` : ""}` }, svg);
+      drawPiece(g, side ? kind.toLowerCase() : kind, cx, cy, size, (side === 1) !== state.flipped);
       if (state.selected && state.selected.drop === kind && side === turn) {
-        el("rect", { x: cx - 36, y: cy - 36, width: 72, height: 72, rx: 10, class: "selected-outline" }, svg);
+        el("rect", { x: cx - 36 * k, y: cy - 36 * k, width: 72 * k, height: 72 * k, rx: 10, class: "selected-outline" }, svg);
       }
       if (count > 1) {
-        el("circle", { cx: cx + 32, cy: cy - 28, r: 11, class: "count-bg" }, g);
-        el("text", { x: cx + 32, y: cy - 28, class: "count" }, g, `×${count}`);
+        el("circle", { cx: cx + 32 * k, cy: cy - 28 * k, r: 11, class: "count-bg" }, g);
+        el("text", { x: cx + 32 * k, y: cy - 28 * k, class: "count" }, g, `×${count}`);
       }
     });
-    if (!kinds.length) el("text", { x: BX + 3 * CELL / 2, y: y + 60, class: "hand-label", "text-anchor": "middle" }, svg, "(empty)");
+    const empty = GAME.drops ? "(empty)" : "(no drops: captured pieces leave the game)";
+    if (!kinds.length) el("text", { x: BX + width / 2, y: y + 60, class: "hand-label", "text-anchor": "middle" }, svg, empty);
   }
   // Selection and targets.
   if (state.selected && state.selected.square) {
@@ -412,14 +481,14 @@ function renderValue() {
   const over = gameOver();
   if (state.final) {
     value.textContent = `${side} wins`;
-    detail.textContent = `${side} has captured the lion with ${state.final}.`;
+    detail.textContent = `${side} has captured the ${GAME.royal} with ${state.final}.`;
     return;
   }
   if (p.category === "win") value.textContent = `${side} wins in ${plies(n)}`;
   else if (p.category === "loss") value.textContent = n === 0 ? `${other} has won` : `${other} wins in ${plies(n)}`;
   else value.textContent = "Draw with best play";
   value.classList.add(p.category);
-  const note = p.terminal === "catch" ? " (it can capture the enemy lion)" : p.terminal === "try" ? " (the game is over)" : "";
+  const note = p.terminal === "catch" ? ` (it can capture the enemy ${GAME.royal})` : p.terminal === "try" ? " (the game is over)" : "";
   detail.textContent = `${side} to move: ${describe(p, true)} for ${side}${note}; DTM ${p.dtm > 0 ? "+" : ""}${p.dtm}.`;
   if (over && over.winner === null) detail.textContent += " " + over.text;
 }
@@ -444,8 +513,9 @@ function renderMoves() {
     html("td", { className: "mv-result" }, tr, result);
     html("td", { className: "mv-dtm", title: "the position after the move: signed DTM for the side then to move" }, tr,
       m.dtm === null ? "?" : `${m.dtm > 0 ? "+" : m.dtm < 0 ? "−" : ""}${Math.abs(m.dtm)}`);
-    const note = m.terminal === "lion captured" ? "captures the lion" : m.terminal === "try" ? "the lion's try wins"
-      : m.terminal === "catch" ? "leaves the lion en prise" : m.category === "unknown" ? "not in this tablebase" : "";
+    const royal = GAME.royal;
+    const note = m.terminal === "lion captured" ? `captures the ${royal}` : m.terminal === "try" ? `the ${royal}'s try wins`
+      : m.terminal === "catch" ? `leaves the ${royal} en prise` : m.category === "unknown" ? "not in this tablebase" : "";
     html("td", { className: "mv-note" }, tr, note);
     if (!clickable) tr.style.cursor = "default";
   }
@@ -593,7 +663,7 @@ async function judge() {
     html("td", {}, tr, p.side === "sente" ? "Sente" : "Gote");
     html("td", { className: "mv-move" }, tr, p.move);
     html("td", {}, tr, describe(p.before));
-    html("td", {}, tr, p.ending && p.ending.includes("captures") ? "lion lost" : describe(p.after));
+    html("td", {}, tr, p.ending && p.ending.includes("captures") ? `${GAME.royal} lost` : describe(p.after));
     const text = p.optimal ? "optimal" : `${p.ply === report.first_mistake ? "FIRST MISTAKE" : "mistake"}: ${describe(p.result)}; best ${p.best.join(", ")}`;
     html("td", { className: p.optimal ? "optimal verdict-cell" : "verdict-cell" }, tr, text + (p.ending ? ` (${p.ending})` : ""));
     tr.addEventListener("click", () => goToJudgedPly(report, p.ply));
@@ -608,6 +678,25 @@ async function judge() {
   table.hidden = false;
   const first = body.querySelector("tr.first-mistake");
   if (first) first.scrollIntoView({ block: "nearest" });
+}
+
+// The example line: the seed's lion-and-chick line in the standard game, else the perfect line
+// from the file's start (cut at EXAMPLE_PLIES: a drawn line goes on for ever).
+async function judgeExample() {
+  let start = SEED_START, moves = SEED_LINE;
+  if (GAME.name !== STANDARD) {
+    start = state.info.start;
+    const result = await api(`/api/line?position=${query(start)}&max_plies=${EXAMPLE_PLIES}`);
+    if (!result.ok) {
+      $("judge-error").textContent = result.data.error;
+      $("judge-error").hidden = false;
+      return;
+    }
+    moves = result.data.moves.map((m) => m.move).join(" ");
+  }
+  $("judge-start").value = start;
+  $("judge-moves").value = moves;
+  return judge();
 }
 
 // Show the board after ply k of a judged line, found by following the moves through probes.
@@ -632,14 +721,17 @@ async function goToJudgedPly(report, k) {
 
 function renderInfo() {
   const info = state.info;
-  $("file-info").textContent = `${info.file}: ${info.nonterminal.toLocaleString("en")} positions from ${info.start}`;
+  const other = GAME.name === STANDARD ? "" : ` · ${GAME.title}`;
+  $("file-info").textContent = `${info.file}: ${info.nonterminal.toLocaleString("en")} positions from ${info.start}${other}`;
+  if (other) document.title = `${GAME.title}: tablebase`;
+  $("file-rules").textContent = `${GAME.title}: ${rulesText(GAME)}.`;
   const dl = $("file-counts");
   dl.replaceChildren();
   const rows = [
-    ["file", info.file], ["start position", info.start],
+    ["file", info.file], ["variant", `${GAME.name} (${GAME.files}x${GAME.ranks})`], ["start position", info.start],
     ["start value", `${describe(info.start_value, true)} for the side to move`],
     ["reachable positions", info.reachable], ["catch-terminal (win in 1)", info.catch_terminal],
-    ["try-terminal (loss in 0)", info.try_terminal], ["stored (non-terminal)", info.nonterminal],
+    ...(GAME.tryRule ? [["try-terminal (loss in 0)", info.try_terminal]] : []), ["stored (non-terminal)", info.nonterminal],
     ["wins", info.wins], ["draws", info.draws], ["losses", info.losses],
   ];
   for (const [k, v] of rows) {
@@ -750,7 +842,7 @@ async function onPositionSubmit(ev) {
   const text = $("position-input").value.trim(), error = $("position-error");
   error.hidden = true;
   if (!text) {
-    error.textContent = "Type a position, e.g. S/-l-/-c-/-C-/-L-/- or 1l1/1c1/1C1/1L1[-] w 0 1.";
+    error.textContent = `Type a position, e.g. ${state.info.start} or ${fenOf(state.info.start)}.`;
     error.hidden = false;
     return;
   }
@@ -796,11 +888,7 @@ function init() {
   $("line-next").addEventListener("click", () => stepLine(1));
   $("judge-form").addEventListener("submit", (ev) => { ev.preventDefault(); judge(); });
   $("judge-here").addEventListener("click", () => { $("judge-start").value = state.position || ""; });
-  $("judge-example").addEventListener("click", () => {
-    $("judge-start").value = SEED_START;
-    $("judge-moves").value = SEED_LINE;
-    judge();
-  });
+  $("judge-example").addEventListener("click", judgeExample);
   $("judge-record").addEventListener("click", () => {
     if (!state.record) return;
     $("judge-start").value = state.record.start;
@@ -826,9 +914,16 @@ async function main() {
     return;
   }
   state.info = info.data;
+  GAME = gameOf(state.info.variant);
   state.flipped = url.play === "gote";
+  sizeBoard();
   renderInfo();
   $("judge-start").placeholder = state.info.start;
+  $("position-input").placeholder = `${state.info.start}  or  ${fenOf(state.info.start)}`;
+  if (GAME.name !== STANDARD) {
+    $("judge-example").textContent = "Example: the perfect line from the start";
+    $("judge-moves").placeholder = "moves in our notation, one after the other";
+  }
   await load();
 }
 
