@@ -186,7 +186,7 @@ def verify_line(tb: Tablebase, start, moves: list[str]) -> LineReport:
         optimal = played.sort_key() == best_key
         best = [] if optimal else [f"{m.move} ({describe_value(*mover_value(m), unit=False)})"
                                    for m in options if m.sort_key() == best_key]
-        over = _ending(played.terminal, side)
+        over = _ending(played.terminal, side, pos.variant.royal.name)
         report.plies.append(PlyReport(ply, side, played_text, before, (played.wdl, played.dtm),
                                       mover_value(played), optimal, best,
                                       None if played.position is None else played.position.state(), over,
@@ -195,12 +195,13 @@ def verify_line(tb: Tablebase, start, moves: list[str]) -> LineReport:
     return report
 
 
-def _ending(terminal: str | None, side: int) -> str | None:
-    """How a move whose child has this terminal class ends the game, or None."""
+def _ending(terminal: str | None, side: int, royal: str = "lion") -> str | None:
+    """How a move whose child has this terminal class ends the game, or None (``royal``: the
+    royal piece's name)."""
     if terminal == "lion captured":
-        return f"{SIDE_NAMES[side]} captures the lion"
+        return f"{SIDE_NAMES[side]} captures the {royal}"
     if terminal == "try":
-        return f"{SIDE_NAMES[side]}'s lion reaches the far rank safely"
+        return f"{SIDE_NAMES[side]}'s {royal} reaches the far rank safely"
     return None
 
 
@@ -306,7 +307,9 @@ def _judged_reports(judged, start: Position, start_value: tuple, games) -> Itera
 
     variant = start.variant
     texts, values, movers, bests = {}, {}, {}, {}
-    endings = [_ending(replay.TERMINAL_NAMES[t], side) for t in range(len(replay.TERMINAL_NAMES)) for side in (0, 1)]
+    royal = variant.royal.name
+    endings = [_ending(replay.TERMINAL_NAMES[t], side, royal) for t in range(len(replay.TERMINAL_NAMES))
+               for side in (0, 1)]
     ok_all = judged.status == replay.OK
     best_ordinal = np.cumsum(judged.n_best > 0) - 1  # a ply's row in best_start, when it has one
     ply_start = judged.ply_start

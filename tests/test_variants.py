@@ -212,10 +212,9 @@ def test_small_variants_agree_with_the_naive_solver_value_by_value(tmp_path, var
 
 
 @pytest.fixture(scope="module")
-def five_by_three(tmp_path_factory):
-    """The lion-and-chick start of the 5x3 board, built once."""
-    path = tmp_path_factory.mktemp("v") / "5x3-lc.h5"
-    return build_tablebase(path, "S/-l-/-c-/---/-C-/-L-/-", progress=False, variant=get_variant("dobutsu-5x3"))
+def five_by_three(lion_chick_5x3_tb):
+    """The lion-and-chick start of the 5x3 board (conftest's, built once a session)."""
+    return lion_chick_5x3_tb
 
 
 def test_front_ends_on_a_5x3_file(cli, five_by_three, tmp_path):
