@@ -50,6 +50,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from dobutsu_tb.tablebase.game.layout import TRY
 from dobutsu_tb.tablebase.game.notation import IllegalMoveError, parse_uci_move, play_move, uci_move_text
@@ -126,9 +127,11 @@ class UciProcess:
             return "(still running)"
         return self.proc.stderr.read()[-500:]
 
-    def start(self) -> None:
+    def start(self, variant_path: str | None = None) -> None:
         self.send("uci")
         self.expect("uciok")
+        if variant_path:
+            self.send(f"setoption name VariantPath value {variant_path}")
         self.send(f"setoption name UCI_Variant value {FAIRY_NAME}")
         self.send("isready")
         self.expect("readyok")
@@ -332,6 +335,9 @@ def main() -> int:
     parser.add_argument("--fsf", default=os.environ.get("DOBUTSU_TB_FAIRY_STOCKFISH", DEFAULT_FSF))
     parser.add_argument("--fsf-go", default="movetime 100", help="Fairy-Stockfish's go limits")
     parser.add_argument("--max-plies", type=int, default=300)
+    parser.add_argument("--variants-ini", default=str(Path(__file__).resolve().parent.parent / "tests" / "data"
+                                                      / "fairy-variants.ini"),
+                        help="Fairy-Stockfish's definitions of the variants other than dobutsu (VariantPath)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--verbose", action="store_true", help="print every game's moves and events")
     parser.add_argument("--log", type=argparse.FileType("w"), help="write every UCI line sent and received there")
@@ -348,12 +354,18 @@ def main() -> int:
     global FAIRY_NAME
     with open_tablebase(args.tb) as tb:
         FAIRY_NAME = tb.variant.fairy_name
+        variant_path = None
+        if FAIRY_NAME != "dobutsu":  # Fairy-Stockfish knows only dobutsu itself: define the others
+            import pyffish
+
+            variant_path = args.variants_ini
+            pyffish.load_variant_config(Path(variant_path).read_text(encoding="utf-8"))
         starts = [Position.from_text(tb.metadata.start, tb.variant), *random_starts(tb, args.positions, rng)]
         ours = UciProcess("our engine", [sys.executable, "-m", "dobutsu_tb.analysis.cli", "uci", "--tb", args.tb])
         fsf = UciProcess("Fairy-Stockfish", [args.fsf])
         try:
             ours.start()
-            fsf.start()
+            fsf.start(variant_path)
             for start in starts:
                 for our_side in (start.turn, 1 - start.turn):
                     for engine in (ours, fsf):
