@@ -4,10 +4,17 @@ import sys
 
 import pytest
 
+#: The tests compile their kernels into a cache folder of their own, never the user's: numba
+#: keeps every signature of a function in one index, so a generic kernel compiled with a test's
+#: types would list them where the command line looks (encoding/jit.py). Set before anything
+#: imports numba; child processes of the tests inherit it.
+TEST_CACHE = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".cache")
+os.environ["DOBUTSU_TB_CACHE"] = TEST_CACHE
+
 sys.path.insert(0, os.path.dirname(__file__))
 
 import naive  # noqa: E402
-from dobutsu_tb.tablebase.game.position import Position
+from dobutsu_tb.tablebase.game.position import Position  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 LION_CHICK = "S/-l-/-c-/-C-/-L-/-"
