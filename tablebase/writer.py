@@ -17,7 +17,7 @@ import h5py
 import numpy as np
 
 from dobutsu_tb.encoding import config, interrupt
-from dobutsu_tb.tablebase.chunks import encode_chunks, hdf5_chunk_table
+from dobutsu_tb.tablebase.chunks import encode_chunks, hdf5_chunk_table, place_crc
 from dobutsu_tb.tablebase.game.key import KEY_SHIFT
 from dobutsu_tb.tablebase.output import OutputError, ReservedOutput, describe_os_error
 from dobutsu_tb.tablebase.schema import (
@@ -53,27 +53,37 @@ def record_values(records: np.ndarray) -> np.ndarray:
     return (records & np.uint64(RECORD_VALUE_MASK)).astype(np.uint8)
 
 
-def _encode_group(records: np.ndarray, first: int, count: int, chunk: int, keys: bool) -> list[bytes]:
+def _encode_group(records: np.ndarray, first: int, count: int, chunk: int, keys: bool,
+                  row: int) -> list[tuple[bytes, int]]:
+    """Chunks ``first`` .. ``first + count - 1`` of /keys or /values, stored, each with its
+    :func:`place_crc` (the chunk's row in /chunk_table is ``row + first + k``)."""
     n = records.shape[0]
     lo, hi = first * chunk, min(n, (first + count) * chunk)
     full = np.zeros(count * chunk, np.int64 if keys else np.uint8)  # the last chunk is padded
     full[: hi - lo] = record_keys(records[lo:hi]) if keys else record_values(records[lo:hi])
-    return encode_chunks(full.reshape(count, chunk), shuffle=keys)
+    stored = encode_chunks(full.reshape(count, chunk), shuffle=keys)
+    return [(data, place_crc(row + first + k, data)) for k, data in enumerate(stored)]
 
 
-def _write_chunks(dset, records: np.ndarray, chunk: int, keys: bool, pool, progress) -> None:
+def _write_chunks(dset, records: np.ndarray, chunk: int, keys: bool, pool, progress, row: int) -> np.ndarray:
+    """Write the chunks of /keys or /values (``row``: the first one's row in /chunk_table);
+    returns their :func:`place_crc` values (int64, one per chunk)."""
     n_chunks = math.ceil(records.shape[0] / chunk)
+    crcs = np.zeros(n_chunks, np.int64)
     per_task = 256
     group = per_task * 8
     for g in range(0, n_chunks, group):
         interrupt.check()
         firsts = range(g, min(n_chunks, g + group), per_task)
-        tasks = [pool.submit(_encode_group, records, f, min(per_task, n_chunks - f), chunk, keys) for f in firsts]
+        tasks = [pool.submit(_encode_group, records, f, min(per_task, n_chunks - f), chunk, keys, row)
+                 for f in firsts]
         for f, task in zip(firsts, tasks):
-            for k, data in enumerate(task.result()):
+            for k, (data, crc) in enumerate(task.result()):
                 dset.id.write_direct_chunk(((f + k) * chunk,), data, 0)
+                crcs[f + k] = crc
             if progress is not None:
                 progress(min(per_task * chunk, records.shape[0] - f * chunk))
+    return crcs
 
 
 def write_tablebase(path, records: np.ndarray, meta: Metadata, progress=None, force: bool = False) -> Path:
@@ -199,14 +209,18 @@ def write_file(tmp, records: np.ndarray, meta: Metadata, progress=None) -> None:
 
     try:
         with _create_hdf5(tmp) as f, ThreadPoolExecutor(config.THREADS) as pool:
+            crcs = []
             for name, dtype, chunk, shuffle in (("keys", "<i8", key_chunk, True), ("values", "u1", value_chunk, False)):
                 dset = f.create_dataset(name, shape=(n,), dtype=dtype, chunks=(max(1, chunk),), compression="gzip",
                                         compression_opts=config.GZIP_LEVEL, shuffle=shuffle, fletcher32=True)
-                _write_chunks(dset, records, chunk, name == "keys", pool, progress)
+                crcs.append(_write_chunks(dset, records, chunk, name == "keys", pool, progress,
+                                          row=crcs[0].shape[0] if crcs else 0))
             index = record_keys(records[::key_chunk]).astype("<i8")
             f.create_dataset("index", data=index)
-            table = np.concatenate([hdf5_chunk_table(f["keys"]), hdf5_chunk_table(f["values"])])[:, :2]
-            f.create_dataset("chunk_table", data=np.ascontiguousarray(table).astype("<i8"))  # contiguous: quick to open
+            table = np.concatenate([hdf5_chunk_table(f["keys"]), hdf5_chunk_table(f["values"])])
+            table[:, 2] = np.concatenate(crcs)  # the filter masks (all 0) give way to the place CRCs
+            table = np.ascontiguousarray(table).astype("<i8")
+            f.create_dataset("chunk_table", data=table)  # contiguous: quick to open
             stats = f.create_group("stats")
             stats.create_dataset("dtm_wins", data=dtm_wins[:top].astype("<i8"))
             stats.create_dataset("dtm_losses", data=dtm_losses[:top].astype("<i8"))
@@ -216,7 +230,7 @@ def write_file(tmp, records: np.ndarray, meta: Metadata, progress=None) -> None:
                      **{f"seconds_{phase}": float(secs) for phase, secs in meta.seconds.items()},
                      "created": meta.created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                      "index_crc32": zlib.crc32(index.tobytes()),
-                     "chunk_table_crc32": zlib.crc32(np.ascontiguousarray(table).astype("<i8").tobytes())}
+                     "chunk_table_crc32": zlib.crc32(table.tobytes())}
             attrs["metadata_crc32"] = metadata_crc32(attrs)
             for name, value in attrs.items():
                 if isinstance(value, str):  # fixed-length UTF-8: no global heap (module docstring)

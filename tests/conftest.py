@@ -51,6 +51,22 @@ def reseal(f):
     f.attrs["metadata_crc32"] = np.int64(metadata_crc32({k: plain(v) for k, v in f.attrs.items()}))
 
 
+def reseal_chunks(f):
+    """:func:`reseal`, after making /chunk_table again from HDF5's chunk index, the place CRCs of
+    format version 4 included: as a forger would after rewriting chunks through HDF5."""
+    import numpy as np
+
+    from dobutsu_tb.tablebase.chunks import hdf5_chunk_table, place_crc
+
+    table = np.concatenate([hdf5_chunk_table(f["keys"]), hdf5_chunk_table(f["values"])])
+    with open(f.filename, "rb") as raw:
+        data = raw.read()
+    table[:, 2] = [place_crc(r, data[offset:offset + size]) for r, (offset, size) in enumerate(table[:, :2].tolist())]
+    del f["chunk_table"]
+    f.create_dataset("chunk_table", data=np.ascontiguousarray(table).astype("<i8"))
+    reseal(f)
+
+
 @pytest.fixture(scope="session")
 def cli():
     """Run ``dobutsu-tb`` in-process: ``cli("probe", POSITION, "--tb", path)`` returns click's
