@@ -183,6 +183,32 @@ def _create_hdf5(tmp) -> h5py.File:
     return h5py.File(h5f.create(os.fsencode(tmp), h5f.ACC_TRUNC, fcpl=fcpl, fapl=fapl))
 
 
+#: Bytes of HDF5's own metadata (object headers, the chunk indexes' nodes, the attributes) that
+#: the end of a write needs besides the small datasets: a generous bound.
+METADATA_ROOM = 64 * 1024
+
+
+def _room_for_metadata(tmp, data_bytes: int) -> None:
+    """Refuse to go on when the disk cannot hold the file's last ``data_bytes`` and its metadata:
+    HDF5 writes those when it closes datasets (also from h5py's destructors, where a failure
+    cannot be passed on) and when it closes the file, and a write that fails there leaves HDF5
+    unable to close the file cleanly (at a full disk the process could crash at its exit).
+
+    Raises
+    ------
+    OSError
+        ENOSPC, when the folder has less room than that.
+    """
+    import errno
+
+    try:
+        st = os.statvfs(tmp)
+    except (OSError, AttributeError):  # no statvfs here: HDF5's own errors say it
+        return
+    if st.f_bavail * st.f_frsize < data_bytes + METADATA_ROOM:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
 def write_file(tmp, records: np.ndarray, meta: Metadata, progress=None) -> None:
     """Write a tablebase into ``tmp`` (a temporary file that :func:`reserve_output` created);
     the arguments are those of :func:`write_tablebase`. Stops at
@@ -216,6 +242,7 @@ def write_file(tmp, records: np.ndarray, meta: Metadata, progress=None) -> None:
                 crcs.append(_write_chunks(dset, records, chunk, name == "keys", pool, progress,
                                           row=crcs[0].shape[0] if crcs else 0))
             index = record_keys(records[::key_chunk]).astype("<i8")
+            _room_for_metadata(tmp, 8 * index.shape[0] + 24 * sum(c.shape[0] for c in crcs))
             f.create_dataset("index", data=index)
             table = np.concatenate([hdf5_chunk_table(f["keys"]), hdf5_chunk_table(f["values"])])
             table[:, 2] = np.concatenate(crcs)  # the filter masks (all 0) give way to the place CRCs
