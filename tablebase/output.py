@@ -12,8 +12,9 @@ place:
   with mode ``0o666`` less the umask, as any new file.
 - An existing target that ``replaceable`` does not accept is never replaced unless ``force``.
 - :meth:`ReservedOutput.commit` flushes the temporary file to disk and renames it over the
-  target in one step; leaving the block without a commit removes it. Either the old file or
-  the complete new one is in place at every moment.
+  target in one step; leaving the block without a commit removes it, and so does a process
+  ended by a signal while the block runs (:func:`~dobutsu_tb.encoding.interrupt.at_exit`).
+  Either the old file or the complete new one is in place at every moment.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import os
 import secrets
 from pathlib import Path
 from typing import Callable
+
+from dobutsu_tb.encoding import interrupt
 
 LOCK_SUFFIX = ".lock"
 PARTIAL_SUFFIX = ".partial"
@@ -87,6 +90,7 @@ class ReservedOutput:
         self._lock_fd: int | None = None
         self._lock_path = self.folder / f".{self.path.name}{LOCK_SUFFIX}"
         self.committed = False
+        self._at_exit: int | None = None
 
     # --- entering ------------------------------------------------------------------------
 
@@ -103,7 +107,16 @@ class ReservedOutput:
         except BaseException:
             self._unlock()
             raise
+        self._at_exit = interrupt.at_exit(self._abandon)
         return self
+
+    def _abandon(self) -> None:
+        """For a process ended by a signal in the block: the temporary file and the lock file go."""
+        for path in ((self.tmp,) if not self.committed else ()) + (self._lock_path,):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
     def _fail_write(self, exc: OSError) -> OutputError:
         return OutputError(f"cannot write in {self.folder} ({describe_os_error(exc)})")
@@ -209,6 +222,9 @@ class ReservedOutput:
         return self.path
 
     def __exit__(self, *exc) -> None:
+        if self._at_exit is not None:
+            interrupt.forget(self._at_exit)
+            self._at_exit = None
         if not self.committed and self.tmp is not None:
             try:
                 os.unlink(self.tmp)

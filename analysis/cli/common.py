@@ -75,8 +75,43 @@ def error_message(exc: BaseException) -> str:
     return "; ".join(part.strip() for part in msg.splitlines() if part.strip())
 
 
+def interrupted(exc: BaseException | None = None) -> None:
+    """End the command after SIGINT or SIGTERM (``exc``: the :class:`Interrupted`, a plain
+    ``KeyboardInterrupt``, or whatever a signal made fail): one ``error: interrupted ...`` line,
+    exit code 130 or 143. In the command line's process (:func:`~dobutsu_tb.encoding.interrupt.install`)
+    the process ends at once (:func:`~dobutsu_tb.encoding.interrupt.exit_now`), whatever threads
+    still run; in-process (the tests) it raises ``SystemExit``."""
+    from dobutsu_tb.encoding import interrupt
+
+    signum = getattr(exc, "signum", None) or interrupt.requested() or 2
+    message = str(exc) if isinstance(exc, interrupt.Interrupted) and str(exc) else (
+        f"interrupted by {signal_name(signum)}")
+    if interrupt.installed():
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        interrupt.exit_now(128 + signum, f"error: {message}")
+    click.echo(f"error: {message}", err=True)
+    sys.exit(128 + signum)
+
+
+def signal_name(signum: int) -> str:
+    """``SIGINT`` for 2, ``SIGTERM`` for 15."""
+    import signal
+
+    return signal.Signals(signum).name
+
+
+def _signalled() -> bool:
+    from dobutsu_tb.encoding import interrupt
+
+    return bool(interrupt.requested())
+
+
 class ErrorHandlingGroup(click.Group):
-    """Turns the project's expected errors into one line on stderr and exit code 1."""
+    """Turns the project's expected errors into one line on stderr and exit code 1, and signals
+    into one line and exit code 130 or 143 (:func:`interrupted`)."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         """click's ``main``, but Ctrl-C while the command line is read or a command's module is
@@ -86,13 +121,20 @@ class ErrorHandlingGroup(click.Group):
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         try:
             code = super().main(args, prog_name, complete_var, False, **extra)
-        except (click.exceptions.Abort, KeyboardInterrupt):
-            click.echo("error: interrupted", err=True)
-            sys.exit(130)
+        except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+            interrupted(exc if isinstance(exc, KeyboardInterrupt) else exc.__context__)
         except click.ClickException as exc:
+            if _signalled():
+                interrupted(exc)
             exc.show()
             sys.exit(exc.exit_code)
         sys.exit(code if isinstance(code, int) else 0)
+
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except KeyboardInterrupt as exc:  # before click's own handler (a newline, then "Aborted!")
+            interrupted(exc)
 
     def invoke(self, ctx):
         problem = environment_problem()
@@ -101,18 +143,25 @@ class ErrorHandlingGroup(click.Group):
             ctx.exit(1)
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt as exc:  # Interrupted: SIGINT or SIGTERM, after the job cleaned up
+            interrupted(exc)
         except BrokenPipeError:  # output piped into a program that stopped reading (head)
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             ctx.exit(0)
         except expected_errors() as exc:
+            if _signalled():
+                interrupted(exc)
             click.echo(f"error: {error_message(exc)}", err=True)
             ctx.exit(1)
         except MemoryError as exc:
-            click.echo(f"error: {exc or 'out of memory'}", err=True)
+            click.echo(f"error: {str(exc) or 'out of memory'}", err=True)
             ctx.exit(1)
-        except KeyboardInterrupt as exc:  # Interrupted: SIGINT or SIGTERM, after the job cleaned up
-            click.echo(f"error: {str(exc) or 'interrupted'}", err=True)
-            ctx.exit(getattr(exc, "exit_code", 130))
+        except (click.exceptions.Exit, click.ClickException):
+            raise
+        except Exception as exc:
+            if _signalled():  # whatever a signal made fail (an import cut short)
+                interrupted(exc)
+            raise
 
 
 def png_path(ctx, param, value):
