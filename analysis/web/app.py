@@ -23,6 +23,7 @@ and never a stack trace.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -30,7 +31,7 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse
 from starlette.responses import JSONResponse as _StarletteJSONResponse
 from starlette.routing import Mount, Route
@@ -58,6 +59,8 @@ MAX_POSITION_CHARS = MAX_TEXT_CHARS
 MAX_LINE_PLIES = 400
 MAX_MOVE_CHARS = 12
 MAX_BODY_BYTES = 64 * 1024
+#: Requests served at once (:class:`Guard`); more are answered 503 at once.
+MAX_REQUESTS = 64
 DEFAULT_LINE_PLIES = 200
 #: The page may load only its own files and talk only to its own server.
 PAGE_HEADERS = {
@@ -89,8 +92,9 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
 
     Returns
     -------
-    starlette.applications.Starlette
-        An ASGI application; its lifespan closes the file.
+    Guard
+        An ASGI application (the Starlette application inside :class:`Guard`); its lifespan
+        closes the file; ``.state.service`` is the tablebase.
 
     Raises
     ------
@@ -131,6 +135,7 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
         try:
             return JSONResponse(await service.stats())
         except StatsError as exc:
+            log.error("%s", exc)
             return JSONResponse({"error": str(exc)}, status_code=500)
 
     @contextlib.asynccontextmanager
@@ -138,7 +143,7 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
         try:
             yield
         finally:
-            service.close()
+            await service.aclose()
 
     routes = [
         Route("/", page),
@@ -159,7 +164,69 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
     }
     app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
     app.state.service = service
-    return app
+    return Guard(app)
+
+
+class Guard:
+    """The application's outer layer (ASGI): at most ``max_requests`` requests at once (a 503
+    beyond), and every failure answered without a traceback in the log: a client that went away
+    is not logged, an unexpected error is one line and a 500, a request cut short because the
+    server stops is a 503. (Starlette's error middleware passes every unexpected exception on
+    to the server after answering, and uvicorn logs it with its traceback.)
+
+    Parameters
+    ----------
+    app : starlette.applications.Starlette
+    max_requests : int, optional
+        Requests served at once (default :data:`MAX_REQUESTS`).
+
+    Attributes
+    ----------
+    state : the Starlette application's ``state`` (``state.service``: the tablebase service)
+    """
+
+    def __init__(self, app: Starlette, max_requests: int = MAX_REQUESTS):
+        self.app = app
+        self.state = app.state
+        self.max_requests = max_requests
+        self.active = 0
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        if self.active >= self.max_requests:
+            return await _answer(send, 503, {"error": f"busy: {self.max_requests} requests at once; try again"})
+        self.active += 1
+        started = False
+
+        async def tracked(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except (ClientDisconnect, ConnectionError):
+            pass  # the client went away: nobody to answer, nothing to log
+        except asyncio.CancelledError:  # the server stops (its grace period is over)
+            if not started:
+                await _answer(send, 503, {"error": "the server is stopping"})
+        except Exception as exc:  # noqa: BLE001 (answered below, logged in one line)
+            log.error("unexpected error on %s %s: %s", scope.get("method", "?"), scope.get("path", "?")[:100],
+                      " ".join(f"{type(exc).__name__}: {exc}".split())[:300])
+            if not started:
+                await _answer(send, 500, {"error": "internal error (see the server's log)"})
+        finally:
+            self.active -= 1
+
+
+async def _answer(send, status: int, body: dict) -> None:
+    """A JSON answer sent straight through ASGI; a client already gone is no error."""
+    data = json.dumps(body).encode()
+    with contextlib.suppress(Exception):
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+        await send({"type": "http.response.body", "body": data})
 
 
 # --- reading requests ------------------------------------------------------------------------
@@ -251,5 +318,5 @@ async def _damaged_file(request: Request, exc: TablebaseFileError):
 
 
 async def _unexpected(request: Request, exc: Exception):
-    log.error("unexpected error on %s %s: %r", request.method, request.url.path, exc)
+    # Logged by Guard, to which Starlette passes the exception on after this answer.
     return JSONResponse({"error": "internal error (see the server's log)"}, status_code=500)
