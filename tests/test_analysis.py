@@ -226,5 +226,5 @@ def test_show(cli, tmp_path):
 def test_line_pictures(cli, lion_chick_tb, tmp_path):
     result = cli("line", LION_CHICK, "--tb", str(lion_chick_tb.path), "--png-dir", str(tmp_path))
     assert result.exit_code == 0
-    # The start and every ply but the last, the lion's capture or try that ends the game.
-    assert len(list(tmp_path.glob("ply*.png"))) == 15
+    # The start and every ply, the last one's capture of the lion included.
+    assert len(list(tmp_path.glob("ply*.png"))) == 16

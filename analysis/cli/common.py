@@ -1,7 +1,12 @@
-"""What every command shares: the error handling of the group, the default tablebase, ``--tb``.
+"""What every command shares: the error handling of the group, the default tablebase, ``--tb``,
+paths, and never writing over an input.
 
-Exit codes: 0 success, 1 an expected error (bad position, missing or corrupt file, ...; one line
-on stderr starting with ``error:``, no traceback), 2 a usage error (click's).
+Exit codes: 0 success; 1 bad data: what the command line names is wrong (a file missing, a
+folder, too large, damaged or malformed, a position that is malformed or not covered, an illegal
+move, an output that is one of the inputs; one line on stderr starting with ``error:``, no
+traceback); 2 bad usage: the command line itself is (an unknown option, a missing argument, a
+value of the wrong form or out of its range, options that exclude each other, an environment
+variable of the wrong form; click's ``Error:`` line); 130 after SIGINT, 143 after SIGTERM.
 """
 
 from __future__ import annotations
@@ -19,6 +24,59 @@ DEFAULT_TB = "dobutsu.h5"
 def default_tb() -> Path:
     """The tablebase file used when none is named: ``$DOBUTSU_TB`` or ``dobutsu.h5``."""
     return Path(os.environ.get("DOBUTSU_TB", DEFAULT_TB))
+
+
+class PathType(click.ParamType):
+    """A path on the command line, checked for its form only (not empty, no NUL character):
+    whether it exists, is a file or a folder, is the command's to say (exit code 1), as for
+    the same path given by an environment variable."""
+
+    name = "path"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, Path):
+            return value
+        if not value:
+            self.fail("the path is empty", param, ctx)
+        if "\0" in value:
+            self.fail("the path holds a NUL character", param, ctx)
+        return Path(value)
+
+
+#: The type of every path option and argument.
+PATH = PathType()
+
+
+def same_file(a, b) -> bool:
+    """Whether two paths name the same existing file (however named: links, ``..``, hard links)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def refuse_inputs(outputs, inputs: dict) -> None:
+    """Refuse to write over a file the command reads.
+
+    Parameters
+    ----------
+    outputs : iterable of Path
+        Files the command would write or replace.
+    inputs : dict of str to Path or None
+        What each input is ("the tablebase") and its path.
+
+    Raises
+    ------
+    dobutsu_tb.tablebase.output.OutputError
+        If an output is an input (the same file, however named).
+    """
+    from dobutsu_tb.tablebase.output import OutputError
+
+    for out in outputs:
+        for what, path in inputs.items():
+            if path is not None and same_file(out, path):
+                raise OutputError(f"{out} is {what} this command reads ({path}): not writing over it; "
+                                  f"name another file")
 
 def expected_errors() -> tuple:
     """The exception types that the commands turn into one ``error:`` line and exit code 1."""
@@ -38,7 +96,8 @@ def expected_errors() -> tuple:
 
 
 #: Environment variables read as whole numbers (numba reads them at import: a bad value is a
-#: ValueError traceback or a warning there), with the smallest and largest value allowed.
+#: ValueError traceback or a warning there), with the smallest and largest value allowed. A value
+#: of the wrong form is a usage error (exit code 2), as the same mistake in an option is.
 NUMERIC_ENVIRONMENT = {"NUMBA_NUM_THREADS": (1, None), "NUMBA_DISABLE_JIT": (0, 1), "NUMBA_BOUNDSCHECK": (0, 1)}
 
 
@@ -60,6 +119,8 @@ def environment_problem() -> str | None:
             return f"${name} is {value[:20]!r}; it must be a whole number from {low} to {high}"
     if os.environ.get("DOBUTSU_TB") == "":
         return "$DOBUTSU_TB is set but empty; unset it or name a tablebase file"
+    if "\0" in os.environ.get("DOBUTSU_TB", ""):
+        return "$DOBUTSU_TB holds a NUL character"
     return None
 
 
@@ -72,7 +133,7 @@ def error_message(exc: BaseException) -> str:
         msg = f"{exc.filename}: {exc.strerror}"
     else:
         msg = str(exc)
-    return "; ".join(part.strip() for part in msg.splitlines() if part.strip())
+    return "; ".join(part.strip() for part in msg.splitlines() if part.strip()) or type(exc).__name__
 
 
 def interrupted(exc: BaseException | None = None) -> None:
@@ -139,8 +200,7 @@ class ErrorHandlingGroup(click.Group):
     def invoke(self, ctx):
         problem = environment_problem()
         if problem is not None:
-            click.echo(f"error: {problem}", err=True)
-            ctx.exit(1)
+            raise click.UsageError(problem, ctx)
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt as exc:  # Interrupted: SIGINT or SIGTERM, after the job cleaned up
@@ -164,6 +224,43 @@ class ErrorHandlingGroup(click.Group):
             raise
 
 
+def picture_folder(folder: Path, inputs: dict) -> None:
+    """Make ``folder`` ready for the pictures of a line (``--png-dir``): refuse a file of that name
+    and pictures of an earlier run that are inputs of this one, then remove those pictures
+    (:func:`~dobutsu_tb.analysis.pictures.clear_pictures`), so that none is left behind.
+
+    Raises
+    ------
+    dobutsu_tb.tablebase.output.OutputError
+        If ``folder`` is a file, or holds an input under a picture's name.
+    OSError
+        If an old picture cannot be removed.
+    """
+    from dobutsu_tb.analysis.pictures import clear_pictures, pictures_in
+    from dobutsu_tb.tablebase.output import OutputError
+
+    if folder.exists() and not folder.is_dir():
+        raise OutputError(f"{folder} is a file, not a folder for the pictures")
+    refuse_inputs(pictures_in(folder), inputs)
+    clear_pictures(folder)
+
+
+def picture_file(path: Path, inputs: dict) -> None:
+    """Refuse a picture's path (``--png``, ``--plot``) that is a folder or one of the inputs.
+
+    Raises
+    ------
+    dobutsu_tb.tablebase.output.OutputError
+    """
+    from dobutsu_tb.tablebase.output import OutputError
+
+    if path.is_dir():
+        raise OutputError(f"{path} is a folder; name a .png file")
+    if not path.parent.is_dir():  # said before any work
+        raise OutputError(f"{path.parent}: no such folder")
+    refuse_inputs([path], inputs)
+
+
 def png_path(ctx, param, value):
     """Click callback: a picture's path must end in ``.png`` (matplotlib picks the format by it)."""
     if value is not None and value.suffix.lower() != ".png":
@@ -174,6 +271,6 @@ def png_path(ctx, param, value):
 def tb_option(f):
     """The ``--tb PATH`` option (default: :func:`default_tb`), passed as ``tb_path``."""
     return click.option(
-        "--tb", "tb_path", type=click.Path(dir_okay=False, path_type=Path),
+        "--tb", "tb_path", type=PATH,
         default=default_tb, show_default=f"$DOBUTSU_TB or {DEFAULT_TB}",
         help="Tablebase file to read.")(f)

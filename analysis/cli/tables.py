@@ -7,14 +7,14 @@ from pathlib import Path
 
 import click
 
-from dobutsu_tb.analysis.cli.common import DEFAULT_TB, png_path, tb_option
+from dobutsu_tb.analysis.cli.common import DEFAULT_TB, PATH, picture_file, picture_folder, png_path, tb_option
 from dobutsu_tb.analysis.pictures import draw_plies
 
 
 @click.command()
 @click.option("--start", default=None, metavar="POSITION",
               help="Start position (default: the standard start S/gle/-c-/-C-/ELG/-).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--out", type=PATH, default=None,
               help=f"File to write (default: {DEFAULT_TB} for the standard start, else a name from the start).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars or per-ply lines on stderr.")
 @click.option("--force", is_flag=True, help="Replace --out even if it is a file other than a dobutsu tablebase.")
@@ -79,14 +79,16 @@ def probe(position, tb_path, as_json):
 
 @click.command()
 @click.argument("position")
-@click.option("--png", "png", type=click.Path(dir_okay=False, path_type=Path), required=True, callback=png_path,
+@click.option("--png", "png", type=PATH, required=True, callback=png_path,
               help="The PNG file to write.")
 def show(position, png):
     """Draw POSITION (pieces, hands, side to move, coordinates) into a PNG file."""
     from dobutsu_tb.analysis.pictures import draw_position
     from dobutsu_tb.analysis.reports import parse_position
 
-    draw_position(parse_position(position), png)
+    pos = parse_position(position)
+    picture_file(png, {})
+    draw_position(pos, png)
     click.echo(f"wrote {png}")
 
 
@@ -95,8 +97,9 @@ def show(position, png):
 @tb_option
 @click.option("--max-plies", default=200, show_default=True, type=click.IntRange(min=1),
               help="Stop the line after this many plies (a drawn line goes on for ever); the output says so.")
-@click.option("--png-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Also draw the board after every ply into this folder.")
+@click.option("--png-dir", type=PATH, default=None,
+              help="Also draw the board after every ply into this folder (plyNNN.png, the last ply's "
+                   "included; the pictures of an earlier line there are removed).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (no pictures).")
 def line(position, tb_path, max_plies, png_dir, as_json):
     """A perfect-play line from POSITION to the end of the game, move by move with the board."""
@@ -110,6 +113,8 @@ def line(position, tb_path, max_plies, png_dir, as_json):
         if as_json:
             click.echo(json.dumps(perfect_line_json(tb, pos, max_plies), indent=2))
             return
+        if png_dir is not None:
+            picture_folder(png_dir, {"the tablebase": tb.path})
         wdl, dtm, _ = tb.value(pos)
         pv = tb.principal_variation(pos, max_plies=max_plies)
     click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {SIDE_NAMES[pos.turn]}")
