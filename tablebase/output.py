@@ -37,6 +37,47 @@ class OutputError(OSError):
     which, and that nothing was written."""
 
 
+def wait_for_writer(path, on_wait: Callable[[str], None] | None = None) -> bool:
+    """Wait while another job holds ``path`` (:class:`ReservedOutput`'s lock), e.g. a build of a
+    cached tablebase that another command started.
+
+    Parameters
+    ----------
+    path : str or Path
+        The target file of the other job.
+    on_wait : callable, optional
+        Called once with the holder's process number (text, maybe empty) before waiting.
+
+    Returns
+    -------
+    bool
+        True if it waited (the other job ended meanwhile: its file is in place if it succeeded).
+
+    Raises
+    ------
+    OSError
+        If the lock file cannot be opened (a folder not readable).
+    """
+    path = Path(path)
+    lock = path.parent / f".{path.name}{LOCK_SUFFIX}"
+    try:
+        fd = os.open(lock, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            pass
+        if on_wait is not None:
+            on_wait(os.read(fd, 32).decode("ascii", "replace").strip())
+        fcntl.flock(fd, fcntl.LOCK_SH)  # until the writer ends (a signal handler may interrupt it)
+        return True
+    finally:
+        os.close(fd)
+
+
 def describe_os_error(exc: BaseException) -> str:
     """One line for an OS or HDF5 error: the system's text for its errno when there is one
     (HDF5 puts ``errno = 28`` in its message), else its message with the line breaks removed."""

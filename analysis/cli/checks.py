@@ -16,9 +16,11 @@ from dobutsu_tb.analysis.textfiles import shorten
 
 def _tablebase_for(start, tb_path: Path | None):
     """A tablebase covering ``start``: the given file, else ``$DOBUTSU_TB``/``dobutsu.h5`` if it
-    covers it, else one built for that start in the cache folder (reused next time)."""
+    covers it, else one built for that start in the cache folder (reused next time). Commands
+    run at once share that build: the others wait for it (saying so) and then use it."""
     from dobutsu_tb.encoding.jit import cache_root
     from dobutsu_tb.tablebase.build import build_tablebase
+    from dobutsu_tb.tablebase.output import OutputError, wait_for_writer
     from dobutsu_tb.tablebase.probe import open_tablebase
 
     if tb_path is not None:
@@ -34,9 +36,22 @@ def _tablebase_for(start, tb_path: Path | None):
     folder = Path(cache_root()) / "tablebases"
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{start.key():016x}.h5"
-    if not path.exists():
+
+    def waiting(holder):
+        who = f"process {holder}" if holder.isdigit() else "another command"
+        click.echo(f"waiting for {who}, which is building the tablebase for {start.text()} into {path} ...",
+                   err=True)
+
+    while not path.exists():
+        if wait_for_writer(path, waiting):
+            continue  # the other build ended: its file is there, or this command builds it
         click.echo(f"building the tablebase for {start.text()} into {path} ...", err=True)
-        build_tablebase(path, start, progress=None)
+        try:
+            build_tablebase(path, start, progress=None)
+        except OutputError:
+            if wait_for_writer(path, waiting) or path.exists():
+                continue  # another command started the same build just now
+            raise
     tb = open_tablebase(path)
     tb.probe_wdl(start)
     return tb
