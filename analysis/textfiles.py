@@ -79,37 +79,6 @@ def shorten(text: str) -> str:
     return text if len(text) <= QUOTE_MAX else f"{text[:QUOTE_MAX]}... ({len(text):,} characters)"
 
 
-def parse_file(path, parse, errors, what: str = "a puzzle file"):
-    """``parse(read_text(path, MAX_PUZZLE_BYTES, what))``, with the file's name in front of the
-    message of ``parse``'s errors.
-
-    Parameters
-    ----------
-    path : str or Path
-    parse : callable
-        Takes the text, returns the parsed value.
-    errors : type
-        The exception class (a ``ValueError``) ``parse`` raises for malformed text; raised again
-        with the file's name in front of its message.
-    what : str, optional
-        What the file is, for the message of a file over the limit.
-
-    Raises
-    ------
-    errors
-        ``parse``'s, its message starting with the file's name.
-    InputFileError
-        If the file is missing, a folder, too large or not text.
-    OSError
-        If the file cannot be read.
-    """
-    text = read_text(path, MAX_PUZZLE_BYTES, what)
-    try:
-        return parse(text)
-    except errors as exc:
-        raise errors(f"{path}: {exc}") from None
-
-
 def write_atomically(path, write) -> Path:
     """Write a file through a temporary one in the same folder, renamed at the end: the file is
     complete or absent (never cut short by a full disk or Ctrl-C), and an existing one is only

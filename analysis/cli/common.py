@@ -78,21 +78,25 @@ def refuse_inputs(outputs, inputs: dict) -> None:
                 raise OutputError(f"{out} is {what} this command reads ({path}): not writing over it; "
                                   f"name another file")
 
-def expected_errors() -> tuple:
-    """The exception types that the commands turn into one ``error:`` line and exit code 1."""
-    from dobutsu_tb.analysis.puzzles import PuzzleInputError
-    from dobutsu_tb.analysis.textfiles import InputFileError
-    from dobutsu_tb.encoding.compact_layout import CompactTableFullError
-    from dobutsu_tb.encoding.hashtable import HashTableFullError
-    from dobutsu_tb.tablebase.enumeration import StartPositionError
-    from dobutsu_tb.tablebase.game.notation import IllegalMoveError
-    from dobutsu_tb.tablebase.game.position import PositionError
-    from dobutsu_tb.tablebase.probe import MissingPositionError
-    from dobutsu_tb.tablebase.schema import TablebaseFileError
+#: The exception types that the commands turn into one ``error:`` line and exit code 1, by the
+#: module that defines each.
+EXPECTED_ERRORS = (("dobutsu_tb.tablebase.game.position", "PositionError"),
+                   ("dobutsu_tb.tablebase.game.notation", "IllegalMoveError"),
+                   ("dobutsu_tb.tablebase.schema", "TablebaseFileError"),
+                   ("dobutsu_tb.tablebase.probe", "MissingPositionError"),
+                   ("dobutsu_tb.encoding.hashtable", "HashTableFullError"),
+                   ("dobutsu_tb.encoding.compact_layout", "CompactTableFullError"),
+                   ("dobutsu_tb.tablebase.enumeration", "StartPositionError"),
+                   ("dobutsu_tb.analysis.puzzles", "PuzzleInputError"),
+                   ("dobutsu_tb.analysis.textfiles", "InputFileError"))
 
-    return (PositionError, IllegalMoveError, TablebaseFileError, MissingPositionError,
-            HashTableFullError, CompactTableFullError, StartPositionError, PuzzleInputError, InputFileError,
-            OSError)
+
+def expected_errors() -> tuple:
+    """The exception types of :data:`EXPECTED_ERRORS` whose modules are loaded (an exception of
+    a module never loaded cannot have been raised: so an error path imports nothing, numba
+    above all), and ``OSError``."""
+    return tuple(getattr(sys.modules[module], name) for module, name in EXPECTED_ERRORS
+                 if module in sys.modules) + (OSError,)
 
 
 #: Environment variables read as whole numbers (numba reads them at import: a bad value is a
@@ -203,6 +207,8 @@ class ErrorHandlingGroup(click.Group):
             raise click.UsageError(problem, ctx)
         try:
             return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException):
+            raise
         except KeyboardInterrupt as exc:  # Interrupted: SIGINT or SIGTERM, after the job cleaned up
             interrupted(exc)
         except BrokenPipeError:  # output piped into a program that stopped reading (head)
@@ -216,8 +222,6 @@ class ErrorHandlingGroup(click.Group):
         except MemoryError as exc:
             click.echo(f"error: {str(exc) or 'out of memory'}", err=True)
             ctx.exit(1)
-        except (click.exceptions.Exit, click.ClickException):
-            raise
         except Exception as exc:
             if _signalled():  # whatever a signal made fail (an import cut short)
                 interrupted(exc)

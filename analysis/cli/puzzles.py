@@ -7,7 +7,7 @@ import re
 import click
 
 from dobutsu_tb.analysis.cli.common import PATH
-from dobutsu_tb.analysis.textfiles import parse_file, shorten
+from dobutsu_tb.analysis.textfiles import MAX_PUZZLE_BYTES, read_text, shorten
 from dobutsu_tb.encoding.config import MAX_THREADS
 
 #: Largest step budget ``puzzle sweep`` accepts for one cleaner (the search keeps a row of
@@ -36,11 +36,12 @@ def lastone_cmd(file, goal, do_count, fewest_moves):
 
     Prints the solution board by board, or 'No solution.'.
     """
-    from dobutsu_tb.analysis.puzzles import lastone
-
     if do_count and fewest_moves:
         raise click.UsageError("--count and --fewest-moves exclude each other")
-    start = _read(file, lastone.parse_board, "a Last One board")
+    text = _text(file, "a Last One board")  # before the solver's kernels load: a bad file is said at once
+    from dobutsu_tb.analysis.puzzles import lastone
+
+    start = _parse(file, text, lastone.parse_board)
     if start == 1 << goal and not do_count:
         click.echo(f"The goal already holds: one peg is left, in hole {goal}; no jump is needed.")
         click.echo(lastone.board_text(start))
@@ -133,14 +134,14 @@ def tankchange_cmd(blue, red, goal_blue, goal_red, red_first, do_count):
               help="Validate a sequence like 'c4 c3 c2' instead: legal, one colour left, shortest?")
 def othello_cmd(start_file, to_move, colour, do_count, check):
     """Cooperative shortest Othello: the fewest placements that leave discs of one colour only."""
-    from dobutsu_tb.analysis.puzzles import PuzzleInputError, othello
-
     if start_file is None and to_move != "black":
         raise click.UsageError("--to-move is the side to move in --start: give --start too")
     if check is not None and not check.replace(",", " ").split():
         raise click.BadParameter("give placements like 'c4 c3 c2'", param_hint="'--check'")
-    start = _read(start_file, lambda text: othello.parse_board(text, to_move), "an Othello board") \
-        if start_file else None
+    text = _text(start_file, "an Othello board") if start_file else None
+    from dobutsu_tb.analysis.puzzles import PuzzleInputError, othello
+
+    start = _parse(start_file, text, lambda text: othello.parse_board(text, to_move)) if start_file else None
     moves = othello.parse_moves(check) if check is not None else None
     result = othello.solve(start, colour)
     if check is not None:
@@ -180,11 +181,12 @@ def othello_cmd(start_file, to_move, colour, do_count, check):
 def squares_cmd(file, first, count_only):
     """Cross Squared Number Puzzle on the grid in FILE ('.' white, '#' black, up to 8 x 8):
     every run of two or more white cells must read as a perfect square."""
-    from dobutsu_tb.analysis.puzzles import squares
-
     if first is not None and count_only:
         raise click.UsageError("--first and --count exclude each other")
-    grid = _read(file, squares.parse_grid, "a squares grid")
+    text = _text(file, "a squares grid")
+    from dobutsu_tb.analysis.puzzles import squares
+
+    grid = _parse(file, text, squares.parse_grid)
     result = squares.solve(grid, limit=0 if count_only else first)
     for k, text in enumerate(result.solutions, 1):
         click.echo(f"solution {k}:\n{text}\n")
@@ -206,15 +208,17 @@ def sweep_cmd(file, routes_file, threads, engine):
     Routes are printed one line per cleaner (kind, start row,column, steps U D L R), the form
     --check reads, then the final board.
     """
+    text = _text(file, "a Room Sweeper problem")
+    routes_text = _text(routes_file, "a file of routes") if routes_file is not None else None
     from dobutsu_tb.analysis.puzzles import PuzzleInputError, sweep
 
-    problem = _read(file, _sweep_problem, "a Room Sweeper problem")
+    problem = _parse(file, text, _sweep_problem)
     if routes_file is None and _room_is_clean(problem):
         click.echo("The room is already clean: no cleaner needs to move.")
         click.echo(problem.board_text())
         return
     if routes_file is not None:
-        routes = _read(routes_file, lambda text: sweep.parse_routes(problem, text), "a file of routes")
+        routes = _parse(routes_file, routes_text, lambda text: sweep.parse_routes(problem, text))
         problems, tiles = sweep.simulate(problem, routes)
         if problems:
             raise PuzzleInputError("not a solution: " + "; ".join(problems))
@@ -237,13 +241,21 @@ def sweep_cmd(file, routes_file, threads, engine):
     click.echo(problem.board_text(tiles))
 
 
-def _read(path, parse, what: str = "a puzzle file"):
-    """``parse`` of a puzzle file's text, read strictly (at most
-    :data:`~dobutsu_tb.analysis.textfiles.MAX_PUZZLE_BYTES`, UTF-8, no NUL byte), the file's name
-    in front of the message of a :class:`PuzzleInputError`."""
+def _text(path, what: str) -> str:
+    """A puzzle file's text, read strictly (at most
+    :data:`~dobutsu_tb.analysis.textfiles.MAX_PUZZLE_BYTES`, UTF-8, no NUL byte); ``what`` it is
+    names the limit in the message."""
+    return read_text(path, MAX_PUZZLE_BYTES, what)
+
+
+def _parse(path, text: str, parse):
+    """``parse(text)``, the file's name in front of the message of a :class:`PuzzleInputError`."""
     from dobutsu_tb.analysis.puzzles import PuzzleInputError
 
-    return parse_file(path, parse, PuzzleInputError, what)
+    try:
+        return parse(text)
+    except PuzzleInputError as exc:
+        raise PuzzleInputError(f"{path}: {exc}") from None
 
 
 def _sweep_problem(text: str):

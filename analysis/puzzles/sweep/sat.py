@@ -314,8 +314,8 @@ class _SolverProcess:
         ------
         MemoryError
             If the child ran out of memory.
-        RuntimeError
-            If the child failed otherwise, or died.
+        ChildProcessError
+            If the child failed otherwise, or died (killed from outside).
         """
         import select
 
@@ -324,22 +324,32 @@ class _SolverProcess:
             pass
         answer = _receive(self._answers)
         if answer is None:
-            raise RuntimeError("the SAT solver's process died")
+            import os
+            import signal
+
+            _, status = os.waitpid(self.pid, 0)
+            self.pid = 0
+            how = (f"was killed by {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
+                   else "ended")
+            raise ChildProcessError(f"the SAT solver's process {how} before it answered")
         if isinstance(answer, str):
             if answer.startswith("MemoryError"):
                 raise MemoryError("the SAT solver ran out of memory; try --engine search")
-            raise RuntimeError(f"the SAT solver failed: {answer}")
+            raise ChildProcessError(f"the SAT solver failed: {answer}")
         return answer
 
     def _kill(self) -> None:
         import os
         import signal
 
+        if not self.pid:
+            return
         try:
             os.kill(self.pid, signal.SIGKILL)
             os.waitpid(self.pid, 0)
         except OSError:
             pass
+        self.pid = 0
 
     def close(self) -> None:
         """End the child (its answer no longer wanted) and reap it."""
@@ -388,10 +398,11 @@ def _receive(fd: int):
 
 def _solver_child(clauses, requests: int, answers: int) -> None:
     """The child's loop: a budget in, (answer, conflicts, decisions, model) out (or the text of
-    an error); ends when the parent closes the pipe."""
+    an error); ends when the parent closes the pipe. It runs on a thread other than the child's
+    main one, so that PySAT installs no handler of its own for SIGINT, which the child ignores
+    (the command, which gets it too, kills the child)."""
     import signal
-
-    from pysat.solvers import Solver
+    import threading
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -401,8 +412,16 @@ def _solver_child(clauses, requests: int, answers: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
-    solver = Solver(name=SAT_SOLVER, bootstrap_with=clauses)
+    worker = threading.Thread(target=_solve_on_request, args=(clauses, requests, answers))
     del clauses
+    worker.start()
+    worker.join()
+
+
+def _solve_on_request(clauses, requests: int, answers: int) -> None:
+    from pysat.solvers import Solver
+
+    solver = Solver(name=SAT_SOLVER, bootstrap_with=clauses)
     while True:
         budget = _receive(requests)
         if budget is None:
