@@ -240,16 +240,20 @@ def build_tablebase(out, start=None, progress: bool | None = None,
         expected = (STANDARD_NONTERMINAL, STANDARD_REACHABLE - STANDARD_NONTERMINAL)
     if memory_check:
         check_memory(*(expected or (config.DEFAULT_EXPECTED, config.DEFAULT_EXPECTED)))
+    target = None
     try:
         with reserve_output(out, force) as target:
             if target.removed and progress is not False:
                 _log(f"removed {len(target.removed)} leftover file(s) of an interrupted build: "
                      + ", ".join(p.name for p in target.removed))
-            with interrupt.stop_on_signals():
+            with interrupt.stop_on_signals():  # the commit too: a signal never cuts it in two
                 meta = _build(target.tmp, start, expected, progress, on_phase or (lambda name: None),
                               check_memory if memory_check else None)
-            target.commit()
+                interrupt.check()  # a signal during the build: nothing is written
+                target.commit()
     except interrupt.Interrupted as exc:
+        if target is not None and target.committed:  # the signal came after the file was in place
+            raise interrupt.Interrupted(exc.signum, f"{exc}, after {out} was written (complete)") from None
         raise interrupt.Interrupted(exc.signum, f"{exc}: the build stopped, {out} was not written") from None
     (on_phase or (lambda name: None))("done")
     return BuildResult(out, meta)

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import LION_CHICK
+from dobutsu_tb.tablebase.probe import open_tablebase
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
@@ -78,14 +79,14 @@ def start(*args, cwd=None):
 
 def interrupt_at(args, delay, sig, cwd=None):
     """Run ``dobutsu-tb ARGS``, send ``sig`` ``delay`` seconds after its handlers are in place,
-    and check how it ends. Returns False if the command had finished before the signal (the
-    moment was too late to test anything), True otherwise."""
+    and check how it ends. Returns None if the command had finished before the signal (the
+    moment was too late to test anything), else its error line."""
     proc = start(*args, cwd=cwd)
     time.sleep(delay)
     below = descendants(proc.pid)
     if proc.poll() is not None:
         proc.communicate()
-        return False
+        return None
     sent = time.monotonic()
     if sig == signal.SIGINT:
         os.killpg(proc.pid, sig)  # as a terminal's Ctrl-C: the whole foreground group
@@ -102,7 +103,7 @@ def interrupt_at(args, delay, sig, cwd=None):
     shown = (f"dobutsu-tb {' '.join(map(str, args))}: {signal.Signals(sig).name} {delay:.3f} s in (seed {SEED}): "
              f"exit {proc.returncode} after {took:.2f} s\n--- stderr\n{err[-3000:]}")
     if proc.returncode == 0 and not err.strip():  # it finished in the meantime
-        return False
+        return None
     assert proc.returncode == 128 + sig, shown
     assert err.startswith(f"error: interrupted by {signal.Signals(sig).name}") and err.count("\n") == 1, shown
     assert took < LIMIT, shown
@@ -110,7 +111,7 @@ def interrupt_at(args, delay, sig, cwd=None):
     while any(os.path.exists(f"/proc/{pid}") for pid in below) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not [pid for pid in below if os.path.exists(f"/proc/{pid}")], f"children left: {below}\n{shown}"
-    return True
+    return err
 
 
 def moments(n, low, high, salt):
@@ -124,7 +125,8 @@ def signals(n, salt):
 
 
 def _interrupts(args, n, low, high, salt, cwd=None, at_least=None):
-    hits = sum(interrupt_at(args, t, sig, cwd=cwd) for t, sig in zip(moments(n, low, high, salt), signals(n, salt)))
+    hits = sum(interrupt_at(args, t, sig, cwd=cwd) is not None
+               for t, sig in zip(moments(n, low, high, salt), signals(n, salt)))
     assert hits >= (n if at_least is None else at_least), f"only {hits} of {n} signals came before the end"
 
 
@@ -155,8 +157,18 @@ def test_the_build_at_random_moments(tmp_path):
     assert done.returncode == 0, done.stderr
     (tmp_path / "whole.h5").unlink()
     for k, (moment, sig) in enumerate(zip(moments(5, 0.0, took * 0.9, 3), signals(5, 3))):
-        interrupt_at(["build", "--start", LION_CHICK, "--out", tmp_path / f"lc{k}.h5", "-q"], moment, sig)
-        assert sorted(p.name for p in tmp_path.iterdir()) == [], moment
+        out = tmp_path / f"lc{k}.h5"
+        err = interrupt_at(["build", "--start", LION_CHICK, "--out", out, "-q"], moment, sig)
+        if err is not None and err.rstrip().endswith(f"after {out} was written (complete)"):
+            with open_tablebase(out) as tb:  # a signal after the commit: the file is whole, and said so
+                assert tb.probe_dtm(LION_CHICK) == 15
+            out.unlink()
+        else:  # the build's own line, or the watcher's if a kernel held the main thread past 0.75 s
+            assert err is None or err.rstrip().endswith((f"the build stopped, {out} was not written",
+                                                         f"interrupted by {signal.Signals(sig).name}")), err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ([out.name] if err is None else []), (moment, err)
+        if err is None:
+            out.unlink()
     from dobutsu_tb.tablebase.build import InsufficientMemoryError, check_memory
     from dobutsu_tb.tablebase.game.rules import STANDARD_NONTERMINAL, STANDARD_REACHABLE
 
