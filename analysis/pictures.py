@@ -16,8 +16,9 @@ from dobutsu_tb.analysis.textfiles import write_atomically
 from dobutsu_tb.tablebase.game.key import HEN, OPPONENT
 from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position, parse_square
 
-#: Names of the pictures of :func:`draw_plies`, and of the folders of one game each.
-PLY_PICTURE = re.compile(r"ply\d{3,}\.png")
+#: Names of the pictures of :func:`draw_plies` (and of their temporary files, left by a process
+#: that was killed), and of the folders of one game each.
+PLY_PICTURE = re.compile(r"ply\d{3,}\.png|\.ply\d{3,}\.png\.\d+\.partial")
 GAME_FOLDER = re.compile(r"game\d+")
 
 NAMES = {1: "Elephant", 2: "Giraffe", 3: "Lion", 4: "Chick", 5: "Hen"}

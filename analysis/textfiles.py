@@ -80,9 +80,9 @@ def shorten(text: str) -> str:
 
 
 def write_atomically(path, write) -> Path:
-    """Write a file through a temporary one in the same folder, renamed at the end: the file is
-    complete or absent (never cut short by a full disk or Ctrl-C), and an existing one is only
-    replaced by a complete one.
+    """Write a file through a temporary one in the same folder (``.NAME.PID.partial``), renamed at
+    the end: the file is complete or absent (never cut short by a full disk or Ctrl-C), and an
+    existing one is only replaced by a complete one.
 
     Parameters
     ----------
@@ -103,10 +103,13 @@ def write_atomically(path, write) -> Path:
     """
     import os
 
+    from dobutsu_tb.encoding import interrupt
+
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(21, "Is a directory", str(path))
     tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    token = interrupt.at_exit(lambda: os.path.exists(tmp) and os.unlink(tmp))  # a process ended by a signal
     try:
         try:
             write(tmp)
@@ -116,6 +119,7 @@ def write_atomically(path, write) -> Path:
                 raise
             raise type(exc)(exc.errno, exc.strerror, str(path)) from None
     finally:
+        interrupt.forget(token)
         try:
             os.unlink(tmp)
         except OSError:
