@@ -43,7 +43,7 @@ from contextlib import contextmanager
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: Seconds from a signal to the forced end of a process that has not ended by itself
 #: (:func:`install`); the command line promises less than a second.
-EXIT_DEADLINE = 0.75
+EXIT_DEADLINE = 0.6
 
 _pending: list[int] = []  # the signals received and not yet raised (inside stop_on_signals)
 _state = {"installed": False, "defer": 0}

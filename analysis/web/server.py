@@ -43,7 +43,7 @@ CLIENT_TIMEOUT = 10.0
 #: Seconds an idle keep-alive connection is kept.
 KEEP_ALIVE_SECONDS = 5
 #: Seconds the requests in flight get to finish when the server is stopped.
-GRACE_SECONDS = 0.25
+GRACE_SECONDS = 0.2
 
 log = logging.getLogger("dobutsu_tb.web")
 
