@@ -238,8 +238,9 @@ def test_disconnects_and_bad_requests_are_one_log_line_at_most(server):
 
 
 def test_trickling_clients_cannot_lock_others_out(server):
-    """100 connections each send one more header line every half second (never ending their
-    request): a normal client meanwhile gets every answer, and the server closes the tricklers
+    """100 connections each send a little more every half second, 30 a header line, 70 a POST
+    body's bytes (more than the 64 requests that may wait for the tablebase), never ending their
+    request: a normal client meanwhile gets every answer, and the server closes the tricklers
     once the client timeout (here 5 s) is over."""
     import select
     import signal
@@ -247,18 +248,20 @@ def test_trickling_clients_cannot_lock_others_out(server):
 
     s = server("--client-timeout", "5")
     trickling = []
-    for _ in range(100):
+    for k in range(100):
         c = socket.create_connection(("127.0.0.1", s.port), timeout=10)
-        c.sendall(b"GET /api/info HTTP/1.1\r\nHost: x\r\n")
+        c.sendall(b"GET /api/info HTTP/1.1\r\nHost: x\r\n" if k < 30 else
+                  b"POST /api/verify-line HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 60000\r\n\r\n[")
         trickling.append(c)
     stop = threading.Event()
 
     def trickle():
         n = 0
         while not stop.is_set():
-            for c in trickling:
+            for k, c in enumerate(trickling):
                 try:
-                    c.sendall(b"X-Slow-%d: 1\r\n" % n)
+                    c.sendall(b"X-Slow-%d: 1\r\n" % n if k < 30 else b"1,")
                 except OSError:
                     pass
             n += 1

@@ -38,7 +38,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from dobutsu_tb.analysis.reports import parse_position
-from dobutsu_tb.analysis.web.service import StatsError, TablebaseService
+from dobutsu_tb.analysis.web.service import Busy, StatsError, TablebaseService
 from dobutsu_tb.tablebase.game.notation import IllegalMoveError
 from dobutsu_tb.tablebase.game.position import MAX_TEXT_CHARS, PositionError
 from dobutsu_tb.tablebase.probe import MissingPositionError
@@ -59,8 +59,11 @@ MAX_POSITION_CHARS = MAX_TEXT_CHARS
 MAX_LINE_PLIES = 400
 MAX_MOVE_CHARS = 12
 MAX_BODY_BYTES = 64 * 1024
-#: Requests served at once (:class:`Guard`); more are answered 503 at once.
-MAX_REQUESTS = 64
+#: Tablebase calls waiting or running at once (the worker thread's queue); more are answered
+#: 503 at once. Requests still receiving their body hold no place in it.
+MAX_QUEUED = 64
+#: Requests in the application at once (:class:`Guard`; reading a body included); more get a 503.
+MAX_REQUESTS = 512
 DEFAULT_LINE_PLIES = 200
 #: The page may load only its own files and talk only to its own server.
 PAGE_HEADERS = {
@@ -101,7 +104,7 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
     tablebase.schema.TablebaseFileError
         If the file is missing, corrupt or not a tablebase (checked here, before any request).
     """
-    service = TablebaseService(tb_path, in_memory=in_memory)
+    service = TablebaseService(tb_path, in_memory=in_memory, max_queued=MAX_QUEUED)
 
     async def page(request: Request):
         return FileResponse(STATIC / "index.html", headers=PAGE_HEADERS)
@@ -155,6 +158,7 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     handlers = {
+        Busy: _busy,
         HTTPException: _http_error,
         PositionError: _bad_input,
         IllegalMoveError: _bad_input,
@@ -299,6 +303,10 @@ async def _http_error(request: Request, exc: HTTPException):
     elif exc.status_code == 405:
         message = f"{request.method[:10]} is not allowed here (allowed: {exc.headers.get('Allow', 'GET')})"
     return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
+
+
+async def _busy(request: Request, exc: Exception):
+    return JSONResponse({"error": str(exc)}, status_code=503)
 
 
 async def _bad_input(request: Request, exc: Exception):

@@ -10,11 +10,14 @@ What uvicorn alone does not do, and :func:`serve` adds:
   ``client_timeout`` seconds of its first byte (and its first request within that time of
   connecting), or it is closed; an idle keep-alive connection is closed after
   :data:`KEEP_ALIVE_SECONDS`. Connections still sending their request do not count against the
-  requests served at once, so clients that trickle a header line every few seconds cannot
-  lock others out (uvicorn's ``limit_concurrency`` counts every open connection).
-- **Bounded load.** At most :data:`~dobutsu_tb.analysis.web.app.MAX_REQUESTS` requests are
-  served at once (more get a 503 at once) and :data:`MAX_CONNECTIONS` connections are open
-  (more are closed at once).
+  requests waiting for the tablebase, so clients that trickle a header line or a body's bytes
+  every few seconds cannot lock others out (uvicorn's ``limit_concurrency`` counts every open
+  connection).
+- **Bounded load.** At most :data:`~dobutsu_tb.analysis.web.app.MAX_QUEUED` requests wait for
+  the tablebase at once and :data:`~dobutsu_tb.analysis.web.app.MAX_REQUESTS` are in the
+  application (more get a 503 at once), and :data:`MAX_CONNECTIONS` connections are open (more
+  are closed at once). A client sending its request, headers or body, holds no place in the
+  tablebase's queue.
 - **One log line at most per failure.** A client that disconnects is not logged at all, a
   malformed request is uvicorn's one warning line, an unexpected error one line (no traceback).
 - **Stopping.** SIGINT or SIGTERM (flags of :func:`~dobutsu_tb.encoding.interrupt.stop_on_signals`,

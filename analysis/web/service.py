@@ -31,6 +31,10 @@ class StatsError(RuntimeError):
     """Raised when the child process that counts the statistics fails."""
 
 
+class Busy(RuntimeError):
+    """Raised by :meth:`TablebaseService.call` when too many calls wait already (a 503)."""
+
+
 class TablebaseService:
     """One open tablebase file, used from one worker thread.
 
@@ -39,6 +43,8 @@ class TablebaseService:
     path : str or Path
     in_memory : bool, optional
         Read the whole file into memory on open (:func:`~dobutsu_tb.tablebase.probe.open_tablebase`).
+    max_queued : int, optional
+        Calls waiting or running at once; :meth:`call` refuses more (:class:`Busy`).
 
     Raises
     ------
@@ -46,7 +52,7 @@ class TablebaseService:
         If the file is missing, corrupt or not a tablebase.
     """
 
-    def __init__(self, path, in_memory: bool = False):
+    def __init__(self, path, in_memory: bool = False, max_queued: int = 64):
         self.path = Path(path)
         self._tb = open_tablebase(self.path, in_memory=in_memory)
         self.metadata = self._tb.metadata
@@ -56,14 +62,28 @@ class TablebaseService:
         self._stats_result: dict | None = None
         self._stats_process = None
         self._running = 0  # calls under way on the worker thread (0 or 1)
+        self._queued = 0  # calls waiting or under way
+        self.max_queued = max_queued
 
     def info(self) -> dict:
         """The file's name and what it says about itself (:func:`~dobutsu_tb.analysis.reports.metadata_json`)."""
         return {"file": self.path.name, **metadata_json(self.metadata)}
 
     async def call(self, fn, *args):
-        """Run ``fn(*args)`` on the worker thread and return its result (or raise its error)."""
-        return await asyncio.get_running_loop().run_in_executor(self._worker, self._counted, fn, *args)
+        """Run ``fn(*args)`` on the worker thread and return its result (or raise its error).
+
+        Raises
+        ------
+        Busy
+            If :attr:`max_queued` calls wait or run already.
+        """
+        if self._queued >= self.max_queued:
+            raise Busy(f"busy: {self.max_queued} requests wait for the tablebase already; try again")
+        self._queued += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._worker, self._counted, fn, *args)
+        finally:
+            self._queued -= 1
 
     def _counted(self, fn, *args):
         self._running += 1
