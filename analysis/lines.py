@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dobutsu_tb.analysis.textfiles import read_text, shorten
+from dobutsu_tb.analysis.textfiles import MAX_GAMES_BYTES, read_text, shorten
 from dobutsu_tb.encoding.config import KEY_CHUNK, VERIFY_PLIES_PER_CHUNK
 from dobutsu_tb.tablebase.game.notation import IllegalMoveError, move_text, parse_move
 from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
@@ -383,12 +383,13 @@ def read_games(path) -> list[list[str]]:
     Raises
     ------
     dobutsu_tb.analysis.textfiles.InputFileError
-        If the file is not UTF-8 text.
+        If the file is missing, a folder, larger than
+        :data:`~dobutsu_tb.analysis.textfiles.MAX_GAMES_BYTES` or not UTF-8 text.
     OSError
         If the file cannot be read.
     """
     lines = []
-    for raw in read_text(path).splitlines():
+    for raw in read_text(path, MAX_GAMES_BYTES, "a file of games").splitlines():
         tokens = [t for t in raw.split("#", 1)[0].split() if not _MOVE_NUMBER.match(t)]
         if tokens:
             lines.append(tokens)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dobutsu_tb.analysis.textfiles import write_atomically
 from dobutsu_tb.encoding import config
 from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.encoding.jit import prange
@@ -97,7 +98,8 @@ class Stats:
         return "\n".join(out)
 
     def plot(self, path) -> Path:
-        """Draw positions per DTM (wins and losses, log scale) into a PNG file."""
+        """Draw positions per DTM (wins and losses, log scale) into a PNG file (written to a
+        temporary name in its folder, then renamed)."""
         import matplotlib
 
         matplotlib.use("Agg")
@@ -116,8 +118,7 @@ class Stats:
                          f"{self.metadata.nonterminal:,} non-terminal positions")
             ax.grid(True, which="both", alpha=0.3)
             ax.legend()
-            path = Path(path)
-            fig.savefig(path, bbox_inches="tight")
+            path = write_atomically(path, lambda tmp: fig.savefig(tmp, bbox_inches="tight", format="png"))
         finally:
             plt.close(fig)
         return path

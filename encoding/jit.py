@@ -1,10 +1,19 @@
 """The project's one entry point to numba.
 
 Every kernel in the project is compiled through :func:`njit` from this module. It turns numba's
-on-disk cache on, but keys the cache directory on a hash of *all* of the project's source files:
-numba's own cache only notices changes to the file that defines a kernel, so a cached kernel
-that calls a jitted function from another module would otherwise keep running the old callee.
-With the directory keyed on every source file, any edit anywhere starts a fresh cache.
+on-disk cache on, but keys the cache directory on a hash of *all* of the project's source files
+and of everything else a compiled kernel depends on (the versions of Python, numba, llvmlite and
+numpy, and numba's bounds checking and optimisation level): numba's own cache only notices
+changes to the file that defines a kernel, so a cached kernel that calls a jitted function from
+another module would otherwise keep running the old callee. With the directory keyed on every
+source file, any edit anywhere starts a fresh cache.
+
+A cache entry that cannot be loaded never stops a command: it is compiled again. An index that
+names a module this process cannot import (numba keeps every signature a function was compiled
+for in one index file, so a generic kernel called with a test's types by the test suite lists
+those types) is a plain miss; an index or entry that is damaged is a miss with one warning line
+on stderr (once per process). The test suite compiles into a cache folder of its own
+(``tests/conftest.py``).
 
 Kernels that depend on a game variant's tables, and those that other code also wants to run
 *without* numba (the probing path, which must start fast), are written as plain functions that
@@ -15,21 +24,23 @@ variant's tables, each in a cache folder of that variant's own
 The cache lives under ``$DOBUTSU_TB_CACHE`` or ``~/.cache/dobutsu-tablebase``; the
 :data:`~dobutsu_tb.encoding.config.KEEP_CACHES` most recently used versions are kept. Set
 ``NUMBA_DISABLE_JIT=1`` to run the kernels as plain Python when debugging.
-``NUMBA_BOUNDSCHECK=1`` needs a fresh cache folder (``DOBUTSU_TB_CACHE``): numba's cache does not
-notice the flag.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import os
+import pickle
 import shutil
+import sys
 import types
 from pathlib import Path
 
 import numba
 import numpy as np
+from numba.core import caching
 
 from dobutsu_tb.encoding.config import KEEP_CACHES
 
@@ -38,8 +49,17 @@ _ROOT = Path(__file__).resolve().parent.parent
 SOURCE_FOLDERS = ("encoding", "tablebase", "analysis")
 
 
+def _compile_settings() -> bytes:
+    """What a compiled kernel depends on besides its sources: versions and numba's settings."""
+    import llvmlite
+
+    return repr((sys.implementation.cache_tag, sys.version, numba.__version__, llvmlite.__version__,
+                 np.__version__, numba.config.BOUNDSCHECK, int(numba.config.OPT),
+                 numba.config.DEBUGINFO_DEFAULT)).encode()
+
+
 def _source_digest() -> str:
-    h = hashlib.sha256(numba.__version__.encode())
+    h = hashlib.sha256(_compile_settings())
     for folder in SOURCE_FOLDERS:
         for path in sorted((_ROOT / folder).rglob("*.py")):
             h.update(str(path.relative_to(_ROOT)).encode())
@@ -64,20 +84,108 @@ def _cache_dir() -> str:
         for entry in old:
             shutil.rmtree(entry.path, ignore_errors=True)
     except OSError:
-        pass  # a read-only home: numba falls back to compiling without a cache
+        pass  # a read-only home: kernels are compiled in every process (_TolerantCache)
     return path
 
 
 numba.config.CACHE_DIR = _cache_dir()
 
-#: ``numba.njit`` with the project's cache settings; use as ``@njit`` or ``@njit(parallel=True)``.
-njit = functools.partial(numba.njit, cache=True, nogil=True)
+_warned: list[str] = []
+
+
+def _warn(what: str, exc: BaseException) -> None:
+    """One warning line on stderr per process: a cache entry that cannot be used is compiled again."""
+    if _warned:
+        return
+    _warned.append(what)
+    reason = " ".join(str(exc).split())[:200] or type(exc).__name__
+    sys.stderr.write(f"warning: the kernel cache in {numba.config.CACHE_DIR} has {what} that cannot be used "
+                     f"({reason}); compiling again\n")
+
+
+class _Unimportable(Exception):
+    """An index names a module or class that this process cannot import (another program's)."""
+
+
+class _IndexUnpickler(pickle.Unpickler):
+    def find_class(self, module, name):
+        try:
+            return super().find_class(module, name)
+        except (ImportError, AttributeError) as exc:
+            raise _Unimportable(f"{module}.{name}") from exc
+
+
+class _TolerantIndex(caching.IndexDataCacheFile):
+    """numba's index and data files, where an index that cannot be read is an empty one."""
+
+    def _load_index(self):
+        try:
+            with open(self._index_path, "rb") as f:
+                version = pickle.load(f)
+                data = f.read()
+            if version != self._version:
+                return {}
+            stamp, overloads = _IndexUnpickler(io.BytesIO(data)).load()
+        except FileNotFoundError:
+            return {}
+        except _Unimportable:
+            return {}  # written for another program's types: a miss; saving rewrites the index
+        except Exception as exc:  # noqa: BLE001 (a damaged index: any unpickling error)
+            _warn("an index", exc)
+            return {}
+        return overloads if stamp == self._source_stamp and isinstance(overloads, dict) else {}
+
+
+class _TolerantCache(caching.FunctionCache):
+    """numba's per-function cache, where an entry that cannot be loaded or saved is compiled again."""
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        self._cache_file.__class__ = _TolerantIndex
+
+    def load_overload(self, sig, target_context):
+        try:
+            return super().load_overload(sig, target_context)
+        except Exception as exc:  # noqa: BLE001 (a damaged or foreign entry: compile it again)
+            _warn("an entry", exc)
+            return None
+
+    def save_overload(self, sig, data):
+        try:
+            super().save_overload(sig, data)
+        except Exception as exc:  # noqa: BLE001 (a full disk or a read-only folder: run without caching)
+            _warn("a folder", exc)
+
+
+def _cached(dispatcher):
+    """``dispatcher`` with the tolerant on-disk cache (numba's ``enable_caching``, our class)."""
+    if not hasattr(dispatcher, "enable_caching"):  # NUMBA_DISABLE_JIT=1: a plain function
+        return dispatcher
+    try:
+        dispatcher._cache = _TolerantCache(dispatcher.py_func)
+    except Exception as exc:  # noqa: BLE001 (numba finds no writable folder: no caching)
+        _warn("no usable folder", exc)
+    return dispatcher
+
+
+def njit(func=None, **options):
+    """``numba.njit`` with the project's cache settings; use as ``@njit`` or ``@njit(parallel=True)``.
+
+    The kernel releases the GIL (``nogil=True``) and is cached on disk in :func:`cache_root`
+    (module docstring); ``options`` go to ``numba.njit``.
+    """
+    options.setdefault("nogil", True)
+    if func is None:
+        return lambda f: _cached(numba.njit(f, **options))
+    return _cached(numba.njit(func, **options))
+
+
 #: For the callbacks of :func:`~dobutsu_tb.encoding.search.depth_first` (``@njit_callback``):
 #: ``njit`` without reference counting. A callback gets its context, a tuple of many arrays,
 #: on loan from the driver; with counting, numba would count every member of the tuple up and
 #: down around each branch of the callback, which costs more than the search itself. Such a
 #: function may not allocate arrays.
-njit_callback = functools.partial(numba.njit, cache=True, nogil=True, _nrt=False)
+njit_callback = functools.partial(njit, _nrt=False)
 prange = numba.prange
 
 

@@ -233,6 +233,7 @@ class WorkFolder:
     def __init__(self, base: Path, spill: bool):
         self.base, self.spill, self.path = Path(base), spill, None
         self._count = 0
+        self._token = None
 
     def __enter__(self) -> "WorkFolder":
         if self.spill:
@@ -240,14 +241,21 @@ class WorkFolder:
 
             self.base.mkdir(parents=True, exist_ok=True)
             self.path = Path(tempfile.mkdtemp(prefix=f"{self.PREFIX}{os.getpid()}-", dir=self.base))
+            self._token = interrupt.at_exit(self._remove)  # also when a signal ends the process
         return self
 
-    def __exit__(self, *exc) -> None:
+    def _remove(self) -> None:
         if self.path is not None:
             import shutil
 
             shutil.rmtree(self.path, ignore_errors=True)
             self.path = None
+
+    def __exit__(self, *exc) -> None:
+        self._remove()
+        if self._token is not None:
+            interrupt.forget(self._token)
+            self._token = None
 
     def lists(self, n: int, dtype) -> np.ndarray:
         """A new array of ``n`` entries: a memory-mapped file in the folder (or in memory when the
@@ -347,6 +355,7 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     base = Path(work_dir) if work_dir is not None else (out.parent if str(out.parent) else Path("."))
     source = "--max-memory" if max_memory is not None else "MemAvailable in /proc/meminfo"
     plan = make_plan(sizes, *planned, budget, base, spill, known=expected is not None, source=source)
+    target = None
     try:
         with reserve_output(out, force) as target:
             if target.removed and progress is not False:
@@ -354,11 +363,15 @@ def build_tablebase(out, start=None, progress: bool | None = None,
                      + ", ".join(p.name for p in target.removed))
             if progress is not False and expected is not None:
                 _log(plan.describe())
-            with interrupt.stop_on_signals(), WorkFolder(base, plan.spill) as folder:
-                meta, plan = _build(target.tmp, game, start, expected, progress, on_phase or (lambda name: None),
-                                    plan, sizes, folder)
-            target.commit()
+            with interrupt.stop_on_signals():  # the commit too: a signal never cuts it in two
+                with WorkFolder(base, plan.spill) as folder:
+                    meta, plan = _build(target.tmp, game, start, expected, progress,
+                                        on_phase or (lambda name: None), plan, sizes, folder)
+                interrupt.check()  # a signal during the build: nothing is written
+                target.commit()
     except interrupt.Interrupted as exc:
+        if target is not None and target.committed:  # the signal came after the file was in place
+            raise interrupt.Interrupted(exc.signum, f"{exc}, after {out} was written (complete)") from None
         raise interrupt.Interrupted(exc.signum, f"{exc}: the build stopped, {out} was not written") from None
     (on_phase or (lambda name: None))("done")
     return BuildResult(out, meta, plan)

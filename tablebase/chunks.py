@@ -1,7 +1,9 @@
 """The bytes of one chunk of /keys or /values, as HDF5's filters store them: shuffled (the keys),
 deflated with zlib, then followed by the fletcher32 of the deflated bytes; and where HDF5's chunk
 index puts them. The reader decodes chunks itself (:func:`inflate_chunk`) from the offsets of
-/chunk_table, so a damaged filter mask in HDF5's index cannot make it skip a filter.
+/chunk_table, so a damaged filter mask in HDF5's index cannot make it skip a filter, and checks
+each chunk's bytes against its place in the table (:func:`place_crc`, format version 4), since
+a chunk's own checksums travel with it.
 """
 
 from __future__ import annotations
@@ -66,6 +68,25 @@ def encode_chunks(data: np.ndarray, shuffle: bool, level: int = config.GZIP_LEVE
     raw = np.ascontiguousarray(raw).reshape(count, -1)
     packed = [zlib.compress(raw[c], level) for c in range(count)]
     return [z + int(c).to_bytes(CHECKSUM_BYTES, "little") for z, c in zip(packed, checksums(packed))]
+
+
+def place_crc(row: int, chunk) -> int:
+    """The CRC-32 that ties a stored chunk to its place: of ``row``, its row in /chunk_table
+    (chunks of /keys first, then of /values), as 8 bytes little-endian, followed by its bytes.
+
+    Parameters
+    ----------
+    row : int
+        The chunk's row in /chunk_table.
+    chunk : bytes-like
+        The chunk as stored (its fletcher32 last).
+
+    Returns
+    -------
+    int
+        In [0, 2**32).
+    """
+    return zlib.crc32(chunk, zlib.crc32(row.to_bytes(8, "little")))
 
 
 def checksum_matches(chunk: bytes, ours: int) -> bool:

@@ -12,8 +12,9 @@ place:
   with mode ``0o666`` less the umask, as any new file.
 - An existing target that ``replaceable`` does not accept is never replaced unless ``force``.
 - :meth:`ReservedOutput.commit` flushes the temporary file to disk and renames it over the
-  target in one step; leaving the block without a commit removes it. Either the old file or
-  the complete new one is in place at every moment.
+  target in one step; leaving the block without a commit removes it, and so does a process
+  ended by a signal while the block runs (:func:`~dobutsu_tb.encoding.interrupt.at_exit`).
+  Either the old file or the complete new one is in place at every moment.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import secrets
 from pathlib import Path
 from typing import Callable
 
+from dobutsu_tb.encoding import interrupt
+
 LOCK_SUFFIX = ".lock"
 PARTIAL_SUFFIX = ".partial"
 
@@ -32,6 +35,47 @@ class OutputError(OSError):
     """Raised when a file cannot be written where asked: no such folder, not writable, another
     job writing it, a file there that must not be replaced, or the disk full; the message says
     which, and that nothing was written."""
+
+
+def wait_for_writer(path, on_wait: Callable[[str], None] | None = None) -> bool:
+    """Wait while another job holds ``path`` (:class:`ReservedOutput`'s lock), e.g. a build of a
+    cached tablebase that another command started.
+
+    Parameters
+    ----------
+    path : str or Path
+        The target file of the other job.
+    on_wait : callable, optional
+        Called once with the holder's process number (text, maybe empty) before waiting.
+
+    Returns
+    -------
+    bool
+        True if it waited (the other job ended meanwhile: its file is in place if it succeeded).
+
+    Raises
+    ------
+    OSError
+        If the lock file cannot be opened (a folder not readable).
+    """
+    path = Path(path)
+    lock = path.parent / f".{path.name}{LOCK_SUFFIX}"
+    try:
+        fd = os.open(lock, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return False
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            pass
+        if on_wait is not None:
+            on_wait(os.read(fd, 32).decode("ascii", "replace").strip())
+        fcntl.flock(fd, fcntl.LOCK_SH)  # until the writer ends (a signal handler may interrupt it)
+        return True
+    finally:
+        os.close(fd)
 
 
 def describe_os_error(exc: BaseException) -> str:
@@ -87,6 +131,7 @@ class ReservedOutput:
         self._lock_fd: int | None = None
         self._lock_path = self.folder / f".{self.path.name}{LOCK_SUFFIX}"
         self.committed = False
+        self._at_exit: int | None = None
 
     # --- entering ------------------------------------------------------------------------
 
@@ -103,7 +148,16 @@ class ReservedOutput:
         except BaseException:
             self._unlock()
             raise
+        self._at_exit = interrupt.at_exit(self._abandon)
         return self
+
+    def _abandon(self) -> None:
+        """For a process ended by a signal in the block: the temporary file and the lock file go."""
+        for path in ((self.tmp,) if not self.committed else ()) + (self._lock_path,):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
     def _fail_write(self, exc: OSError) -> OutputError:
         return OutputError(f"cannot write in {self.folder} ({describe_os_error(exc)})")
@@ -209,6 +263,9 @@ class ReservedOutput:
         return self.path
 
     def __exit__(self, *exc) -> None:
+        if self._at_exit is not None:
+            interrupt.forget(self._at_exit)
+            self._at_exit = None
         if not self.committed and self.tmp is not None:
             try:
                 os.unlink(self.tmp)

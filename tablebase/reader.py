@@ -6,8 +6,10 @@ metadata, the index and the chunk table against their CRCs and their order, and 
 position's stored value against the metadata. Chunks are read raw at the offsets of the chunk
 table (a probe then costs one small read, not a walk of HDF5's chunk index) and decoded by our
 own pipeline (:func:`~dobutsu_tb.tablebase.chunks.inflate_chunk`); a chunk is refused if its
-zlib stream or the stream's Adler-32 fails, if it inflates to the wrong size, if its keys are
-out of order or disagree with the index, or if a value byte is out of range. Whole-file reads
+bytes fail the CRC-32 of its place in the chunk table (format version 4: a chunk moved, swapped
+or copied over another is an error, never a value), if its zlib stream or the stream's Adler-32
+fails, if it inflates to the wrong size, if its keys are out of order or disagree with the
+index, or if a value byte is out of range. Whole-file reads
 (verify, statistics, in-memory probing) also check each chunk's fletcher32 (it covers the same
 bytes as the zlib checks, so a single probe skips it) and the counts of the metadata. The
 verifier (``dobutsu-tb verify``) also checks HDF5's own chunk index against the chunk table,
@@ -34,9 +36,11 @@ from dobutsu_tb.tablebase.chunks import (
     hdf5_chunk_table,
     inflate_chunk,
     inflate_chunks,
+    place_crc,
     stored_bound,
 )
 from dobutsu_tb.tablebase.schema import (
+    CHUNK_TABLE_COLUMNS,
     FILTER_NAMES,
     KEY_DTYPE,
     KEY_FILTERS,
@@ -202,7 +206,8 @@ class TablebaseFile:
             raise self._fail("/index is not strictly ascending: the file is damaged")
         self.index = index
         m_values = math.ceil(n / self.value_chunk)
-        table = self._checked_table("chunk_table", "<i8", (m + m_values, 2), "chunk_table_crc32")
+        columns = CHUNK_TABLE_COLUMNS[self.metadata.format_version]
+        table = self._checked_table("chunk_table", "<i8", (m + m_values, columns), "chunk_table_crc32")
         value_bytes = self.value_chunk * self.value_dtype.itemsize
         bound = np.repeat([stored_bound(self.key_chunk * 8), stored_bound(value_bytes)], [m, m_values])
         if table.size and (table[:, 0].min() <= 0 or table[:, 1].min() <= CHECKSUM_BYTES
@@ -214,7 +219,10 @@ class TablebaseFile:
         starts, ends = packed >> _SIZE_BITS, (packed >> _SIZE_BITS) + (packed & ((1 << _SIZE_BITS) - 1))
         if (starts[1:] < ends[:-1]).any():
             raise self._fail("/chunk_table has chunks that overlap: the file is damaged")
-        self._chunks = {"keys": (table[:m, 0], table[:m, 1]), "values": (table[m:, 0], table[m:, 1])}
+        # Per dataset: offsets, sizes, the place CRCs (None before format version 4), the first row.
+        crcs = table[:, 2] if columns > 2 else None
+        self._chunks = {"keys": (table[:m, 0], table[:m, 1], None if crcs is None else crcs[:m], 0),
+                        "values": (table[m:, 0], table[m:, 1], None if crcs is None else crcs[m:], m)}
 
     def _check_start_value(self) -> None:
         """The start position is stored with the value the metadata give it (one probe)."""
@@ -251,8 +259,9 @@ class TablebaseFile:
         return self._file
 
     def _raw(self, name: str, c: int) -> bytes:
-        """The stored bytes of chunk ``c`` of /keys or /values, read at the chunk table's offset."""
-        offsets, sizes = self._chunks[name]
+        """The stored bytes of chunk ``c`` of /keys or /values, read at the chunk table's offset
+        and checked against the chunk's place (:meth:`_check_place`)."""
+        offsets, sizes, crcs, row = self._chunks[name]
         offset, size = int(offsets[c]), int(sizes[c])
         try:
             data = os.pread(self._fd, size, offset) if hasattr(os, "pread") else self._read_at(offset, size)
@@ -260,12 +269,35 @@ class TablebaseFile:
             raise self._fail(f"chunk {c} of /{name} is unreadable ({exc})") from None
         if len(data) != size:
             raise self._fail(f"chunk {c} of /{name} is cut short: the file is truncated")
+        if crcs is not None and place_crc(row + c, data) != crcs[c]:
+            raise self._misplaced(name, c, data)
         return data
+
+    def _misplaced(self, name: str, c: int, data) -> TablebaseFileError:
+        """The error for chunk ``c`` whose bytes fail the CRC-32 of its place: damaged, if its
+        zlib stream says so, else out of place."""
+        keys = name == "keys"
+        try:
+            inflate_chunk(data, KEY_DTYPE if keys else VALUE_DTYPE, self.key_chunk if keys else self.value_chunk, keys)
+        except ValueError as exc:
+            return self._fail(f"chunk {c} of /{name} is damaged: {exc}")
+        return self._fail(f"chunk {c} of /{name} fails the CRC-32 of its place in /chunk_table (a chunk moved, "
+                          f"swapped, copied or damaged): the file is damaged")
+
+    def _check_places(self, name: str, chunks: range, raws: list) -> None:
+        """The place CRCs of several chunks read by :meth:`_raw_group` (format version 4)."""
+        _, _, crcs, row = self._chunks[name]
+        if crcs is None:
+            return
+        for c, raw, crc in zip(chunks, raws, crcs[chunks.start:chunks.stop].tolist()):
+            if place_crc(row + c, raw) != crc:
+                raise self._misplaced(name, c, raw)
 
     def _raw_group(self, name: str, chunks: range) -> list:
         """The stored bytes of several chunks of /keys or /values (memoryviews), read with one
-        ``pread`` when they lie close together in the file (as a build writes them), else one by one."""
-        offsets, sizes = self._chunks[name]
+        ``pread`` when they lie close together in the file (as a build writes them), else one by
+        one; the caller checks their places (:meth:`_check_places`)."""
+        offsets, sizes = self._chunks[name][:2]
         at, size = offsets[chunks.start:chunks.stop], sizes[chunks.start:chunks.stop]
         lo, hi = int(at.min()), int((at + size).max())
         if hi - lo > 2 * int(size.sum()) + (1 << 16) or not hasattr(os, "pread"):
@@ -378,6 +410,7 @@ class TablebaseFile:
 
         def work(name, chunks, raws):
             first = chunks.start
+            self._check_places(name, chunks, raws)
             sums = checksums([memoryview(r)[:-CHECKSUM_BYTES] for r in raws])
             for c, raw, ours in zip(chunks, raws, sums.tolist()):
                 if not checksum_matches(raw, ours):
@@ -445,7 +478,7 @@ class TablebaseFile:
                 theirs = hdf5_chunk_table(dset)
             except Exception as exc:
                 return [f"HDF5's chunk index of /{name} is unreadable ({exc})"]
-            ours = np.stack(self._chunks[name], axis=1)
+            ours = np.stack(self._chunks[name][:2], axis=1)
             for c in np.flatnonzero((theirs[:, :2] != ours).any(axis=1))[:5]:
                 problems.append(f"chunk {c} of /{name}: HDF5's index says offset {theirs[c, 0]}, size {theirs[c, 1]}; "
                                 f"the chunk table says {ours[c, 0]}, {ours[c, 1]}")

@@ -1,4 +1,4 @@
-"""The tablebase file's layout, format version 3 (one HDF5 file that any HDF5 reader can read),
+"""The tablebase file's layout, format version 4 (one HDF5 file that any HDF5 reader can read),
 and the checks of its metadata.
 
 Layout::
@@ -9,9 +9,13 @@ Layout::
                                a win when the DTM is odd; chunks of VALUE_CHUNK, deflate + fletcher32
     /index    int64 <i8, (m,)  the first key of each chunk of /keys (m = ceil(n / KEY_CHUNK));
                                its CRC-32 is the attribute index_crc32
-    /chunk_table  int64 <i8, (m + m', 2)   byte offset and size in the file of each chunk of
-                               /keys, then of /values, as HDF5's chunk index records them (no
-                               two overlapping); its CRC-32 is the attribute chunk_table_crc32
+    /chunk_table  int64 <i8, (m + m', 3)   for each chunk of /keys, then of /values (row r):
+                               its byte offset and size in the file, as HDF5's chunk index
+                               records them (no two overlapping), and the CRC-32 of r (8 bytes,
+                               little-endian) followed by the chunk's stored bytes
+                               (:func:`~dobutsu_tb.tablebase.chunks.place_crc`), which ties
+                               each chunk to its place; the table's own CRC-32 is the attribute
+                               chunk_table_crc32
     /stats/dtm_wins, /stats/dtm_losses   int64 <i8: positions per DTM (index = plies)
 
 The root attributes hold the metadata (:class:`Metadata`): format and version, rules, start
@@ -21,8 +25,12 @@ seconds of each build phase, and ``metadata_crc32``, the CRC-32 of all the other
 group's object header, so every byte of HDF5's own metadata is covered by one of HDF5's
 checksums (superblock, object headers, the chunk index) and the file has no global heap (HDF5
 can loop forever on a damaged one). Terminal positions are not stored: the rules answer them.
-Version 3 differs from version 2 only by ``metadata_crc32`` and the string attributes' storage;
-version 2 files are still read, with every check but the metadata CRC.
+Version 4 differs from version 3 only by the chunk table's third column: in a file of version 3
+or 2 a chunk moved, swapped or copied over another of the same stored size (a /values chunk
+above all: its bytes say nothing of their place) is read as if it were in place, and only
+``dobutsu-tb verify``, which re-derives every value, finds it. Version 3 differs from version 2
+only by ``metadata_crc32`` and the string attributes' storage. Files of versions 2 and 3 are
+still read, with every check their layout allows.
 
 The chunks' bytes are :mod:`~dobutsu_tb.tablebase.chunks`' to encode and decode; files are
 written by :mod:`~dobutsu_tb.tablebase.writer` and read, every byte checked, by
@@ -180,17 +188,30 @@ def _attribute(value, name: str, kind: type, filename: str):
     return kind(value)
 
 
-#: Root attributes of each readable format version, by type (besides ``seconds_*``, floats).
-_STRING_ATTRS = ("format", "rules", "key_layout", "value_layout", "start", "created", "variant")
+#: Root attributes of every readable format version, by type (besides ``seconds_*``, floats).
+_STRING_ATTRS = ("format", "rules", "key_layout", "value_layout", "start", "created")
 _INT_ATTRS = ("format_version", *COUNT_FIELDS, "index_crc32", "chunk_table_crc32")
-#: Version 2 files have no metadata_crc32, versions 2 and 3 no variant (they are dobutsu shogi's);
-#: they are read with every other check.
-READABLE_VERSIONS = (2, 3, FORMAT_VERSION)
+#: What each readable format version adds to them: version 2 has no metadata_crc32 (it is read
+#: with every other check); version 4 names its variant (files of versions 2 and 3 are dobutsu
+#: shogi's). A new version with attributes of its own adds a row here, and its
+#: number to READABLE_VERSIONS through it.
+VERSION_ATTRS = {2: (), 3: ("metadata_crc32",), 4: ("metadata_crc32", "variant")}
+READABLE_VERSIONS = tuple(VERSION_ATTRS)
+#: Columns of /chunk_table by format version: offset and size, and from version 4 the CRC-32
+#: of each chunk's place and bytes.
+CHUNK_TABLE_COLUMNS = {2: 2, 3: 2, 4: 3}
+#: Attributes that a file may lack (their value is then "").
+_OPTIONAL_ATTRS = ("created",)
+
+
+def _attribute_kind(name: str) -> type:
+    """The type of the root attribute ``name``: float for ``seconds_*``, str or int."""
+    return str if name in _STRING_ATTRS or name == "variant" else float if name.startswith("seconds_") else int
 
 
 def read_metadata(f: h5py.File, check_counts: bool = True) -> Metadata:
     """The :class:`Metadata` of an open tablebase file, checked: the attributes' names and types,
-    their CRC-32 (``metadata_crc32``, format version 3), the start position, and (unless
+    their CRC-32 (``metadata_crc32``, format versions 3 and 4), the start position, and (unless
     ``check_counts`` is false, as the verifier asks, to report the details itself) that the
     counts agree with each other.
 
@@ -211,20 +232,18 @@ def read_metadata(f: h5py.File, check_counts: bool = True) -> Metadata:
             raise TablebaseFileError(f"{name}: not a dobutsu tablebase file")
         version = _attribute(raw.get("format_version"), "format_version", int, name)
         if version not in READABLE_VERSIONS:
-            raise TablebaseFileError(f"{name}: format version {version} (this program reads version "
-                                     f"{FORMAT_VERSION}; build the file again with 'dobutsu-tb build')")
-        known = (*_STRING_ATTRS, *_INT_ATTRS) + (("metadata_crc32",) if version >= 3 else ())
-        if version < 4:
-            known = tuple(k for k in known if k != "variant")
-        missing = [k for k in known if k not in raw and k != "created"]
+            raise TablebaseFileError(f"{name}: format version {version} (this program reads versions "
+                                     f"{min(READABLE_VERSIONS)} to {FORMAT_VERSION}; build the file again with "
+                                     f"'dobutsu-tb build')")
+        known = (*_STRING_ATTRS, *_INT_ATTRS, *VERSION_ATTRS[version])
+        missing = [k for k in known if k not in raw and k not in _OPTIONAL_ATTRS]
         if missing:
             raise TablebaseFileError(f"{name}: metadata attribute {missing[0]!r} is missing (a damaged file?)")
         unknown = [k for k in raw if k not in known and not k.startswith("seconds_")]
         if unknown:
             raise TablebaseFileError(f"{name}: unknown metadata attribute {unknown[0]!r} (a damaged file?)")
-        attrs = {k: _attribute(v, k, str if k in _STRING_ATTRS else float if k.startswith("seconds_") else int, name)
-                 for k, v in raw.items()}
-        if version >= 3 and attrs["metadata_crc32"] != metadata_crc32(attrs):
+        attrs = {k: _attribute(v, k, _attribute_kind(k), name) for k, v in raw.items()}
+        if "metadata_crc32" in VERSION_ATTRS[version] and attrs["metadata_crc32"] != metadata_crc32(attrs):
             raise TablebaseFileError(f"{name}: the metadata fail their CRC-32 check: the file is damaged")
     except TablebaseFileError:
         raise

@@ -17,7 +17,7 @@ import h5py
 import numpy as np
 
 from dobutsu_tb.encoding import config, interrupt
-from dobutsu_tb.tablebase.chunks import encode_chunks, hdf5_chunk_table
+from dobutsu_tb.tablebase.chunks import encode_chunks, hdf5_chunk_table, place_crc
 from dobutsu_tb.tablebase.output import OutputError, ReservedOutput, describe_os_error
 from dobutsu_tb.tablebase.schema import (
     COUNT_FIELDS,
@@ -80,19 +80,23 @@ class RecordBlocks:
 
 
 def _encode_group(records: np.ndarray, first: int, count: int, chunk: int, keys: bool, key_shift: int,
-                  value_bits: int) -> list[bytes]:
+                  value_bits: int, row: int) -> list[tuple[bytes, int]]:
+    """Chunks ``first`` .. ``first + count - 1`` of ``records`` for /keys or /values, stored, each
+    with its :func:`place_crc` (the chunk's row in /chunk_table is ``row + first + k``)."""
     n = records.shape[0]
     lo, hi = first * chunk, min(n, (first + count) * chunk)
     dtype = np.int64 if keys else (np.uint8 if value_bits == RECORD_VALUE_BITS else np.uint16)
     full = np.zeros(count * chunk, dtype)  # the last chunk is padded
     full[: hi - lo] = (record_keys(records[lo:hi], key_shift, value_bits) if keys
                        else record_values(records[lo:hi], value_bits))
-    return encode_chunks(full.reshape(count, chunk), shuffle=keys)
+    stored = encode_chunks(full.reshape(count, chunk), shuffle=keys)
+    return [(data, place_crc(row + first + k, data)) for k, data in enumerate(stored)]
 
 
 def _write_chunks(dset, records: np.ndarray, chunk: int, keys: bool, key_shift: int, value_bits: int, pool,
-                  progress, first_chunk: int = 0) -> None:
-    """Write ``records`` (starting at chunk ``first_chunk`` of ``dset``) chunk by chunk."""
+                  progress, first_chunk: int, row: int, crcs: np.ndarray) -> None:
+    """Write ``records`` chunk by chunk from chunk ``first_chunk`` of ``dset`` (``row``: the row of
+    the dataset's first chunk in /chunk_table), their :func:`place_crc` values into ``crcs``."""
     n_chunks = math.ceil(records.shape[0] / chunk)
     per_task = 256
     group = per_task * 8
@@ -100,10 +104,11 @@ def _write_chunks(dset, records: np.ndarray, chunk: int, keys: bool, key_shift: 
         interrupt.check()
         firsts = range(g, min(n_chunks, g + group), per_task)
         tasks = [pool.submit(_encode_group, records, f, min(per_task, n_chunks - f), chunk, keys, key_shift,
-                             value_bits) for f in firsts]
+                             value_bits, row + first_chunk) for f in firsts]
         for f, task in zip(firsts, tasks):
-            for k, data in enumerate(task.result()):
+            for k, (data, crc) in enumerate(task.result()):
                 dset.id.write_direct_chunk(((first_chunk + f + k) * chunk,), data, 0)
+                crcs[first_chunk + f + k] = crc
             if progress is not None:
                 progress(min(per_task * chunk, records.shape[0] - f * chunk))
 
@@ -206,6 +211,32 @@ def _create_hdf5(tmp) -> h5py.File:
     return h5py.File(h5f.create(os.fsencode(tmp), h5f.ACC_TRUNC, fcpl=fcpl, fapl=fapl))
 
 
+#: Bytes of HDF5's own metadata (object headers, the chunk indexes' nodes, the attributes) that
+#: the end of a write needs besides the small datasets: a generous bound.
+METADATA_ROOM = 64 * 1024
+
+
+def _room_for_metadata(tmp, data_bytes: int) -> None:
+    """Refuse to go on when the disk cannot hold the file's last ``data_bytes`` and its metadata:
+    HDF5 writes those when it closes datasets (also from h5py's destructors, where a failure
+    cannot be passed on) and when it closes the file, and a write that fails there leaves HDF5
+    unable to close the file cleanly (at a full disk the process could crash at its exit).
+
+    Raises
+    ------
+    OSError
+        ENOSPC, when the folder has less room than that.
+    """
+    import errno
+
+    try:
+        st = os.statvfs(tmp)
+    except (OSError, AttributeError):  # no statvfs here: HDF5's own errors say it
+        return
+    if st.f_bavail * st.f_frsize < data_bytes + METADATA_ROOM:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
 def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RECORD_VALUE_BITS) -> None:
     """Write a tablebase into ``tmp`` (a temporary file that :func:`reserve_output` created);
     the arguments are those of :func:`write_tablebase`, and ``records`` may also be
@@ -244,6 +275,9 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
                                                compression="gzip", compression_opts=config.GZIP_LEVEL, shuffle=shuffle,
                                                fletcher32=True)
             counts = np.zeros(1 << value_bits, np.int64)
+            m_keys, m_values = math.ceil(n / key_chunk), math.ceil(n / value_chunk)
+            crcs = {"keys": np.zeros(m_keys, np.int64), "values": np.zeros(m_values, np.int64)}
+            rows = {"keys": 0, "values": m_keys}  # each dataset's first row in /chunk_table
             index_parts = []
             written = 0
             carry = np.zeros(0, np.uint64)
@@ -253,7 +287,7 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
                 nonlocal written
                 for name, chunk in (("keys", key_chunk), ("values", value_chunk)):
                     _write_chunks(dsets[name], span, chunk, name == "keys", key_shift, value_bits, pool, progress,
-                                  written // chunk)
+                                  written // chunk, rows[name], crcs[name])
                 index_parts.append(record_keys(span[::key_chunk], key_shift, value_bits).astype("<i8"))
                 written += span.shape[0]
 
@@ -286,9 +320,12 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
             dtm_losses = np.where(np.arange(dtm_counts.shape[0]) % 2 == 0, dtm_counts, 0)
             top = int(np.flatnonzero(dtm_counts).max()) + 1 if dtm_counts.any() else 1
             index = np.concatenate(index_parts) if index_parts else np.zeros(0, "<i8")
+            _room_for_metadata(tmp, 8 * index.shape[0] + 24 * (m_keys + m_values))
             f.create_dataset("index", data=index)
-            table = np.concatenate([hdf5_chunk_table(f["keys"]), hdf5_chunk_table(f["values"])])[:, :2]
-            f.create_dataset("chunk_table", data=np.ascontiguousarray(table).astype("<i8"))  # contiguous: quick to open
+            table = np.concatenate([hdf5_chunk_table(f["keys"]), hdf5_chunk_table(f["values"])])
+            table[:, 2] = np.concatenate([crcs["keys"], crcs["values"]])  # the filter masks (all 0) give way to
+            table = np.ascontiguousarray(table).astype("<i8")              # the place CRCs
+            f.create_dataset("chunk_table", data=table)  # contiguous: quick to open
             stats = f.create_group("stats")
             stats.create_dataset("dtm_wins", data=dtm_wins[:top].astype("<i8"))
             stats.create_dataset("dtm_losses", data=dtm_losses[:top].astype("<i8"))
@@ -298,7 +335,7 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
                      **{f"seconds_{phase}": float(secs) for phase, secs in meta.seconds.items()},
                      "created": meta.created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                      "index_crc32": zlib.crc32(index.tobytes()),
-                     "chunk_table_crc32": zlib.crc32(np.ascontiguousarray(table).astype("<i8").tobytes())}
+                     "chunk_table_crc32": zlib.crc32(table.tobytes())}
             attrs["metadata_crc32"] = metadata_crc32(attrs)
             for name, value in attrs.items():
                 if isinstance(value, str):  # fixed-length UTF-8: no global heap (module docstring)

@@ -4,11 +4,18 @@ import sys
 
 import pytest
 
+#: The tests compile their kernels into a cache folder of their own, never the user's: numba
+#: keeps every signature of a function in one index, so a generic kernel compiled with a test's
+#: types would list them where the command line looks (encoding/jit.py). Set before anything
+#: imports numba; child processes of the tests inherit it.
+TEST_CACHE = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".cache")
+os.environ["DOBUTSU_TB_CACHE"] = TEST_CACHE
+
 sys.path.insert(0, os.path.dirname(__file__))
 
 import naive  # noqa: E402
-from dobutsu_tb.tablebase.game.position import Position
-from dobutsu_tb.tablebase.game.variant import get_variant, shipped_variants
+from dobutsu_tb.tablebase.game.position import Position  # noqa: E402
+from dobutsu_tb.tablebase.game.variant import get_variant, shipped_variants  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 LION_CHICK = "S/-l-/-c-/-C-/-L-/-"
@@ -47,6 +54,22 @@ def reseal(f):
     f.attrs["index_crc32"] = np.int64(zlib.crc32(f["index"][()].tobytes()))
     f.attrs["chunk_table_crc32"] = np.int64(zlib.crc32(f["chunk_table"][()].tobytes()))
     f.attrs["metadata_crc32"] = np.int64(metadata_crc32({k: plain(v) for k, v in f.attrs.items()}))
+
+
+def reseal_chunks(f):
+    """:func:`reseal`, after making /chunk_table again from HDF5's chunk index, the place CRCs of
+    format version 4 included: as a forger would after rewriting chunks through HDF5."""
+    import numpy as np
+
+    from dobutsu_tb.tablebase.chunks import hdf5_chunk_table, place_crc
+
+    table = np.concatenate([hdf5_chunk_table(f["keys"]), hdf5_chunk_table(f["values"])])
+    with open(f.filename, "rb") as raw:
+        data = raw.read()
+    table[:, 2] = [place_crc(r, data[offset:offset + size]) for r, (offset, size) in enumerate(table[:, :2].tolist())]
+    del f["chunk_table"]
+    f.create_dataset("chunk_table", data=np.ascontiguousarray(table).astype("<i8"))
+    reseal(f)
 
 
 @pytest.fixture(scope="session")

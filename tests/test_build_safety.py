@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -199,10 +200,12 @@ def test_a_full_disk_is_one_error_line_and_leaves_nothing(tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
-@pytest.mark.parametrize("size", ["8k", "16k", "20k", "24k"])
+@pytest.mark.parametrize("size", ["8k", "16k", "20k", "24k", "88k"])
 def test_a_really_full_disk(tmp_path, size):
-    """ENOSPC at every stage of the write (the sizes fill the disk at chunks, at the metadata,
-    when HDF5 flushes on close): one error line, nothing left, no crash."""
+    """ENOSPC at every stage of the write (the sizes fill the disk at chunks, or leave less room
+    than the metadata need: the writer refuses to go on then, since HDF5 writes them from
+    destructors and on close, where a failure left it crashing at exit; with the chunk table of
+    format 4, 24k did): one error line, nothing left, no crash."""
     folder = tmp_path / "small"
     folder.mkdir()
     if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)]).returncode != 0:
@@ -255,3 +258,44 @@ def test_the_memory_estimate_grows_with_the_positions():
     assert build_module.BASE_MEMORY < small < 2 * build_module.BASE_MEMORY
     # The full build: a 2**27-slot table (512 MiB), its value bytes, 8-byte sort records.
     assert 1.5 * 2**30 < full < 2.5 * 2**30
+
+
+def test_parallel_commands_wait_for_the_cached_build(tmp_path):
+    """Three ``verify-line`` at once for a start that no tablebase covers yet: the first builds it
+    into the cache folder, the other two say they wait for it, then all three use it (the issue:
+    two of them failed with 'is being written by another build')."""
+    from conftest import TEST_CACHE
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for kernels in Path(TEST_CACHE).glob("numba-*"):  # the compiled kernels, not the tablebases
+        (cache / kernels.name).symlink_to(kernels)
+    env = {**os.environ, "DOBUTSU_TB_CACHE": str(cache)}
+    start, moves = "S/-lg/-c-/-C-/-L-/-", ["Lb4-c3", "Gc1-c2"]
+    paused, go = tmp_path / "paused", tmp_path / "go"
+    first = subprocess.Popen([sys.executable, "-c", CHILD, "enumeration", "pause", str(paused), str(go),
+                              "verify-line", "--start", start, *moves], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env, cwd=tmp_path)
+    others = []
+    try:
+        deadline = time.monotonic() + 120
+        while not paused.exists():
+            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+            time.sleep(0.05)
+        others = [subprocess.Popen([sys.executable, "-m", "dobutsu_tb.analysis.cli", "verify-line", "--start", start,
+                                    *moves], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                   cwd=tmp_path) for _ in range(2)]
+        said = []
+        for proc in others:  # each says it waits, before the build goes on
+            line = proc.stderr.readline()
+            said.append(line)
+            assert line.startswith(f"waiting for process {first.pid}, which is building the tablebase for {start}"), \
+                line + proc.stderr.read()
+    finally:
+        go.touch()
+    results = [proc.communicate(timeout=300) + (proc.returncode,) for proc in [first, *others]]
+    assert [code for _, _, code in results] == [0, 0, 0], results
+    assert len({out for out, _, _ in results}) == 1 and "Lb4-c3" in results[0][0]
+    assert results[0][1].startswith("building the tablebase for")
+    assert [err for _, err, _ in results[1:]] == ["", ""]  # nothing more than the line read above
+    assert len(list((cache / "tablebases").glob("*.h5"))) == 1

@@ -129,14 +129,73 @@ def test_line_json(cli, lion_chick_tb):
 
 
 def test_ctrl_c_while_the_command_line_is_read_is_one_error_line(monkeypatch, capsys):
-    # click's own answer would be "Aborted!" and exit code 1.
-    from dobutsu_tb.analysis.cli import LazyGroup, main
+    # click's own answer would be an empty line, "Aborted!" and exit code 1.
+    import click
+
+    from dobutsu_tb.analysis.cli import main
 
     def interrupted(self, ctx, args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(LazyGroup, "parse_args", interrupted)
+    monkeypatch.setattr(click.Group, "parse_args", interrupted)
     with pytest.raises(SystemExit) as stopped:
         main.main(["probe", LION_CHICK], prog_name="dobutsu-tb")
     assert stopped.value.code == 130
-    assert capsys.readouterr().err.endswith("error: interrupted\n")
+    assert capsys.readouterr().err == "error: interrupted by SIGINT\n"
+
+
+# --- nothing overwritten, nothing stale (issue 24) -------------------------------------------------
+
+
+def test_png_dir_draws_the_final_position_and_leaves_no_stale_picture(cli, lion_chick_tb, tmp_path):
+    """A line that ends with the lion's capture gets its last picture (the captor on the lion's
+    square); a shorter line drawn into the same folder leaves none of the longer one's pictures,
+    nor of an earlier run's game folders, and nothing that is not a picture of ours goes."""
+    folder = tmp_path / "line"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    (folder / "game7").mkdir()
+    (folder / "game7" / "ply001.png").write_bytes(b"an earlier run's")
+    result = cli("line", LION_CHICK, "--tb", lion_chick_tb.path, "--png-dir", folder)
+    assert result.exit_code == 0, result.output
+    pictures = sorted(p.name for p in folder.glob("ply*.png"))
+    assert pictures == [f"ply{k:03d}.png" for k in range(16)]  # the start, then 15 plies: the capture's too
+    assert (folder / "ply015.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"] + pictures  # game7 went, empty
+    later = "G/-l-/-c-/LC-/---/-"  # after Lb4-a3: 14 plies to the end
+    result = cli("line", later, "--tb", lion_chick_tb.path, "--png-dir", folder)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"] + [f"ply{k:03d}.png" for k in range(15)]
+    # verify-line over several games: a folder per game, and again nothing stale.
+    games = tmp_path / "games.txt"
+    games.write_text("Lb4-a3 Cb2xb3\nLb4-c3 Cb2xb3 Lc3xb3\n")
+    result = cli("verify-line", "--tb", lion_chick_tb.path, "--start", LION_CHICK, "--file", games,
+                 "--png-dir", folder)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()) == [
+        "game1/ply000.png", "game1/ply001.png", "game1/ply002.png",
+        "game2/ply000.png", "game2/ply001.png", "game2/ply002.png", "game2/ply003.png", "notes.txt"]
+
+
+def test_an_output_that_is_an_input_is_refused_however_named(cli, lion_chick_tb, tmp_path):
+    """The tablebase as the plot, through a hard link and a symbolic link, or among the pictures
+    of --png-dir: refused before anything is written, the file intact."""
+    import os
+
+    tb = tmp_path / "t.png"
+    tb.write_bytes(lion_chick_tb.path.read_bytes())
+    before = tb.read_bytes()
+    os.link(tb, tmp_path / "hard.png")
+    (tmp_path / "soft.png").symlink_to(tb)
+    for plot in ("hard.png", "soft.png", "t.png"):
+        result = cli("stats", tb, "--plot", tmp_path / plot)
+        assert result.exit_code == 1 and result.output.startswith(f"error: {tmp_path / plot} is the tablebase"), \
+            result.output
+    folder = tmp_path / "pictures"
+    folder.mkdir()
+    os.link(tb, folder / "ply004.png")
+    result = cli("line", LION_CHICK, "--tb", tb, "--png-dir", folder)
+    assert result.exit_code == 1 and "ply004.png is the tablebase this command reads" in result.output
+    assert sorted(p.name for p in folder.iterdir()) == ["ply004.png"]
+    assert tb.read_bytes() == before
+    assert cli("probe", LION_CHICK, "--tb", tb).exit_code == 0

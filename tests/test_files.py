@@ -97,7 +97,7 @@ def _table_huge_size(f):
 
 OPEN_CASES = [
     ("version-as-text", _attrs(format_version="3"), "'format_version' is not an integer"),
-    ("version-5", _attrs(format_version=np.int64(5)), "format version 5"),
+    ("version-5", _attrs(format_version=np.int64(5)), "format version 5 (this program reads versions 2 to 4"),
     ("version-3-with-variant", _attrs(format_version=np.int64(3)), "unknown metadata attribute 'variant'"),
     ("variant-missing", _resealed(_attrs(variant=None)), "metadata attribute 'variant' is missing"),
     ("variant-not-json", _resealed(_attrs(variant="{")), "its variant: not a JSON variant description"),
@@ -160,7 +160,9 @@ OPEN_CASES = [
     ("chunk-table-huge-size", _resealed(_table_huge_size), "impossible sizes"),
     ("chunk-table-overlapping", _resealed(_table_swapped), "/chunk_table has chunks that overlap"),
     ("chunk-table-short", _resealed(lambda f: recreate(f, "chunk_table", f["chunk_table"][:-1])),
-     "/chunk_table is int64 of shape (34, 2)"),
+     "/chunk_table is int64 of shape (34, 3)"),
+    ("chunk-table-of-version-3", _resealed(lambda f: recreate(f, "chunk_table", f["chunk_table"][:, :2])),
+     "/chunk_table is int64 of shape (35, 2); expected int64 of shape (35, 3)"),
 ]
 
 
@@ -202,7 +204,7 @@ def test_format_version_1_says_build_again(cli, lion_chick_tb, tmp_path):
         for name, data in (("keys", keys), ("wdl", wdl), ("dtm", dtm.astype("<u2")), ("index", keys[::512])):
             f.create_dataset(name, data=data, chunks=True, compression="gzip", fletcher32=True)
         f.attrs.update({"format": "dobutsu-tablebase", "format_version": np.int64(1), "start": LION_CHICK})
-    _refused_everywhere(cli, path, "format version 1 (this program reads version 4; build the file again")
+    _refused_everywhere(cli, path, "format version 1 (this program reads versions 2 to 4; build the file again")
 
 
 def test_someone_elses_files_are_refused(cli, tmp_path):
@@ -219,18 +221,28 @@ def test_someone_elses_files_are_refused(cli, tmp_path):
         open_tablebase(tmp_path / "folder.h5")
 
 
-def test_a_version_2_file_is_still_read(lion_chick_tb, bad_copy):
-    """Files of format version 2 (no metadata CRC) are read with every other check."""
-    with h5py.File(bad_copy, "a") as f:
-        del f.attrs["metadata_crc32"]
-        del f.attrs["variant"]
-        f.attrs["format_version"] = np.int64(2)
+def as_version(path, version):
+    """Rewrite a file of format version 4 as one of version 3 (the chunk table without its place
+    CRCs) or 2 (also without ``metadata_crc32``): what older builds wrote."""
+    with h5py.File(path, "a") as f:
+        recreate(f, "chunk_table", np.ascontiguousarray(f["chunk_table"][:, :2]))
+        f.attrs["format_version"] = np.int64(version)
+        del f.attrs["variant"]  # (versions 2 and 3 are dobutsu shogi's, without the attribute)
+        reseal(f)
+        if version == 2:
+            del f.attrs["metadata_crc32"]
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_file_of_an_older_version_is_still_read(lion_chick_tb, bad_copy, version):
+    """Files of format versions 2 and 3 (no place CRCs; version 2 without the metadata CRC) are
+    read with every other check."""
+    as_version(bad_copy, version)
     keys, values = truth(lion_chick_tb.path)
     with open_tablebase(bad_copy) as tb:
-        assert tb.metadata.format_version == 2
+        assert tb.metadata.format_version == version
         assert tb.probe_dtm(LION_CHICK) == 15
-    wdl, dtm = open_tablebase(bad_copy, in_memory=True).probe_many(keys)
-    assert (dtm != 0).sum() == (values > 1).sum()
+    assert _every_answer_right_or_refused(bad_copy, keys, values) == 0
 
 
 # --- files whose damage shows when a chunk is read --------------------------------------------
@@ -317,3 +329,84 @@ def test_counts_that_lie_are_refused_by_whole_file_readers(cli, lion_chick_tb, b
     assert result.exit_code == 1 and result.output.startswith("error: ") and "wins is 6,466" in result.output
     result = cli("verify", bad_copy)
     assert result.exit_code == 1 and "metadata: wins is 6,466 but the data has 6,465" in result.output
+
+
+# --- chunks out of place -------------------------------------------------------------------------
+
+
+def _equal_sizes(table, rows):
+    """Pairs of rows (of ``rows``) of the chunk table whose chunks have the same stored size."""
+    by_size = {}
+    for r in rows:
+        by_size.setdefault(int(table[r, 1]), []).append(r)
+    return [group[:2] for group in by_size.values() if len(group) > 1]
+
+
+@pytest.fixture(scope="module")
+def small_chunks(lion_chick_tb, tmp_path_factory):
+    """The lion-and-chick tablebase written with chunks of 16 keys and 64 values: hundreds of
+    chunks, many of them of the same stored size as another."""
+    from dobutsu_tb.encoding import config
+
+    keys, values = truth(lion_chick_tb.path)
+    path = tmp_path_factory.mktemp("small-chunks") / "small.h5"
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(config, "KEY_CHUNK", 16)
+        m.setattr(config, "VALUE_CHUNK", 64)
+        writer.write_tablebase(path, pack_records(keys, values, 19), lion_chick_tb.metadata)
+    with h5py.File(path, "r") as f:
+        table, m = f["chunk_table"][()], f["index"].shape[0]
+    return path, keys, values, table, m
+
+
+def _move_chunks(path, table, edits):
+    """Write chunk ``a``'s stored bytes over chunk ``b``'s for each (a, b) in ``edits`` (rows of
+    the chunk table, chunks of equal size), all read before any is written."""
+    data = bytearray(path.read_bytes())
+    raws = {a: bytes(data[table[a, 0]: table[a, 0] + table[a, 1]]) for a, _ in edits}
+    for a, b in edits:
+        assert table[a, 1] == table[b, 1]
+        data[table[b, 0]: table[b, 0] + table[b, 1]] = raws[a]
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("dataset", ["keys", "values"])
+@pytest.mark.parametrize("how", ["swapped", "copied"])
+def test_a_chunk_out_of_place_is_an_error_never_a_value(cli, small_chunks, tmp_path, dataset, how):
+    """Chunks of equal stored size swapped or copied over each other (each chunk's own checksums
+    travel with it): every position is probed, lazily and in memory; no answer is wrong, the
+    positions the moved chunks serve are refused, and verify names the place."""
+    path, keys, values, table, m = small_chunks
+    rows = range(m) if dataset == "keys" else range(m, table.shape[0])
+    pairs = _equal_sizes(table, rows)[:3]
+    assert len(pairs) == 3, "no chunks of equal size to move"
+    edits = [e for a, b in pairs for e in ([(a, b), (b, a)] if how == "swapped" else [(a, b)])]
+    copy = tmp_path / "moved.h5"
+    shutil.copyfile(path, copy)
+    _move_chunks(copy, table, edits)
+    refused = _every_answer_right_or_refused(copy, keys, values)
+    # Every position served by an overwritten chunk is refused (each key chunk also hides the
+    # positions it locates, whose values are never reached).
+    per_chunk = 16 if dataset == "keys" else 64
+    assert refused >= per_chunk * len(edits) - 64
+    with pytest.raises(TablebaseFileError, match="fails the CRC-32 of its place in /chunk_table"):
+        open_tablebase(copy, in_memory=True)
+    c = min(b for _, b in edits) - (0 if dataset == "keys" else m)  # the first chunk out of place
+    for command in (("stats", copy), ("verify", copy)):
+        result = cli(*command)
+        assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+        assert f"chunk {c} of /{dataset} fails the CRC-32 of its place" in result.output, result.output
+
+
+def test_a_values_chunk_out_of_place_in_a_version_3_file(cli, small_chunks, tmp_path):
+    """What files of format version 3 (and 2) are guaranteed: their /values chunks say nothing of
+    their place, so probes answer from a swapped one; ``verify``, which re-derives every value,
+    fails such a file (the guarantee the README states for them)."""
+    path, keys, values, table, m = small_chunks
+    copy = tmp_path / "v3.h5"
+    shutil.copyfile(path, copy)
+    as_version(copy, 3)
+    (a, b), = _equal_sizes(table, range(m, table.shape[0]))[:1]
+    _move_chunks(copy, table, [(a, b), (b, a)])
+    result = cli("verify", copy)
+    assert result.exit_code == 1 and "FAILED" in result.output, result.output

@@ -281,15 +281,15 @@ def test_tank_change_cli_and_variants(cli):
     assert tankchange.replay(variant.states) == []
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--blue", "1,2,19"], "plaza 19 does not exist"),
-    (["--blue", "1,2,16"], "a plaza holds a blue and a red tank"),
-    (["--blue", "1,1,2"], "plaza 1 is given twice"),
-    (["--goal-red", "1,2"], "as many tanks"),
+@pytest.mark.parametrize("args,code,message", [
+    (["--blue", "1,2,19"], 2, "plaza 19 does not exist"),  # an option's value out of its range: usage
+    (["--blue", "1,1,2"], 2, "plaza 1 is given twice"),
+    (["--blue", "1,2,16"], 1, "a plaza holds a blue and a red tank"),  # an impossible start: data
+    (["--goal-red", "1,2"], 1, "as many tanks"),
 ])
-def test_tank_change_bad_input(cli, args, message):
+def test_tank_change_bad_input(cli, args, code, message):
     result = cli("puzzle", "tankchange", *args)
-    assert result.exit_code == 1 and message in result.output
+    assert result.exit_code == code and message in result.output
 
 
 # --- cooperative Othello -------------------------------------------------------------------

@@ -105,3 +105,189 @@ def test_malformed_http_is_refused_without_a_500(web_server, request_bytes):
             answer = b""
     assert not answer.startswith(b"HTTP/1.1 5")
     assert _get(port, "/api/info")[0] == 200  # and the server still serves
+
+
+# --- holding up: stopping, disconnects, slow clients (issue 24) ----------------------------------
+
+
+class Server:
+    """``dobutsu-tb serve`` on a free port as a process of its own (SIGINT at its default, a
+    session of its own, as at a terminal); ``stop(sig)`` sends the signal and returns (exit code,
+    seconds to exit, stderr lines, children left)."""
+
+    def __init__(self, tb, *options):
+        import re
+        import signal
+        import subprocess
+        import sys
+
+        def default_signals():
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+        self.proc = subprocess.Popen([sys.executable, "-m", "dobutsu_tb.analysis.cli", "serve", "--tb", str(tb),
+                                      "--port", "0", *options], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, preexec_fn=default_signals, start_new_session=True)
+        first = self.proc.stdout.readline()
+        found = re.search(r"http://127\.0\.0\.1:(\d+)/", first)
+        if found is None:
+            self.proc.kill()
+            pytest.fail(f"serve did not start: {first}{self.proc.stderr.read()}")
+        self.port = int(found.group(1))
+
+    def stop(self, sig):
+        import os
+        import signal
+        import time
+
+        from test_signals import descendants
+
+        below = descendants(self.proc.pid)
+        sent = time.monotonic()
+        if sig == signal.SIGINT:
+            os.killpg(self.proc.pid, sig)
+        else:
+            self.proc.send_signal(sig)
+        self.proc.wait(timeout=30)
+        took = time.monotonic() - sent
+        err = self.proc.stderr.read()
+        time.sleep(0.05)
+        return self.proc.returncode, took, err.splitlines(), [p for p in below if os.path.exists(f"/proc/{p}")]
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture
+def server(lion_chick_tb):
+    servers = []
+
+    def make(*options):
+        servers.append(Server(lion_chick_tb.path, *options))
+        return servers[-1]
+
+    yield make
+    for s in servers:
+        s.close()
+
+
+def _in_thread(port, url, answers, method="GET", body=None):
+    def ask():
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            conn.request(method, url, body=body)
+            answers.append(conn.getresponse().status)
+        except OSError as exc:
+            answers.append(type(exc).__name__)
+        finally:
+            conn.close()
+    thread = threading.Thread(target=ask)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_stopping_with_requests_in_flight(server, sig):
+    """The statistics being counted in a child process and probes under way: the server exits
+    within a second with one line, the requests get an answer (503) or a closed connection,
+    never a traceback, and the child is gone (no zombie)."""
+    import signal
+    import time
+
+    from test_signals import descendants
+
+    s = server()
+    answers = []
+    threads = [_in_thread(s.port, "/api/stats", answers)]
+    deadline = time.monotonic() + 30
+    while not descendants(s.proc.pid):
+        assert time.monotonic() < deadline and s.proc.poll() is None, "the statistics' child never started"
+        time.sleep(0.01)
+    threads += [_in_thread(s.port, f"/api/line?position={LION_CHICK}", answers) for _ in range(4)]
+    code, took, err, left = s.stop(getattr(signal, sig))
+    for t in threads:
+        t.join(30)
+    assert code == 128 + getattr(signal, sig) and took < 1.0, (code, took, err)
+    assert err == ["press Ctrl-C to stop", f"error: interrupted by {sig}"], err
+    assert left == []
+    assert all(a in (200, 503) or a in ("RemoteDisconnected", "ConnectionResetError") for a in answers), answers
+
+
+def test_disconnects_and_bad_requests_are_one_log_line_at_most(server):
+    """70 clients that send half a POST body and go away, malformed requests, bad inputs: the
+    log holds one line per malformed request at most, nothing for the rest, no traceback."""
+    import signal
+
+    s = server()
+    for _ in range(70):
+        with socket.create_connection(("127.0.0.1", s.port), timeout=10) as c:
+            c.sendall(b"POST /api/verify-line HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 1000\r\n\r\n{\"start\": ")
+    bad = [b"NONSENSE\r\n\r\n", b"GET / HTTP/1.1\r\nHost: x\r\n" + b"X-Junk: " + b"y" * 100_000 + b"\r\n\r\n"]
+    for request in bad:
+        with socket.create_connection(("127.0.0.1", s.port), timeout=10) as c:
+            c.sendall(request)
+            c.recv(100)
+    assert _get(s.port, "/api/probe?position=nonsense")[0] == 400
+    assert _get(s.port, "/api/probe?position=S/gle/-c-/-C-/ELG/-")[0] == 404
+    assert _get(s.port, "/api/info")[0] == 200
+    code, took, err, _ = s.stop(signal.SIGTERM)
+    assert code == 143 and err[0] == "press Ctrl-C to stop" and err[-1] == "error: interrupted by SIGTERM", err
+    assert len(err) - 2 <= len(bad) and not any("Traceback" in line for line in err), err
+
+
+def test_trickling_clients_cannot_lock_others_out(server):
+    """100 connections each send a little more every half second, 30 a header line, 70 a POST
+    body's bytes (more than the 64 requests that may wait for the tablebase), never ending their
+    request: a normal client meanwhile gets every answer, and the server closes the tricklers
+    once the client timeout (here 5 s) is over."""
+    import select
+    import signal
+    import time
+
+    s = server("--client-timeout", "5")
+    trickling = []
+    for k in range(100):
+        c = socket.create_connection(("127.0.0.1", s.port), timeout=10)
+        c.sendall(b"GET /api/info HTTP/1.1\r\nHost: x\r\n" if k < 30 else
+                  b"POST /api/verify-line HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 60000\r\n\r\n[")
+        trickling.append(c)
+    stop = threading.Event()
+
+    def trickle():
+        n = 0
+        while not stop.is_set():
+            for k, c in enumerate(trickling):
+                try:
+                    c.sendall(b"X-Slow-%d: 1\r\n" % n if k < 30 else b"1,")
+                except OSError:
+                    pass
+            n += 1
+            stop.wait(0.5)
+
+    thread = threading.Thread(target=trickle)
+    thread.start()
+    try:
+        started = time.monotonic()
+        answers = [_get(s.port, f"/api/probe?position={LION_CHICK}")[0] for _ in range(20)]
+        assert answers == [200] * 20
+        held = not select.select(trickling, [], [], 0)[0]  # none closed yet: the answers came while they held
+        assert held or time.monotonic() - started > 4, "a trickling connection was closed too soon"
+        time.sleep(max(0.0, started + 5.5 - time.monotonic()))
+        closed = 0
+        for c in trickling:
+            c.settimeout(1)
+            try:
+                closed += c.recv(100) == b""
+            except OSError:
+                closed += 1
+        assert closed == 100
+    finally:
+        stop.set()
+        thread.join()
+        for c in trickling:
+            c.close()
+    code, _, err, _ = s.stop(signal.SIGINT)
+    assert code == 130 and err == ["press Ctrl-C to stop", "error: interrupted by SIGINT"], err

@@ -2,49 +2,45 @@
 
 Results go to stdout (text, or ``--json``); progress and logs to stderr. Exit codes: 0 success,
 1 an expected error (bad position, missing or corrupt file, ...; one line, no traceback),
-2 a usage error.
+2 a usage error, 130 after Ctrl-C (SIGINT), 143 after SIGTERM.
+
+:func:`run` is the process's entry (the ``dobutsu-tb`` script, ``python -m
+dobutsu_tb.analysis.cli``): it makes SIGINT and SIGTERM stop the process first
+(:func:`~dobutsu_tb.encoding.interrupt.install`), before click, numpy or numba are imported, so
+that Ctrl-C in a command's first milliseconds is its ``error:`` line too. This module imports
+nothing else: the group :data:`main` (``group.py``) is loaded on first use.
 """
 
 from __future__ import annotations
 
-import importlib
-import sys
 
-import click
+def run() -> None:
+    """The command line's process: signals first, then the group; the process ends with the
+    command's exit code (:func:`~dobutsu_tb.encoding.interrupt.finish`)."""
+    from dobutsu_tb.encoding import interrupt
 
-from dobutsu_tb.analysis.cli.common import ErrorHandlingGroup
+    interrupt.install()
+    try:
+        try:
+            from dobutsu_tb.analysis.cli.group import main
 
-#: Each command and where it lives (module of this package, attribute): a command's module is
-#: imported only when the command runs or help is asked for, so that ``probe`` starts quickly.
-COMMANDS = {"build": ("tables", "build"), "probe": ("tables", "probe"), "show": ("tables", "show"),
-            "line": ("tables", "line"), "verify-line": ("checks", "verify_line_cmd"), "verify": ("checks", "verify"),
-            "stats": ("checks", "stats"), "puzzle": ("puzzles", "puzzle"), "serve": ("serve", "serve"),
-            "variants": ("tables", "variants"), "uci": ("engine", "uci")}
-
-
-class LazyGroup(ErrorHandlingGroup):
-    """The top-level group: its commands are imported on first use (click's lazy loading)."""
-
-    def list_commands(self, ctx):
-        return sorted(COMMANDS)
-
-    def get_command(self, ctx, name):
-        if name not in COMMANDS:
-            return None
-        module, attribute = COMMANDS[name]
-        return getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+            main(prog_name="dobutsu-tb")
+            code = 0
+        except SystemExit as exc:
+            code = exc.code
+        interrupt.finish(code)
+    except BaseException as exc:  # a signal that landed where no handler of ours stood (an import)
+        if isinstance(exc, KeyboardInterrupt) or interrupt.requested():
+            signum = getattr(exc, "signum", interrupt.requested() or 2)
+            what = str(exc) if isinstance(exc, interrupt.Interrupted) else "interrupted"
+            interrupt.exit_now(128 + signum, f"error: {what}")
+        raise
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="dobutsu-tablebase")
-def main():
-    """Build and probe endgame tablebases of dobutsu shogi and its variants.
+def __getattr__(name):
+    """``main`` (the click group), ``LazyGroup`` and ``COMMANDS``, from ``group.py`` when first asked."""
+    if name in ("main", "LazyGroup", "COMMANDS"):
+        from dobutsu_tb.analysis.cli import group
 
-    Positions are written as in docs/rules.md, e.g. the start position S/gle/-c-/-C-/ELG/-
-    (side to move S or G, ranks 1 to 4 from files a to c, pieces in hand or -; upper case
-    Sente), or as Fairy-Stockfish FEN (gle/1c1/1C1/ELG[-] w 0 1).
-    """
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+        return getattr(group, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

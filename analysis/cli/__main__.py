@@ -1,3 +1,3 @@
-from dobutsu_tb.analysis.cli import main
+from dobutsu_tb.analysis.cli import run
 
-main()
+run()

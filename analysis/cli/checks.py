@@ -9,19 +9,30 @@ from pathlib import Path
 
 import click
 
-from dobutsu_tb.analysis.cli.common import default_tb, png_path, resolve_variant, variant_options
+from dobutsu_tb.analysis.cli.common import (
+    PATH,
+    default_tb,
+    picture_file,
+    picture_folder,
+    png_path,
+    resolve_variant,
+    variant_options,
+)
 from dobutsu_tb.analysis.pictures import draw_plies
+from dobutsu_tb.analysis.textfiles import shorten
 
 
 def _tablebase_for(start_text: str | None, tb_path: Path | None, variant):
     """A tablebase and the start position (``start_text``, or the variant's start) it covers: the
     given file (whose variant reads the start), else ``$DOBUTSU_TB``/``dobutsu.h5`` if it is of the
-    variant and covers the start, else one built for that start in the cache folder (reused
-    next time)."""
+    variant and covers the start, else one built for that start in the cache folder (reused next
+    time). Commands run at once share that build: the others wait for it (saying so) and then
+    use it."""
     from dobutsu_tb.analysis.reports import parse_position
     from dobutsu_tb.encoding.jit import cache_root
     from dobutsu_tb.tablebase.build import build_tablebase
     from dobutsu_tb.tablebase.game.position import Position
+    from dobutsu_tb.tablebase.output import OutputError, wait_for_writer
     from dobutsu_tb.tablebase.probe import open_tablebase
 
     def start_of(v):
@@ -49,9 +60,22 @@ def _tablebase_for(start_text: str | None, tb_path: Path | None, variant):
     if variant.name != "dobutsu":
         name = f"{variant.name}-{variant.digest}-{name}"
     path = folder / name
-    if not path.exists():
+
+    def waiting(holder):
+        who = f"process {holder}" if holder.isdigit() else "another command"
+        click.echo(f"waiting for {who}, which is building the tablebase for {start.text()} into {path} ...",
+                   err=True)
+
+    while not path.exists():
+        if wait_for_writer(path, waiting):
+            continue  # the other build ended: its file is there, or this command builds it
         click.echo(f"building the tablebase for {start.text()} into {path} ...", err=True)
-        build_tablebase(path, start, progress=None)
+        try:
+            build_tablebase(path, start, progress=None, variant=variant)
+        except OutputError:
+            if wait_for_writer(path, waiting) or path.exists():
+                continue  # another command started the same build just now
+            raise
     tb = open_tablebase(path)
     tb.probe_wdl(start)
     return tb, start
@@ -62,44 +86,50 @@ def _tablebase_for(start_text: str | None, tb_path: Path | None, variant):
               help="Start position of the line (default: the variant's start).")
 @variant_options
 @click.argument("moves", nargs=-1)
-@click.option("--file", "move_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              help="Read the moves from a file: one move per line, or one game per line.")
-@click.option("--tb", "tb_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--file", "move_file", type=PATH,
+              help="Read the moves from a file: one move per line, or one game per line (at most 32 MiB).")
+@click.option("--tb", "tb_path", type=PATH, default=None,
               help="Tablebase to use (default: $DOBUTSU_TB or dobutsu.h5 if it covers the start, "
                    "else one built for the start and cached).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--png-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Also draw the board after every ply into this folder.")
+@click.option("--png-dir", type=PATH, default=None,
+              help="Also draw the board after every ply into this folder (one folder gameN per game when "
+                   "there are several; the pictures of an earlier run there are removed).")
 def verify_line_cmd(start, variant, variant_file, moves, move_file, tb_path, as_json, png_dir):
     """Replay a line of MOVES and judge every ply against the tablebase.
 
     Prints, for each ply, the move, the value before and after it and whether it is optimal
     (keeps the value, wins as fast or loses as slowly as possible); then the verdict: the start
-    position's true value, whether the line is perfect play, and the first mistake. Exits with
-    1 when a move is illegal.
+    position's true value, whether the line is perfect play, and the first mistake. A move that
+    is illegal ends its game's report; the command then says which on stderr and exits with 1.
     """
     from dobutsu_tb.analysis.lines import read_games
     from dobutsu_tb.analysis.textfiles import InputFileError
+    from dobutsu_tb.tablebase.game.notation import IllegalMoveError
 
     game = resolve_variant(variant, variant_file)
+    if not moves and not move_file:
+        raise click.UsageError("give the moves as arguments or with --file")
     games = read_games(move_file) if move_file else []
     if move_file and not games and not moves:
         raise InputFileError(f"{move_file}: no moves in the file (only blank lines and # comments)")
     if moves:
         games.insert(0, list(moves))
-    if not games:
-        raise click.UsageError("give the moves as arguments or with --file")
     gc.freeze()  # the games live to the end: the collector need not walk their lists again and again
     try:
-        illegal = _judge_and_write(start, game, tb_path, games, as_json, png_dir)
+        illegal = _judge_and_write(start, game, tb_path, move_file, games, as_json, png_dir)
     finally:
         gc.unfreeze()
     if illegal:
-        sys.exit(1)
+        n, (ply, move, reason) = illegal[0]
+        where = f"game {n}, ply {ply}" if len(games) > 1 else f"ply {ply}"
+        more = f" ({len(illegal):,} of the {len(games):,} games hold an illegal move)" if len(illegal) > 1 else ""
+        raise IllegalMoveError(f"{where} ({shorten(move)}) is illegal: {reason}{more}")
 
 
-def _judge_and_write(start_text, variant, tb_path, games, as_json, png_dir) -> bool:
-    """Judge the games and write their reports on stdout; whether a move was illegal."""
+def _judge_and_write(start_text, variant, tb_path, move_file, games, as_json, png_dir) -> list:
+    """Judge the games and write their reports on stdout; returns (game number, (ply, move,
+    reason)) for each game that holds an illegal move."""
     from tqdm import tqdm
 
     from dobutsu_tb.analysis.lines import reads_whole_file
@@ -108,6 +138,8 @@ def _judge_and_write(start_text, variant, tb_path, games, as_json, png_dir) -> b
 
     tb, start_pos = _tablebase_for(start_text, tb_path, variant)
     with tb:
+        if png_dir is not None:
+            picture_folder(png_dir, {"the tablebase": tb.path, "the file of games": move_file})
         if reads_whole_file(tb, sum(len(g) for g in games)):
             if sys.stderr.isatty():
                 click.echo(f"reading {tb.path} into memory ...", err=True)
@@ -117,12 +149,13 @@ def _judge_and_write(start_text, variant, tb_path, games, as_json, png_dir) -> b
             reports = _judge(tb, start_pos, games)
     out = _Output()
     described = _Described()
-    illegal = False
+    illegal = []
     with tqdm(reports, desc="report", unit=" games", total=len(games), disable=None, file=sys.stderr) as bar:
         if as_json:
             out.write("[")
         for n, report in enumerate(bar, 1):
-            illegal |= report.illegal is not None
+            if report.illegal is not None:
+                illegal.append((n, report.illegal))
             if png_dir is not None:
                 draw_plies(png_dir / (f"game{n}" if len(games) > 1 else ""), report.start,
                            [(p.ply, p.side, p.move, p.position) for p in report.plies])
@@ -149,7 +182,7 @@ def _write_text(out, report, described) -> None:
 
     lines = [_HEAD]
     for p in report.plies:
-        after = "lion lost" if p.ending and "captures" in p.ending else described[p.after]
+        after = f"{report.start.variant.royal.name} lost" if p.ending and "captures" in p.ending else described[p.after]
         mark = "optimal" if p.optimal else f"MISTAKE: {described[p.result]}; best {', '.join(p.best)}"
         lines.append(f"{p.ply:>3}  {SIDE_NAMES[p.side]:<5} {p.move:<9} {described[p.before]:<15} {after:<17} {mark}")
         if p.ending:
@@ -200,7 +233,7 @@ class _Output:
 
 
 @click.command()
-@click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("path", required=False, type=PATH)
 @click.option("--max-problems", default=20, show_default=True, type=click.IntRange(min=0),
               help="How many inconsistencies to list.")
 def verify(path, max_problems):
@@ -227,14 +260,16 @@ def verify(path, max_problems):
     click.echo(f"FAILED: {report.total_problems:,} inconsistencies; the first {len(report.problems)}:")
     for problem in report.problems:
         click.echo(f"  {problem}")
-    sys.exit(1)
+    from dobutsu_tb.tablebase.schema import TablebaseFileError
+
+    raise TablebaseFileError(f"{path} fails verification: {report.total_problems:,} inconsistencies (listed above)")
 
 
 @click.command()
-@click.argument("path", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("path", required=False, type=PATH)
 @click.option("--longest", default=10, show_default=True, type=click.IntRange(min=0),
               help="How many of the longest wins to list.")
-@click.option("--plot", "plot", type=click.Path(dir_okay=False, path_type=Path), default=None, callback=png_path,
+@click.option("--plot", "plot", type=PATH, default=None, callback=png_path,
               help="Draw positions per DTM (wins and losses) into this PNG file.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def stats(path, longest, plot, as_json):
@@ -243,7 +278,10 @@ def stats(path, longest, plot, as_json):
     from dobutsu_tb.analysis.reports import stats_json
     from dobutsu_tb.analysis.stats import tablebase_stats
 
-    result = tablebase_stats(path or default_tb(), longest)
+    path = path or default_tb()
+    if plot is not None:
+        picture_file(plot, {"the tablebase": path})
+    result = tablebase_stats(path, longest)
     click.echo(json.dumps(stats_json(result), indent=2) if as_json else result.text())
     if plot is not None:
         result.plot(plot)

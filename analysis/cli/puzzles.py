@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import click
 
-from dobutsu_tb.analysis.textfiles import parse_file, shorten
+from dobutsu_tb.analysis.cli.common import PATH
+from dobutsu_tb.analysis.textfiles import MAX_PUZZLE_BYTES, read_text, shorten
 from dobutsu_tb.encoding.config import MAX_THREADS
 
 #: Largest step budget ``puzzle sweep`` accepts for one cleaner (the search keeps a row of
@@ -25,7 +24,7 @@ def puzzle():
 
 
 @puzzle.command("lastone")
-@click.argument("file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.argument("file", type=PATH)
 @click.option("--goal", default=16, show_default=True, type=click.IntRange(0, 32),
               help="Hole (0..32, row by row) of the last peg.")
 @click.option("--count", "do_count", is_flag=True,
@@ -37,11 +36,12 @@ def lastone_cmd(file, goal, do_count, fewest_moves):
 
     Prints the solution board by board, or 'No solution.'.
     """
-    from dobutsu_tb.analysis.puzzles import lastone
-
     if do_count and fewest_moves:
         raise click.UsageError("--count and --fewest-moves exclude each other")
-    start = _read(file, lastone.parse_board)
+    text = _text(file, "a Last One board")  # before the solver's kernels load: a bad file is said at once
+    from dobutsu_tb.analysis.puzzles import lastone
+
+    start = _parse(file, text, lastone.parse_board)
     if start == 1 << goal and not do_count:
         click.echo(f"The goal already holds: one peg is left, in hole {goal}; no jump is needed.")
         click.echo(lastone.board_text(start))
@@ -68,11 +68,21 @@ def lastone_cmd(file, goal, do_count, fewest_moves):
 
 
 def _plazas(ctx, param, text):
-    """A list of plaza numbers like ``1,2,3`` (ASCII digits), as a tuple of int."""
+    """A list of distinct plaza numbers 1..18 like ``1,2,3`` (ASCII digits), as a tuple of int;
+    anything else is a usage error, as a number out of range is for any option."""
+    from dobutsu_tb.analysis.puzzles.tankchange import N_PLAZAS
+
     parts = [p.strip() for p in text.split(",")]
     if not all(re.fullmatch(r"[0-9]{1,3}", p) for p in parts):
         raise click.BadParameter(f"{text[:40]!r}: give plaza numbers like 1,2,3")
-    return tuple(int(p) for p in parts)
+    plazas = tuple(int(p) for p in parts)
+    bad = next((p for p in plazas if not 1 <= p <= N_PLAZAS), None)
+    if bad is not None:
+        raise click.BadParameter(f"plaza {bad} does not exist (plazas are 1..{N_PLAZAS})")
+    twice = next((p for p in plazas if plazas.count(p) > 1), None)
+    if twice is not None:
+        raise click.BadParameter(f"plaza {twice} is given twice")
+    return plazas
 
 
 @puzzle.command("tankchange")
@@ -113,7 +123,7 @@ def tankchange_cmd(blue, red, goal_blue, goal_red, red_first, do_count):
 
 
 @puzzle.command("othello")
-@click.option("--start", "start_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+@click.option("--start", "start_file", type=PATH,
               help="Start position: 8 rows of X (black), O (white), . (empty).")
 @click.option("--to-move", type=click.Choice(["black", "white"]), default="black", show_default=True,
               help="Side to move in --start.")
@@ -124,24 +134,27 @@ def tankchange_cmd(blue, red, goal_blue, goal_red, red_first, do_count):
               help="Validate a sequence like 'c4 c3 c2' instead: legal, one colour left, shortest?")
 def othello_cmd(start_file, to_move, colour, do_count, check):
     """Cooperative shortest Othello: the fewest placements that leave discs of one colour only."""
-    from dobutsu_tb.analysis.puzzles import othello
-
     if start_file is None and to_move != "black":
         raise click.UsageError("--to-move is the side to move in --start: give --start too")
-    start = _read(start_file, lambda text: othello.parse_board(text, to_move)) if start_file else None
+    if check is not None and not check.replace(",", " ").split():
+        raise click.BadParameter("give placements like 'c4 c3 c2'", param_hint="'--check'")
+    text = _text(start_file, "an Othello board") if start_file else None
+    from dobutsu_tb.analysis.puzzles import PuzzleInputError, othello
+
+    start = _parse(start_file, text, lambda text: othello.parse_board(text, to_move)) if start_file else None
     moves = othello.parse_moves(check) if check is not None else None
     result = othello.solve(start, colour)
     if check is not None:
         problems, (black, white) = othello.replay(moves, start)
         if problems:
-            click.echo(f"not valid: {problems[0]}")
-            sys.exit(1)
+            raise PuzzleInputError(f"not valid: {problems[0]}")
         one = (black == 0) != (white == 0)
         click.echo(f"{len(moves)} placements, legal; " + (
             "only one colour is left" if one else "both colours are still on the board") +
             f"; the fewest possible is {result.placements}")
         if not one:
-            sys.exit(1)
+            raise PuzzleInputError(f"not a solution: both colours are still on the board after "
+                                   f"{len(moves)} placements")
         return
     if result.placements == 0:
         click.echo(f"The goal already holds: {othello.goal_text(*(start or othello.START)[:2])}; "
@@ -161,18 +174,19 @@ def othello_cmd(start_file, to_move, colour, do_count, check):
 
 
 @puzzle.command("squares")
-@click.argument("file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
+@click.argument("file", type=PATH)
 @click.option("--first", type=click.IntRange(1, 1_000_000), default=None,
               help="Print only the first N solutions (N up to 1,000,000; each is kept in memory).")
 @click.option("--count", "count_only", is_flag=True, help="Print only the number of solutions.")
 def squares_cmd(file, first, count_only):
     """Cross Squared Number Puzzle on the grid in FILE ('.' white, '#' black, up to 8 x 8):
     every run of two or more white cells must read as a perfect square."""
-    from dobutsu_tb.analysis.puzzles import squares
-
     if first is not None and count_only:
         raise click.UsageError("--first and --count exclude each other")
-    grid = _read(file, squares.parse_grid)
+    text = _text(file, "a squares grid")
+    from dobutsu_tb.analysis.puzzles import squares
+
+    grid = _parse(file, text, squares.parse_grid)
     result = squares.solve(grid, limit=0 if count_only else first)
     for k, text in enumerate(result.solutions, 1):
         click.echo(f"solution {k}:\n{text}\n")
@@ -180,8 +194,8 @@ def squares_cmd(file, first, count_only):
 
 
 @puzzle.command("sweep")
-@click.argument("file", type=click.Path(dir_okay=False, exists=True, path_type=Path))
-@click.option("--check", "routes_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+@click.argument("file", type=PATH)
+@click.option("--check", "routes_file", type=PATH,
               default=None, help="Validate the routes in this file with the rules' simulator instead.")
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(1, MAX_THREADS),
               help="Threads for the search (the SAT solver runs on one).")
@@ -194,19 +208,20 @@ def sweep_cmd(file, routes_file, threads, engine):
     Routes are printed one line per cleaner (kind, start row,column, steps U D L R), the form
     --check reads, then the final board.
     """
-    from dobutsu_tb.analysis.puzzles import sweep
+    text = _text(file, "a Room Sweeper problem")
+    routes_text = _text(routes_file, "a file of routes") if routes_file is not None else None
+    from dobutsu_tb.analysis.puzzles import PuzzleInputError, sweep
 
-    problem = _read(file, _sweep_problem)
+    problem = _parse(file, text, _sweep_problem)
     if routes_file is None and _room_is_clean(problem):
         click.echo("The room is already clean: no cleaner needs to move.")
         click.echo(problem.board_text())
         return
     if routes_file is not None:
-        routes = _read(routes_file, lambda text: sweep.parse_routes(problem, text))
+        routes = _parse(routes_file, routes_text, lambda text: sweep.parse_routes(problem, text))
         problems, tiles = sweep.simulate(problem, routes)
         if problems:
-            click.echo("not a solution: " + "; ".join(problems))
-            sys.exit(1)
+            raise PuzzleInputError("not a solution: " + "; ".join(problems))
         click.echo("valid: the routes leave the room clean")
         return
     result = sweep.solve(problem, threads=threads, engine=engine)
@@ -216,8 +231,7 @@ def sweep_cmd(file, routes_file, threads, engine):
         searched = f"search: {result.nodes:,} nodes, {result.dead:,} dead nodes remembered"
     if result.routes is None:
         if not result.complete:
-            click.echo(f"Gave up: no routes found, and no proof that none exist ({searched}).")
-            sys.exit(1)
+            raise PuzzleInputError(f"gave up: no routes found, and no proof that none exist ({searched})")
         click.echo(f"No solution: no routes within the budgets clean the room (proved by the {searched}).")
         return
     click.echo(sweep.routes_text(problem, result.routes))
@@ -227,12 +241,21 @@ def sweep_cmd(file, routes_file, threads, engine):
     click.echo(problem.board_text(tiles))
 
 
-def _read(path, parse):
-    """``parse`` of a puzzle file's text, read strictly (UTF-8, no NUL byte), the file's name in
-    front of the message of a :class:`PuzzleInputError`."""
+def _text(path, what: str) -> str:
+    """A puzzle file's text, read strictly (at most
+    :data:`~dobutsu_tb.analysis.textfiles.MAX_PUZZLE_BYTES`, UTF-8, no NUL byte); ``what`` it is
+    names the limit in the message."""
+    return read_text(path, MAX_PUZZLE_BYTES, what)
+
+
+def _parse(path, text: str, parse):
+    """``parse(text)``, the file's name in front of the message of a :class:`PuzzleInputError`."""
     from dobutsu_tb.analysis.puzzles import PuzzleInputError
 
-    return parse_file(path, parse, PuzzleInputError)
+    try:
+        return parse(text)
+    except PuzzleInputError as exc:
+        raise PuzzleInputError(f"{path}: {exc}") from None
 
 
 def _sweep_problem(text: str):

@@ -18,11 +18,15 @@ from dobutsu_tb.analysis.cli.common import tb_option
               help="Read the whole tablebase into memory at start (seconds and about 1 GiB for the full one; more "
                    "probes per second), or read it a chunk at a time (the default: starts at once, little memory).")
 @click.option("--access-log", is_flag=True, help="Log every request on stderr.")
-def serve(tb_path, host, port, open_browser, in_memory, access_log):
+@click.option("--client-timeout", default=10.0, show_default=True, type=click.FloatRange(0.1, 3600),
+              metavar="SECONDS", help="Seconds a client gets to send each request, headers and body; slower "
+                                      "clients are disconnected.")
+def serve(tb_path, host, port, open_browser, in_memory, access_log, client_timeout):
     """Serve the web explorer: see any position, click moves, play against perfect play, judge a line.
 
-    Prints the page's address, then serves until Ctrl-C. The tablebase file is fixed at start.
-    Loopback only unless --host says otherwise.
+    Prints the page's address, then serves until Ctrl-C or SIGTERM (then exit code 130 or 143,
+    within a second). The tablebase file is fixed at start. Loopback only unless --host says
+    otherwise.
     """
     import threading
     import webbrowser
@@ -44,6 +48,6 @@ def serve(tb_path, host, port, open_browser, in_memory, access_log):
     if open_browser:
         threading.Timer(0.5, webbrowser.open, args=(url,)).start()
     try:
-        run(app, sock, access_log=access_log)
+        run(app, sock, access_log=access_log, client_timeout=client_timeout)
     finally:
         sock.close()

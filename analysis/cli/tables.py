@@ -7,7 +7,16 @@ from pathlib import Path
 
 import click
 
-from dobutsu_tb.analysis.cli.common import DEFAULT_TB, png_path, resolve_variant, tb_option, variant_options
+from dobutsu_tb.analysis.cli.common import (
+    DEFAULT_TB,
+    PATH,
+    picture_file,
+    picture_folder,
+    png_path,
+    resolve_variant,
+    tb_option,
+    variant_options,
+)
 from dobutsu_tb.analysis.pictures import draw_plies
 
 
@@ -25,7 +34,7 @@ def default_output(variant, position) -> Path:
 @click.option("--start", default=None, metavar="POSITION",
               help="Start position (default: the variant's start, S/gle/-c-/-C-/ELG/- for dobutsu).")
 @variant_options
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--out", type=PATH, default=None,
               help=f"File to write (default: {DEFAULT_TB} for the standard start, NAME.h5 for another variant's "
                    f"start, else a name from the start).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars or per-ply lines on stderr.")
@@ -33,7 +42,7 @@ def default_output(variant, position) -> Path:
 @click.option("--max-memory", default=None, metavar="SIZE",
               help="The most memory the build may use, e.g. 20G or 512M (default: what the machine has "
                    "available). The build plans passes to fit it, and refuses at once if it cannot.")
-@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--work-dir", type=PATH, default=None,
               help="Where lists spilled to disk go when memory is short (default: the output's folder); "
                    "removed at the end.")
 @click.option("--ignore-memory", is_flag=True,
@@ -105,7 +114,7 @@ def probe(position, tb_path, as_json):
 
 @click.command()
 @click.argument("position")
-@click.option("--png", "png", type=click.Path(dir_okay=False, path_type=Path), required=True, callback=png_path,
+@click.option("--png", "png", type=PATH, required=True, callback=png_path,
               help="The PNG file to write.")
 @variant_options
 def show(position, png, variant, variant_file):
@@ -113,7 +122,9 @@ def show(position, png, variant, variant_file):
     from dobutsu_tb.analysis.pictures import draw_position
     from dobutsu_tb.analysis.reports import parse_position
 
-    draw_position(parse_position(position, resolve_variant(variant, variant_file)), png)
+    pos = parse_position(position, resolve_variant(variant, variant_file))
+    picture_file(png, {})
+    draw_position(pos, png)
     click.echo(f"wrote {png}")
 
 
@@ -122,8 +133,9 @@ def show(position, png, variant, variant_file):
 @tb_option
 @click.option("--max-plies", default=200, show_default=True, type=click.IntRange(min=1),
               help="Stop the line after this many plies (a drawn line goes on for ever); the output says so.")
-@click.option("--png-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Also draw the board after every ply into this folder.")
+@click.option("--png-dir", type=PATH, default=None,
+              help="Also draw the board after every ply into this folder (plyNNN.png, the last ply's "
+                   "included; the pictures of an earlier line there are removed).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (no pictures).")
 def line(position, tb_path, max_plies, png_dir, as_json):
     """A perfect-play line from POSITION to the end of the game, move by move with the board."""
@@ -137,6 +149,8 @@ def line(position, tb_path, max_plies, png_dir, as_json):
         if as_json:
             click.echo(json.dumps(perfect_line_json(tb, pos, max_plies), indent=2))
             return
+        if png_dir is not None:
+            picture_folder(png_dir, {"the tablebase": tb.path})
         wdl, dtm, _ = tb.value(pos)
         pv = tb.principal_variation(pos, max_plies=max_plies)
     royal = pos.variant.royal.name

@@ -23,6 +23,7 @@ and never a stack trace.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -30,14 +31,14 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse
 from starlette.responses import JSONResponse as _StarletteJSONResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from dobutsu_tb.analysis.reports import parse_position
-from dobutsu_tb.analysis.web.service import StatsError, TablebaseService
+from dobutsu_tb.analysis.web.service import Busy, StatsError, TablebaseService
 from dobutsu_tb.tablebase.game.notation import IllegalMoveError
 from dobutsu_tb.tablebase.game.position import MAX_TEXT_CHARS, PositionError
 from dobutsu_tb.tablebase.probe import MissingPositionError
@@ -58,6 +59,11 @@ MAX_POSITION_CHARS = MAX_TEXT_CHARS
 MAX_LINE_PLIES = 400
 MAX_MOVE_CHARS = 12
 MAX_BODY_BYTES = 64 * 1024
+#: Tablebase calls waiting or running at once (the worker thread's queue); more are answered
+#: 503 at once. Requests still receiving their body hold no place in it.
+MAX_QUEUED = 64
+#: Requests in the application at once (:class:`Guard`; reading a body included); more get a 503.
+MAX_REQUESTS = 512
 DEFAULT_LINE_PLIES = 200
 #: The page may load only its own files and talk only to its own server.
 PAGE_HEADERS = {
@@ -89,15 +95,16 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
 
     Returns
     -------
-    starlette.applications.Starlette
-        An ASGI application; its lifespan closes the file.
+    Guard
+        An ASGI application (the Starlette application inside :class:`Guard`); its lifespan
+        closes the file; ``.state.service`` is the tablebase.
 
     Raises
     ------
     tablebase.schema.TablebaseFileError
         If the file is missing, corrupt or not a tablebase (checked here, before any request).
     """
-    service = TablebaseService(tb_path, in_memory=in_memory)
+    service = TablebaseService(tb_path, in_memory=in_memory, max_queued=MAX_QUEUED)
 
     async def page(request: Request):
         return FileResponse(STATIC / "index.html", headers=PAGE_HEADERS)
@@ -133,6 +140,7 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
         try:
             return JSONResponse(await service.stats())
         except StatsError as exc:
+            log.error("%s", exc)
             return JSONResponse({"error": str(exc)}, status_code=500)
 
     @contextlib.asynccontextmanager
@@ -140,7 +148,7 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
         try:
             yield
         finally:
-            service.close()
+            await service.aclose()
 
     routes = [
         Route("/", page),
@@ -152,6 +160,7 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
     handlers = {
+        Busy: _busy,
         HTTPException: _http_error,
         PositionError: _bad_input,
         IllegalMoveError: _bad_input,
@@ -162,7 +171,69 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
     app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
     app.state.service = service
     app.state.variant = variant
-    return app
+    return Guard(app)
+
+
+class Guard:
+    """The application's outer layer (ASGI): at most ``max_requests`` requests at once (a 503
+    beyond), and every failure answered without a traceback in the log: a client that went away
+    is not logged, an unexpected error is one line and a 500, a request cut short because the
+    server stops is a 503. (Starlette's error middleware passes every unexpected exception on
+    to the server after answering, and uvicorn logs it with its traceback.)
+
+    Parameters
+    ----------
+    app : starlette.applications.Starlette
+    max_requests : int, optional
+        Requests served at once (default :data:`MAX_REQUESTS`).
+
+    Attributes
+    ----------
+    state : the Starlette application's ``state`` (``state.service``: the tablebase service)
+    """
+
+    def __init__(self, app: Starlette, max_requests: int = MAX_REQUESTS):
+        self.app = app
+        self.state = app.state
+        self.max_requests = max_requests
+        self.active = 0
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        if self.active >= self.max_requests:
+            return await _answer(send, 503, {"error": f"busy: {self.max_requests} requests at once; try again"})
+        self.active += 1
+        started = False
+
+        async def tracked(message):
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except (ClientDisconnect, ConnectionError):
+            pass  # the client went away: nobody to answer, nothing to log
+        except asyncio.CancelledError:  # the server stops (its grace period is over)
+            if not started:
+                await _answer(send, 503, {"error": "the server is stopping"})
+        except Exception as exc:  # noqa: BLE001 (answered below, logged in one line)
+            log.error("unexpected error on %s %s: %s", scope.get("method", "?"), scope.get("path", "?")[:100],
+                      " ".join(f"{type(exc).__name__}: {exc}".split())[:300])
+            if not started:
+                await _answer(send, 500, {"error": "internal error (see the server's log)"})
+        finally:
+            self.active -= 1
+
+
+async def _answer(send, status: int, body: dict) -> None:
+    """A JSON answer sent straight through ASGI; a client already gone is no error."""
+    data = json.dumps(body).encode()
+    with contextlib.suppress(Exception):
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]})
+        await send({"type": "http.response.body", "body": data})
 
 
 # --- reading requests ------------------------------------------------------------------------
@@ -237,6 +308,10 @@ async def _http_error(request: Request, exc: HTTPException):
     return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
 
 
+async def _busy(request: Request, exc: Exception):
+    return JSONResponse({"error": str(exc)}, status_code=503)
+
+
 async def _bad_input(request: Request, exc: Exception):
     return JSONResponse({"error": str(exc)}, status_code=400)
 
@@ -254,5 +329,5 @@ async def _damaged_file(request: Request, exc: TablebaseFileError):
 
 
 async def _unexpected(request: Request, exc: Exception):
-    log.error("unexpected error on %s %s: %r", request.method, request.url.path, exc)
+    # Logged by Guard, to which Starlette passes the exception on after this answer.
     return JSONResponse({"error": "internal error (see the server's log)"}, status_code=500)

@@ -11,6 +11,7 @@ demand, in a child process, so that probes are not held up meanwhile.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 from collections import OrderedDict
@@ -30,6 +31,10 @@ class StatsError(RuntimeError):
     """Raised when the child process that counts the statistics fails."""
 
 
+class Busy(RuntimeError):
+    """Raised by :meth:`TablebaseService.call` when too many calls wait already (a 503)."""
+
+
 class TablebaseService:
     """One open tablebase file, used from one worker thread.
 
@@ -38,6 +43,8 @@ class TablebaseService:
     path : str or Path
     in_memory : bool, optional
         Read the whole file into memory on open (:func:`~dobutsu_tb.tablebase.probe.open_tablebase`).
+    max_queued : int, optional
+        Calls waiting or running at once; :meth:`call` refuses more (:class:`Busy`).
 
     Raises
     ------
@@ -45,7 +52,7 @@ class TablebaseService:
         If the file is missing, corrupt or not a tablebase.
     """
 
-    def __init__(self, path, in_memory: bool = False):
+    def __init__(self, path, in_memory: bool = False, max_queued: int = 64):
         self.path = Path(path)
         self._tb = open_tablebase(self.path, in_memory=in_memory)
         self.metadata = self._tb.metadata
@@ -54,14 +61,36 @@ class TablebaseService:
         self._stats: asyncio.Task | None = None  # the count under way
         self._stats_result: dict | None = None
         self._stats_process = None
+        self._running = 0  # calls under way on the worker thread (0 or 1)
+        self._queued = 0  # calls waiting or under way
+        self.max_queued = max_queued
 
     def info(self) -> dict:
         """The file's name and what it says about itself (:func:`~dobutsu_tb.analysis.reports.metadata_json`)."""
         return {"file": self.path.name, **metadata_json(self.metadata)}
 
     async def call(self, fn, *args):
-        """Run ``fn(*args)`` on the worker thread and return its result (or raise its error)."""
-        return await asyncio.get_running_loop().run_in_executor(self._worker, fn, *args)
+        """Run ``fn(*args)`` on the worker thread and return its result (or raise its error).
+
+        Raises
+        ------
+        Busy
+            If :attr:`max_queued` calls wait or run already.
+        """
+        if self._queued >= self.max_queued:
+            raise Busy(f"busy: {self.max_queued} requests wait for the tablebase already; try again")
+        self._queued += 1
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._worker, self._counted, fn, *args)
+        finally:
+            self._queued -= 1
+
+    def _counted(self, fn, *args):
+        self._running += 1
+        try:
+            return fn(*args)
+        finally:
+            self._running -= 1
 
     # --- run on the worker thread ------------------------------------------------------------
 
@@ -123,28 +152,71 @@ class TablebaseService:
         return self._stats_result
 
     async def _count_stats(self) -> dict:
+        from dobutsu_tb.encoding import interrupt
+
         code = f"from {__name__} import print_stats; print_stats()"
+        # In a session of its own: Ctrl-C at the terminal is the server's to handle (it stops the child).
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", code, str(self.path),
+            sys.executable, "-c", code, str(self.path), start_new_session=True,
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         self._stats_process = process
+        token = interrupt.at_exit(lambda: _kill(process.pid))  # a server ended by a signal leaves no child
         try:
             out, err = await process.communicate()
         finally:
             self._stats_process = None
+            interrupt.forget(token)
         if process.returncode != 0:
             lines = err.decode(errors="replace").strip().splitlines()
             why = lines[-1] if lines else f"exit code {process.returncode}"
             raise StatsError(f"counting the statistics failed: {why}")
         return json.loads(out)
 
+    async def aclose(self, wait: float = 0.2) -> None:
+        """Stop a statistics count under way (its child killed and reaped), drop the queued
+        calls, and close the file once the call under way (if any) returned, within ``wait``
+        seconds (else the file is left to the process's end)."""
+        process = self._stats_process
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(process.wait(), wait)
+        if self._stats is not None:
+            self._stats.cancel()
+        self._worker.shutdown(wait=False, cancel_futures=True)
+        loop = asyncio.get_running_loop()
+        end = loop.time() + wait
+        while self._running and loop.time() < end:
+            await asyncio.sleep(0.005)
+        if not self._running:
+            self._tb.close()
+
     def close(self) -> None:
         """Stop a statistics count under way, finish the queued calls and close the file."""
         process = self._stats_process
         if process is not None and process.returncode is None:
-            process.kill()
+            _kill(process.pid)
         self._worker.shutdown(wait=True, cancel_futures=True)
         self._tb.close()
+
+
+def _kill(pid: int) -> None:
+    """Kill a child process and reap it (briefly: asyncio's child watcher may reap it first)."""
+    import os
+    import signal
+    import time
+
+    with contextlib.suppress(OSError):
+        os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 0.2
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                return
+        except ChildProcessError:
+            return
+        time.sleep(0.005)
 
 
 def print_stats() -> None:

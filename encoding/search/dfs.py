@@ -272,5 +272,6 @@ def depth_first(contexts: list, is_goal, on_goal, prune, options, apply, max_dep
     ticket = np.zeros(1, np.int64)
     n = len(contexts)
     nodes = run_threads(lambda k: _depth_first(contexts[k], is_goal, on_goal, prune, options, apply, is_dead,
-                                               mark_dead, max_depth, split, k, n, ticket, stop), n)
+                                               mark_dead, max_depth, split, k, n, ticket, stop), n,
+                        stop=lambda: stop.__setitem__(0, 1))
     return bool(stop[0]), int(sum(nodes))

@@ -8,6 +8,11 @@ all cleaners together and learns from its conflicts, which is what such problems
 weak where the search is strong, at counting (more cells than steps) and at long single sweeps,
 so ``auto`` in :func:`.search.solve` runs the two in turns.
 
+CaDiCaL holds the GIL while it solves, so no Python code of the process runs meanwhile, not
+even a signal handler: it solves in a child process (:class:`SatRounds`), forked once the
+formula is built and kept for every round (the solver keeps what it learnt), while the command
+waits for its answers in a loop that Ctrl-C and SIGTERM interrupt; the child is then killed.
+
 The encoding (SPEC §2.4; the choices of :mod:`dobutsu_tb.analysis.puzzles.sweep` where SPEC is
 silent):
 
@@ -216,6 +221,9 @@ class SatRounds:
     """A problem's formula with its SAT solver, run in rounds of conflicts, each going on from
     what the solver learnt before (for ``auto`` in :func:`.search.solve`); a context manager.
 
+    The solver lives in a child process (:class:`_SolverProcess`, module docstring), killed when
+    the block ends (or the command on a signal).
+
     Parameters
     ----------
     problem : Problem
@@ -229,8 +237,6 @@ class SatRounds:
     """
 
     def __init__(self, problem: Problem, tab: Tables | None = None):
-        from pysat.solvers import Solver
-
         self.tab = tables(problem) if tab is None else tab
         size = sat_size(self.tab)
         if size > MAX_ARRIVALS:
@@ -238,14 +244,14 @@ class SatRounds:
                                        f"{MAX_ARRIVALS:,}); try --engine search")
         self.clauses, self.variables, self.arrive = _formula(problem, self.tab)
         self.trivial = any(not c for c in self.clauses)  # a cell no cleaner can ever clean
-        self.solver = None if self.trivial else Solver(name=SAT_SOLVER, bootstrap_with=self.clauses)
+        self.solver = None if self.trivial else _SolverProcess(self.clauses)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         if self.solver is not None:
-            self.solver.delete()
+            self.solver.close()
 
     def run(self, max_conflicts: int = 0) -> SatResult:
         """Solve on, for about ``max_conflicts`` more conflicts (0: until an answer).
@@ -258,31 +264,181 @@ class SatRounds:
 
         Raises
         ------
-        KeyboardInterrupt
-            On Ctrl-C while the solver runs (CaDiCaL catches the signal; PySAT reports it as its
-            own error).
+        dobutsu_tb.encoding.interrupt.Interrupted
+            On Ctrl-C or SIGTERM while the solver runs (after :func:`~dobutsu_tb.encoding.interrupt.install`;
+            else ``KeyboardInterrupt``).
         """
-        import pysolvers
-
         if self.trivial:
             return SatResult(None, True, self.variables, len(self.clauses), 0, 0)
-        try:
-            if max_conflicts > 0:
-                self.solver.conf_budget(max_conflicts)
-                answer = self.solver.solve_limited()
-            else:
-                answer = self.solver.solve()
-        except pysolvers.error as exc:
-            if "interrupt" in str(exc):
-                raise KeyboardInterrupt from None
-            raise
-        stats = self.solver.accum_stats()
+        answer, conflicts, decisions, model = self.solver.solve(max_conflicts)
         routes = None
         if answer:
-            true = {v for v in self.solver.get_model() if v > 0}
+            true = {v for v in model if v > 0}
             routes = [_route(self.tab, i, self.arrive[i], true) for i in range(self.tab.kind.shape[0])]
-        return SatResult(routes, answer is not None, self.variables, len(self.clauses),
-                         int(stats.get("conflicts", 0)), int(stats.get("decisions", 0)))
+        return SatResult(routes, answer is not None, self.variables, len(self.clauses), conflicts, decisions)
+
+
+class _SolverProcess:
+    """CaDiCaL in a child process forked with the clauses in hand: :meth:`solve` sends it a
+    round's budget and waits for the answer in a loop that signal handlers interrupt (the child
+    is then killed); :meth:`close` ends it. The child dies with the command (Linux: a parent
+    death signal) and ignores the terminal's Ctrl-C, which is the command's to handle."""
+
+    def __init__(self, clauses):
+        import os
+
+        from dobutsu_tb.encoding import interrupt
+
+        requests, self._requests = os.pipe()
+        self._answers, answers = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: solve on request until the pipe closes, then leave
+            code = 0
+            try:
+                os.close(self._requests)
+                os.close(self._answers)
+                _solver_child(clauses, requests, answers)
+            except BaseException:  # noqa: BLE001 (the parent reports a child that stops answering)
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(requests)
+        os.close(answers)
+        self.pid = pid
+        self._exit_token = interrupt.at_exit(self._kill)
+
+    def solve(self, max_conflicts: int):
+        """(answer True/False/None, conflicts, decisions, model or None) of one more round.
+
+        Raises
+        ------
+        MemoryError
+            If the child ran out of memory.
+        ChildProcessError
+            If the child failed otherwise, or died (killed from outside).
+        """
+        import select
+
+        _send(self._requests, max_conflicts)
+        while not select.select([self._answers], [], [], 0.2)[0]:  # a signal handler runs between waits
+            pass
+        answer = _receive(self._answers)
+        if answer is None:
+            import os
+            import signal
+
+            _, status = os.waitpid(self.pid, 0)
+            self.pid = 0
+            how = (f"was killed by {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
+                   else "ended")
+            raise ChildProcessError(f"the SAT solver's process {how} before it answered")
+        if isinstance(answer, str):
+            if answer.startswith("MemoryError"):
+                raise MemoryError("the SAT solver ran out of memory; try --engine search")
+            raise ChildProcessError(f"the SAT solver failed: {answer}")
+        return answer
+
+    def _kill(self) -> None:
+        import os
+        import signal
+
+        if not self.pid:
+            return
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except OSError:
+            pass
+        self.pid = 0
+
+    def close(self) -> None:
+        """End the child (its answer no longer wanted) and reap it."""
+        import os
+
+        from dobutsu_tb.encoding import interrupt
+
+        interrupt.forget(self._exit_token)
+        self._kill()
+        for fd in (self._requests, self._answers):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _send(fd: int, obj) -> None:
+    import os
+    import pickle
+
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    data = len(data).to_bytes(8, "little") + data
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _receive(fd: int):
+    """The next object on the pipe, or None at its end."""
+    import os
+    import pickle
+
+    def exactly(n):
+        parts = []
+        while n:
+            part = os.read(fd, min(n, 1 << 20))
+            if not part:
+                return None
+            parts.append(part)
+            n -= len(part)
+        return b"".join(parts)
+
+    head = exactly(8)
+    body = None if head is None else exactly(int.from_bytes(head, "little"))
+    return None if body is None else pickle.loads(body)
+
+
+def _solver_child(clauses, requests: int, answers: int) -> None:
+    """The child's loop: a budget in, (answer, conflicts, decisions, model) out (or the text of
+    an error); ends when the parent closes the pipe. It runs on a thread other than the child's
+    main one, so that PySAT installs no handler of its own for SIGINT, which the child ignores
+    (the command, which gets it too, kills the child)."""
+    import signal
+    import threading
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:  # die with the parent, even if it is killed (Linux)
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    worker = threading.Thread(target=_solve_on_request, args=(clauses, requests, answers))
+    del clauses
+    worker.start()
+    worker.join()
+
+
+def _solve_on_request(clauses, requests: int, answers: int) -> None:
+    from pysat.solvers import Solver
+
+    solver = Solver(name=SAT_SOLVER, bootstrap_with=clauses)
+    while True:
+        budget = _receive(requests)
+        if budget is None:
+            return
+        try:
+            if budget > 0:
+                solver.conf_budget(budget)
+                answer = solver.solve_limited()
+            else:
+                answer = solver.solve()
+            stats = solver.accum_stats()
+            model = solver.get_model() if answer else None
+            _send(answers, (answer, int(stats.get("conflicts", 0)), int(stats.get("decisions", 0)), model))
+        except MemoryError:
+            _send(answers, "MemoryError")
+        except Exception as exc:  # noqa: BLE001 (reported by the parent)
+            _send(answers, f"{type(exc).__name__}: {exc}")
 
 
 def solve_sat(problem: Problem, max_conflicts: int = 0, tab: Tables | None = None) -> SatResult:
@@ -306,7 +462,8 @@ def solve_sat(problem: Problem, max_conflicts: int = 0, tab: Tables | None = Non
     FormulaTooLargeError
         If the formula would have more than :data:`MAX_ARRIVALS` arrival variables.
     KeyboardInterrupt
-        On Ctrl-C while the solver runs.
+        On Ctrl-C (and after :func:`~dobutsu_tb.encoding.interrupt.install`, SIGTERM) while the
+        solver runs.
     """
     with SatRounds(problem, tab) as rounds:
         return rounds.run(max_conflicts)

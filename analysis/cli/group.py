@@ -1,0 +1,40 @@
+"""The ``dobutsu-tb`` group: its commands, each imported on first use."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from dobutsu_tb.analysis.cli.common import ErrorHandlingGroup
+
+#: Each command and where it lives (module of this package, attribute): a command's module is
+#: imported only when the command runs or help is asked for, so that ``probe`` starts quickly.
+COMMANDS = {"build": ("tables", "build"), "probe": ("tables", "probe"), "show": ("tables", "show"),
+            "line": ("tables", "line"), "verify-line": ("checks", "verify_line_cmd"), "verify": ("checks", "verify"),
+            "stats": ("checks", "stats"), "puzzle": ("puzzles", "puzzle"), "serve": ("serve", "serve"),
+            "variants": ("tables", "variants"), "uci": ("engine", "uci")}
+
+
+class LazyGroup(ErrorHandlingGroup):
+    """The top-level group: its commands are imported on first use (click's lazy loading)."""
+
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS:
+            return None
+        module, attribute = COMMANDS[name]
+        return getattr(importlib.import_module(f"dobutsu_tb.analysis.cli.{module}"), attribute)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="dobutsu-tablebase")
+def main():
+    """Build and probe endgame tablebases of dobutsu shogi and its variants.
+
+    Positions are written as in docs/rules.md, e.g. the start position S/gle/-c-/-C-/ELG/-
+    (side to move S or G, ranks 1 to 4 from files a to c, pieces in hand or -; upper case
+    Sente), or as Fairy-Stockfish FEN (gle/1c1/1C1/ELG[-] w 0 1).
+    """

@@ -1,0 +1,140 @@
+"""The kernel cache (encoding/jit.py) cannot break a command: the tests compile into a folder of
+their own, an index written for another program's types is a plain miss, and a damaged index or
+entry is compiled again with one warning line, never a traceback."""
+
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import TEST_CACHE
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "data"
+
+#: Every puzzle command (and each engine of Room Sweeper), with a line its output must hold.
+PUZZLE_COMMANDS = [
+    (["lastone", DATA / "lastone" / "t-shape-seed.dat"], "4 jumps"),
+    (["lastone", DATA / "lastone" / "cross.txt", "--count"], "jump sequences that solve it:"),
+    (["lastone", DATA / "lastone" / "cross.txt", "--fewest-moves"], "5 moves"),
+    (["tankchange", "--count"], "fewest moves: 18"),
+    (["othello", "--count"], "fewest placements: 9"),
+    (["othello", "--check", "c4 c3 c2 b4 a5 f4 g4 c5 d6"], "9 placements, legal"),
+    (["squares", DATA / "squares" / "seed.txt"], "3 solutions"),
+    (["sweep", DATA / "sweep" / "tiny.txt", "--engine", "search"], "found without meetings"),
+    (["sweep", DATA / "sweep" / "meeting-5x5.txt"], "found with meetings"),
+    (["sweep", DATA / "sweep" / "short-budget.txt", "--engine", "sat"], "No solution"),
+    (["sweep", DATA / "sweep" / "sweepoptimizer" / "q64.txt", "--check", DATA / "sweep" / "q64-routes.txt"],
+     "valid: the routes leave the room clean"),
+]
+
+
+def _cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "dobutsu_tb.analysis.cli", *map(str, args)], capture_output=True,
+                          text=True, check=False, timeout=600, env=env, cwd=ROOT)
+
+
+def test_the_tests_have_a_cache_of_their_own():
+    from dobutsu_tb.encoding.jit import cache_root
+
+    assert cache_root() == TEST_CACHE == os.environ["DOBUTSU_TB_CACHE"]
+
+
+def test_the_search_tests_then_every_puzzle_command_in_one_cache():
+    """The issue's failure: after the search tests, ``puzzle squares`` died with
+    ``ModuleNotFoundError: No module named 'test_search'`` (a generic kernel's index listed the
+    tests' types). The search tests run first, in a process of their own, into the tests' cache;
+    then every puzzle command runs against the same folder."""
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                          str(ROOT / "tests" / "test_search.py")], capture_output=True, text=True, check=False,
+                         timeout=900, cwd=ROOT)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    # The situation of the issue holds: an index of the tests' cache names the tests' module.
+    indexes = list(Path(TEST_CACHE).glob("numba-*/search_*/dfs.never_dead-*.nbi"))
+    assert any(b"test_search" in path.read_bytes() for path in indexes), indexes
+    for args, expected in PUZZLE_COMMANDS:
+        result = _cli("puzzle", *args)
+        shown = f"puzzle {' '.join(map(str, args))}: exit {result.returncode}\n{result.stdout[-1500:]}\n{result.stderr}"
+        assert result.returncode == 0 and "Traceback" not in result.stderr, shown
+        assert not result.stderr.strip(), shown  # not even a warning: another program's index is a plain miss
+        assert any(line.strip().startswith(expected) for line in result.stdout.splitlines()), shown
+
+
+KERNEL = textwrap.dedent("""
+    from dobutsu_tb.encoding.jit import njit
+
+    @njit
+    def twice(x):
+        return 2 * x
+""")
+
+
+@pytest.fixture
+def tiny_kernel(tmp_path):
+    """A one-kernel module in a folder of its own and a cache folder of its own; ``run()`` calls
+    the kernel in a new process and returns (stdout, stderr lines); ``files(suffix)`` lists the
+    cache's files of that kernel."""
+    (tmp_path / "kern.py").write_text(KERNEL)
+    env = {**os.environ, "DOBUTSU_TB_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(tmp_path)}
+
+    def run():
+        proc = subprocess.run([sys.executable, "-c", "import kern; print(kern.twice(21))"], capture_output=True,
+                              text=True, check=False, timeout=300, env=env, cwd=tmp_path)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+        return proc.stdout.strip(), proc.stderr.splitlines()
+
+    def files(suffix):
+        found = sorted((tmp_path / "cache").glob(f"numba-*/*/kern.twice-*{suffix}"))
+        assert found, list((tmp_path / "cache").rglob("*"))
+        return found
+
+    return run, files
+
+
+def test_a_damaged_cache_entry_is_compiled_again_with_one_warning(tiny_kernel, tmp_path):
+    run, files = tiny_kernel
+    assert run() == ("42", [])
+    assert run() == ("42", [])  # from the cache
+    for damage in (lambda p: p.write_bytes(b"garbage"), lambda p: p.write_bytes(b""),
+                   lambda p: p.write_bytes(p.read_bytes()[:40])):
+        for suffix in (".nbi", ".nbc"):
+            for path in files(suffix):
+                damage(path)
+            out, err = run()
+            assert out == "42" and len(err) == 1, err
+            assert err[0].startswith(f"warning: the kernel cache in {tmp_path / 'cache'}") \
+                and err[0].endswith("compiling again"), err
+            assert run() == ("42", [])  # compiled again and saved: the next run loads it
+
+
+def test_an_index_of_another_programs_types_is_a_plain_miss(tiny_kernel, tmp_path):
+    """An index that lists a signature with a class from a module this process cannot import
+    (as the search tests leave in a generic kernel's index) is a miss without a word."""
+    run, files = tiny_kernel
+    assert run() == ("42", [])
+    (index,) = files(".nbi")
+    folder = tmp_path / "gone"
+    folder.mkdir()
+    (folder / "gone_module.py").write_text("class Ctx:\n    pass\n")
+    sys.path.insert(0, str(folder))
+    try:
+        import gone_module
+
+        with open(index, "rb") as f:
+            version = pickle.load(f)
+            stamp, overloads = pickle.loads(f.read())
+        overloads[("sig", gone_module.Ctx)] = "kern.twice-2.py311.9.nbc"
+        with open(index, "wb") as f:
+            pickle.dump(version, f)
+            f.write(pickle.dumps((stamp, overloads)))
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop("gone_module", None)
+    assert b"gone_module" in index.read_bytes()
+    assert run() == ("42", [])
+    assert b"gone_module" not in index.read_bytes()  # the index was written again without it
+    assert run() == ("42", [])
