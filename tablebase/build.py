@@ -82,7 +82,7 @@ STANDARD_NONTERMINAL = 99_485_568
 STANDARD_TERMINAL = 246_803_167 - STANDARD_NONTERMINAL
 KNOWN_COUNTS = {
     ("dobutsu", "S/gle/-c-/-C-/ELG/-"): (STANDARD_NONTERMINAL, STANDARD_TERMINAL),
-    ("dobutsu-5x3", "S/gle/-c-/---/-C-/ELG/-"): (1_520_000_000, 3_359_910_526 - 1_520_000_000),
+    ("dobutsu-5x3", "S/gle/-c-/---/-C-/ELG/-"): (1_441_956_293, 3_359_910_526 - 1_441_956_293),
 }
 
 

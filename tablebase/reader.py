@@ -188,7 +188,7 @@ class TablebaseFile:
         n = self.metadata.nonterminal
         self._keys = self._dataset("keys", "<i8", (n,), KEY_FILTERS)
         # One byte a value, or two for a variant whose longest DTM is 254 plies or more.
-        wide = self._file.get("values") is not None and getattr(self._file["values"], "dtype", None) == np.dtype("<u2")
+        wide = self.metadata.value_bits == 16
         self.value_dtype = np.dtype("<u2" if wide else VALUE_DTYPE)
         self._values = self._dataset("values", self.value_dtype.str, (n,), VALUE_FILTERS)
         self.n = n

@@ -258,16 +258,19 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
     out = np.empty((threads, room), dtype)
     out_n = np.zeros(threads, np.int64)
     parts = []
+    overflowed = False
     for lo in range(0, frontier.shape[0], _FRONTIER):
         interrupt.check()
         kernels._propagate(enum.table.slots, enum.table.layout, values, counters, frontier[lo:lo + _FRONTIER], ply,
                            code, out, out_n)
-        if out_n.max() > room:  # a thread ran out of room: find this ply's decisions by a scan
-            found = np.setdiff1d(_scan(enum.table.slots, values, code, dtype), seeds, assume_unique=True)
-            if code == LONG and earlier_long is not None:
-                found = np.setdiff1d(found, earlier_long, assume_unique=True)
-            return _joined([found], dtype, alloc)
-        parts += [out[t, :out_n[t]].copy() for t in range(threads)]
+        overflowed |= out_n.max() > room  # a list ran out of room (every decision was made all the same)
+        if not overflowed:
+            parts += [out[t, :out_n[t]].copy() for t in range(threads)]
+    if overflowed:  # find this ply's decisions by a scan of the value bytes
+        found = np.setdiff1d(_scan(enum.table.slots, values, code, dtype), seeds, assume_unique=True)
+        if code == LONG and earlier_long is not None:
+            found = np.setdiff1d(found, earlier_long, assume_unique=True)
+        return _joined([found], dtype, alloc)
     return _joined(parts, dtype, alloc)
 
 

@@ -56,6 +56,8 @@ RULES = ("dobutsu shogi and its variants (docs/rules.md): catch and try (Tanaka'
          "mirror-symmetric; the variant's description is the attribute 'variant'")
 KEY_LAYOUT = "Huffman-style 64-bit canonical key derived from the variant, first code bit at bit 62 (docs/rules.md)"
 VALUE_LAYOUT = "uint8: 0 draw, otherwise DTM + 1 in plies; an odd DTM is a win, an even one a loss"
+#: The same in two bytes, for a variant whose longest DTM is 254 plies or more.
+WIDE_VALUE_LAYOUT = "uint16: 0 draw, otherwise DTM + 1 in plies; an odd DTM is a win, an even one a loss"
 #: The dtypes of /keys and /values.
 KEY_DTYPE, VALUE_DTYPE = np.dtype("<i8"), np.dtype("u1")
 
@@ -97,6 +99,8 @@ class Metadata:
         Wall time of each build phase.
     variant : Variant
         The game (files of format 2 and 3, written before variants existed: dobutsu shogi).
+    value_bits : int
+        8, or 16 when the values take two bytes (``value_layout`` says which).
     """
 
     start: str
@@ -115,6 +119,7 @@ class Metadata:
     created: str = ""
     format_version: int = FORMAT_VERSION
     variant: Variant = field(default_factory=standard_variant)
+    value_bits: int = 8
 
 
 #: The integer attributes of the metadata: counts, the longest DTM and the start position's value.
@@ -255,7 +260,8 @@ def read_metadata(f: h5py.File, check_counts: bool = True) -> Metadata:
         raise TablebaseFileError(f"{name}: {exc} (a damaged file?)") from None
     meta = Metadata(start=attrs["start"], created=attrs.get("created", ""), format_version=version,
                     seconds={k[len("seconds_"):]: v for k, v in attrs.items() if k.startswith("seconds_")},
-                    variant=variant, **{k: attrs[k] for k in COUNT_FIELDS})
+                    variant=variant, value_bits=16 if attrs["value_layout"] == WIDE_VALUE_LAYOUT else 8,
+                    **{k: attrs[k] for k in COUNT_FIELDS})
     problem = _start_problem(meta.start, variant) or (_metadata_problem(meta) if check_counts else None)
     if problem:
         raise TablebaseFileError(f"{name}: inconsistent metadata: {problem}")

@@ -26,6 +26,7 @@ from dobutsu_tb.tablebase.schema import (
     KEY_LAYOUT,
     RULES,
     VALUE_LAYOUT,
+    WIDE_VALUE_LAYOUT,
     Metadata,
     metadata_crc32,
 )
@@ -330,7 +331,8 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
             stats.create_dataset("dtm_wins", data=dtm_wins[:top].astype("<i8"))
             stats.create_dataset("dtm_losses", data=dtm_losses[:top].astype("<i8"))
             attrs = {"format": FORMAT, "format_version": FORMAT_VERSION, "rules": RULES, "key_layout": KEY_LAYOUT,
-                     "value_layout": VALUE_LAYOUT, "start": meta.start, "variant": meta.variant.to_json(),
+                     "value_layout": VALUE_LAYOUT if value_bits == RECORD_VALUE_BITS else WIDE_VALUE_LAYOUT,
+                     "start": meta.start, "variant": meta.variant.to_json(),
                      **{name: int(getattr(meta, name)) for name in COUNT_FIELDS},
                      **{f"seconds_{phase}": float(secs) for phase, secs in meta.seconds.items()},
                      "created": meta.created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -121,7 +121,7 @@ OPEN_CASES = [
      "start position S/gle/-c-/-C-/ELG/- is not stored"),
     ("start-value-lie", _resealed(_attrs(start_dtm=np.int64(13))), "is not the one stored"),
     ("counts-disagree", _resealed(_attrs(wins=np.int64(6466))), "wins + draws + losses"),
-    ("max-dtm-out-of-range", _resealed(_attrs(max_dtm=np.int64(300))), "the longest DTM 300 is out of range"),
+    ("max-dtm-out-of-range", _resealed(_attrs(max_dtm=np.int64(70000))), "the longest DTM 70000 is out of range"),
     ("extra-dataset", lambda f: f.create_dataset("wdl", data=np.zeros(3, "i1")), "unexpected dataset /wdl"),
     ("missing-stats", lambda f: f.__delitem__("stats/dtm_losses"), "dataset /stats/dtm_losses is missing"),
     ("stats-not-a-group", lambda f: (f.__delitem__("stats"), f.create_dataset("stats", data=1)),

@@ -177,7 +177,7 @@ def line(position, tb_path, max_plies, png_dir, as_json):
 
 
 @click.command()
-@click.option("--variant-file", "variant_file", type=click.Path(path_type=Path), default=None, metavar="PATH",
+@click.option("--variant-file", "variant_file", type=PATH, default=None, metavar="PATH",
               help="Also load the variants of a TOML file, or of every *.toml of a folder.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: each variant's whole description.")
 def variants(variant_file, as_json):
