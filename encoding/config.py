@@ -23,6 +23,10 @@ THREADS = _threads()
 LOAD_FACTOR = 0.75
 #: The same for the compact sets that only count keys (Robin Hood probing).
 SET_LOAD_FACTOR = 0.6
+#: The load a build's set of terminal positions may go up to, before the plan splits it into
+#: partitions (Robin Hood probing keeps displacements short even so full; a pass over the table
+#: costs more than the longer probes).
+MAX_SET_LOAD_FACTOR = 0.9
 #: Positions expanded per batch during enumeration (buffers are BATCH x MAX_MOVES int64).
 ENUM_BATCH = 1 << 15
 #: Positions whose predecessors are generated per batch in the retrograde analysis.

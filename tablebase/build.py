@@ -390,7 +390,8 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
             bar.update(expanded - bar.n)
             if not expected:
                 bar.total = queued
-        enum = enumerate_positions(game, start.state(), expected, on_batch, budget, plan.terminal_parts)
+        enum = enumerate_positions(game, start.state(), expected, on_batch, budget, plan.terminal_parts,
+                                   plan.set_load_factor)
     if enum.terminal_parts > 1:
         phase("terminal")
         if not quiet:

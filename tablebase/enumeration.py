@@ -334,7 +334,7 @@ def _regrow_tags(tags: np.ndarray, remap: np.ndarray, size: int) -> np.ndarray:
 
 def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | None = None,
                         progress: Callable[[int, int], None] | None = None, budget: int | None = None,
-                        terminal_parts: int = 1) -> Enumeration:
+                        terminal_parts: int = 1, set_load_factor: float = config.SET_LOAD_FACTOR) -> Enumeration:
     """Enumerate every position reachable from a start.
 
     Parameters
@@ -355,6 +355,8 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     terminal_parts : int, optional
         Partitions of the terminal positions to start with (a power of two; :mod:`~.memory`):
         the set counts only the first; :func:`count_terminal_partitions` counts the others.
+    set_load_factor : float, optional
+        How full the set of terminal positions may get.
 
     Returns
     -------
@@ -387,7 +389,7 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     sizes = Sizes(bits, shift)
     parts = terminal_parts
     table = CompactTable(n_nt, bits, shift, config.LOAD_FACTOR, threads)
-    terminal = CompactSet(max(1, n_t // parts), bits, shift, config.SET_LOAD_FACTOR, threads)
+    terminal = CompactSet(max(1, n_t // parts), bits, shift, set_load_factor, threads)
     tags = np.zeros(table.capacity, np.uint8)
     slots, _ = table.insert([game.key_of(start_state)])
     tags[slots[0]] = TAG_FRESH
@@ -405,14 +407,14 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
         """Double the terminal partitions: keep partition 0's half of the set."""
         nonlocal terminal, parts
         parts *= 2
-        smaller = CompactSet(max(1, len(terminal) // 2), bits, shift, config.SET_LOAD_FACTOR, threads)
+        smaller = CompactSet(max(1, len(terminal) // 2), bits, shift, set_load_factor, threads)
         if kernels._keep_partition_zero(terminal.buf, terminal.layout, smaller.buf, smaller.layout, smaller.counts,
                                         bits - (parts.bit_length() - 1), dropped):
             raise CompactTableFullError("the terminal set could not be rebuilt")  # pragma: no cover
         terminal = smaller
 
     def over(nt, t):
-        return budget is not None and sizes.enumeration(nt, t) > budget
+        return budget is not None and sizes.enumeration(nt, t, set_load_factor) > budget
 
     def check_table(grown_nt):
         while over(grown_nt, len(terminal)) and parts < MAX_TERMINAL_PARTS and len(terminal) > 1:

@@ -113,13 +113,13 @@ class Sizes:
     def slots(self, nonterminal: int) -> int:
         return self.table(nonterminal) // 4
 
-    def terminal_set(self, terminal: int) -> int:
-        """The set that counts this many terminal positions."""
-        return set_nbytes(max(1, terminal), self.code_bits, self.shift, config.SET_LOAD_FACTOR, config.THREADS)
+    def terminal_set(self, terminal: int, load: float = config.SET_LOAD_FACTOR) -> int:
+        """The set that counts this many terminal positions, at most ``load`` full."""
+        return set_nbytes(max(1, terminal), self.code_bits, self.shift, load, config.THREADS)
 
-    def enumeration(self, nonterminal: int, terminal_in_memory: int) -> int:
-        """The table, its tags, the terminal set."""
-        return self.table(nonterminal) + self.slots(nonterminal) + self.terminal_set(terminal_in_memory)
+    def enumeration(self, nonterminal: int, terminal_in_memory: int, load: float = config.SET_LOAD_FACTOR) -> int:
+        """The table, its tags, the terminal set (at most ``load`` full)."""
+        return self.table(nonterminal) + self.slots(nonterminal) + self.terminal_set(terminal_in_memory, load)
 
     def retrograde(self, nonterminal: int, spilled: bool = False) -> int:
         """The table, a value and a counter byte a slot, and (unless spilled) the lists."""
@@ -142,6 +142,9 @@ class BuildPlan:
     terminal_parts : int
         Partitions of the terminal positions (a power of two; 1 counts them all during the
         enumeration). The enumeration may double it if the set outgrows the budget.
+    set_load_factor : float
+        How full the set of terminal positions may get: :data:`~dobutsu_tb.encoding.config.SET_LOAD_FACTOR`,
+        or up to :data:`~dobutsu_tb.encoding.config.MAX_SET_LOAD_FACTOR` when that saves a pass.
     record_passes : int
         Key ranges the records are sorted and written in.
     spill : bool
@@ -161,6 +164,7 @@ class BuildPlan:
     work_dir: Path
     peak: int
     disk: int
+    set_load_factor: float = config.SET_LOAD_FACTOR
 
     def describe(self) -> str:
         """One line for people: the estimate and how the build fits it."""
@@ -170,6 +174,8 @@ class BuildPlan:
             parts.append(f"terminal positions counted in {self.terminal_parts} passes")
         if self.record_passes > 1:
             parts.append(f"records written in {self.record_passes} key ranges")
+        if self.set_load_factor != config.SET_LOAD_FACTOR:
+            parts.append(f"terminal set up to {self.set_load_factor:.0%} full")
         parts.append(f"lists spilled to {self.work_dir} (up to {gib(self.disk)} of disk)" if self.spill
                      else "no disk besides the output file")
         return "; ".join(parts)
@@ -216,10 +222,15 @@ def make_plan(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
             f"the build needs at least {gib(floor + BASE_MEMORY)} of memory for {nonterminal + terminal:,} positions "
             f"(the table of the non-terminal positions and their values), but the budget is {gib(budget)} "
             f"({source}); free some memory or raise --max-memory")
-    parts = 1
-    while sizes.enumeration(nonterminal, terminal // parts) > room and parts < MAX_TERMINAL_PARTS:
+    parts, load = 1, config.SET_LOAD_FACTOR
+    while sizes.enumeration(nonterminal, terminal // parts, load) > room and parts < MAX_TERMINAL_PARTS:
+        fuller = [lf for lf in (0.75, config.MAX_SET_LOAD_FACTOR) if lf > load
+                  and sizes.enumeration(nonterminal, terminal // parts, lf) <= room]
+        if fuller and known:  # a fuller set saves a pass over the table
+            load = fuller[0]
+            break
         parts *= 2
-    if sizes.enumeration(nonterminal, terminal // parts) > room and known:
+    if sizes.enumeration(nonterminal, terminal // parts, load) > room and known:
         raise InsufficientMemoryError(
             f"the build needs about {gib(sizes.enumeration(nonterminal, terminal // parts) + BASE_MEMORY)} of "
             f"memory for {nonterminal + terminal:,} positions, but the budget is {gib(budget)} ({source}); free some "
@@ -229,7 +240,7 @@ def make_plan(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
     passes = 1
     while sizes.records(nonterminal, passes) > room and passes < 1024:
         passes *= 2
-    peak = BASE_MEMORY + max(sizes.enumeration(nonterminal, terminal // parts), sizes.retrograde(nonterminal, spill),
-                             sizes.records(nonterminal, passes))
+    peak = BASE_MEMORY + max(sizes.enumeration(nonterminal, terminal // parts, load),
+                             sizes.retrograde(nonterminal, spill), sizes.records(nonterminal, passes))
     disk = int(LIST_SHARE * nonterminal) * 4 * 2 if spill else 0
-    return BuildPlan(budget, parts, passes, spill, work_dir, peak, disk)
+    return BuildPlan(budget, parts, passes, spill, work_dir, peak, disk, load)
