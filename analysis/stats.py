@@ -143,7 +143,7 @@ def tablebase_stats(path, longest: int = 10) -> Stats:
 
     Raises
     ------
-    tablebase.schema.TablebaseFileError
+    dobutsu_tb.tablebase.schema.TablebaseFileError
         If the file is missing, damaged or not a tablebase.
     """
     with TablebaseFile(path) as f:

@@ -1,4 +1,4 @@
-"""Enumeration of every position reachable from a start (SPEC §1.4).
+"""Enumeration of every position reachable from a start (docs/rules.md §6).
 
 Non-terminal positions go into a :class:`~dobutsu_tb.encoding.compact.CompactTable` (4 bytes
 a slot) with one *tag* byte per slot; terminal positions (catch- or try-terminal) are reached
@@ -16,7 +16,7 @@ Expanding a position replaces its fresh tag by what the retrograde analysis star
 number of its distinct canonical non-terminal children (the counter of unresolved moves; 0 when
 every move lets the opponent capture the lion, a loss in 2), or :data:`TAG_WIN1` when a move
 makes a successful try (a win in 1), or :data:`TAG_NO_MOVES` for a position without a legal
-move (a loss in 0, as in shogi; SPEC §1.4: none is reachable from the standard start).
+move (a loss in 0, as in shogi; docs/rules.md §6: none is reachable from the standard start).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Retrograde analysis: WDL and DTM of every non-terminal position (SPEC §1.5).
+"""Retrograde analysis: WDL and DTM of every non-terminal position (docs/rules.md §7).
 
 Values live in one byte per table slot (:mod:`dobutsu_tb.tablebase.values`: 0 undecided, else
 DTM + 1, a win when the DTM is odd); the enumeration's tags serve as the counters of unresolved
@@ -10,7 +10,7 @@ opponent that are never looked at again.
 Then ply by ply (:func:`propagate_ply`): every position decided at DTM ``n`` generates its
 non-terminal predecessors by unmoves (terminal ones are pruned before they are generated:
 :func:`~dobutsu_tb.tablebase.game.unmoves.gen_unmoves`), canonicalises and de-duplicates them
-(SPEC §1.4's second trap) and looks them up. A predecessor of a loss in n is a win in n + 1
+(docs/rules.md §6, the second trap) and looks them up. A predecessor of a loss in n is a win in n + 1
 (set once, by compare-and-swap); a predecessor of a win has its counter decremented atomically
 and is a loss in n + 1 when it reaches zero. Ply n only ever decides positions at n + 1, so
 processing DTM in order gives the winner the fastest and the loser the slowest line. What is

@@ -84,9 +84,9 @@ class Metadata:
     Attributes
     ----------
     start : str
-        Start position in SPEC §1.6 text form.
+        Start position in our text form (docs/rules.md §8).
     reachable, nonterminal, catch_terminal, try_terminal : int
-        Position counts (SPEC §1.4).
+        Position counts (docs/rules.md §6).
     wins, draws, losses : int
         Stored (non-terminal) positions per WDL.
     start_wdl, start_dtm : int

@@ -15,7 +15,7 @@ from dobutsu_tb.tablebase.probe import MissingPositionError, open_tablebase
 from dobutsu_tb.tablebase.schema import TablebaseFileError
 from dobutsu_tb.tablebase.values import value_code
 
-# The seed's lion-and-chick line (SPEC §1.7).
+# The seed's lion-and-chick line (docs/rules.md §9).
 SEED_LINE = "Lb4-c3 Cb2xb3 Lc3xb3 C*b2 Lb3-c3 Lb1-c1 C*a2 Lc1-b1 Ca2-a1+ Lb1xa1 Lc3-c2".split()
 
 
@@ -29,7 +29,7 @@ def test_seed_line_has_one_gote_mistake(lion_chick_tb):
     assert report.illegal is None and len(report.plies) == 11
     mistake = report.first_mistake
     assert (mistake.ply, mistake.move) == (10, "Lb1xa1")
-    assert mistake.before == (-1, 6) and mistake.result == (-1, 4)
+    assert mistake.before == (-1, -6) and mistake.result == (-1, -4)  # signed, for Gote, who moves
     assert mistake.best == ["Lb1-c1 (loss in 6)"]
     assert [p.ply for p in report.plies if not p.optimal] == [10]
     # After the seed's line, Sente's lion tries at the next-but-one ply: 13 plies in all.
@@ -51,7 +51,7 @@ def test_wrong_move_found(lion_chick_tb):
         report = verify_line(tb, LION_CHICK, ["Lb4-a4", "Lb1-a1"])
     first = report.first_mistake
     assert first.ply == 1 and not first.optimal
-    assert first.before == (1, 15) and first.result == (-1, 8)  # turns a win into a loss in 8
+    assert first.before == (1, 15) and first.result == (-1, -8)  # turns a win into a loss in 8
     assert {b.split()[0] for b in first.best} == {"Lb4-a3", "Lb4-c3"}
 
 
@@ -158,7 +158,7 @@ def test_read_games(tmp_path):
 def test_verify_passes_on_fresh_build(cli, lion_chick_tb):
     report = verify_file(lion_chick_tb.path)
     assert report.ok and report.checked == lion_chick_tb.metadata.nonterminal
-    result = cli("verify", str(lion_chick_tb.path))
+    result = cli("verify", "--tb", str(lion_chick_tb.path))
     assert result.exit_code == 0 and "OK" in result.output
 
 
@@ -176,7 +176,7 @@ def test_verify_names_an_altered_value(cli, lion_chick_tb, tmp_path):
     report = verify_file(bad)
     assert not report.ok
     assert victim in [p.where for p in report.problems]
-    result = cli("verify", str(bad))
+    result = cli("verify", "--tb", str(bad))
     assert result.exit_code == 1 and victim in result.output and "FAILED" in result.output
 
 
@@ -204,10 +204,10 @@ def test_stats(cli, lion_chick_tb, tmp_path):
     assert s.material.sum() == m.nonterminal
     assert s.material[..., 2].sum() == m.wins
     assert [d for _, d in s.longest] == [21, 21, 21]
-    result = cli("stats", str(lion_chick_tb.path), "--plot", str(tmp_path / "plot.png"))
+    result = cli("stats", "--tb", str(lion_chick_tb.path), "--plot", str(tmp_path / "plot.png"))
     assert result.exit_code == 0 and "longest wins" in result.output
     assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    data = json.loads(cli("stats", str(lion_chick_tb.path), "--json", "--longest", "3").output)
+    data = json.loads(cli("stats", "--tb", str(lion_chick_tb.path), "--json", "--longest", "3").output)
     assert sum(data["dtm_wins"]) == m.wins and sum(data["dtm_losses"]) == m.losses
     assert sum(row["positions"] for row in data["material"]) == m.nonterminal
     assert [w["dtm"] for w in data["longest"]] == [21, 21, 21]
@@ -235,7 +235,7 @@ def test_a_perfect_lines_end_names_the_royal_piece():
     from dobutsu_tb.analysis.reports import perfect_line_json
     from dobutsu_tb.tablebase.game.variant import get_variant, parse_variant
     from dobutsu_tb.tablebase.probe import MoveValue
-    from dobutsu_tb.tablebase.values import LOSS, WIN
+    from dobutsu_tb.tablebase.values import LOSS, WIN, Terminal
 
     data = get_variant("dobutsu-3x3").to_dict()
     data["name"] = "kings"
@@ -250,7 +250,7 @@ def test_a_perfect_lines_end_names_the_royal_piece():
             return WIN, 1, None
 
         def principal_variation(self, position, max_plies):
-            return [MoveValue("Lb3-b2", None, LOSS, 0, self.terminal)]
+            return [MoveValue.after("Lb3-b2", None, LOSS, 0, Terminal(self.terminal))]
 
     start = Position.from_text(variant.start, variant)
     assert perfect_line_json(LastMove("lion captured"), start)["end"] == "Sente captures the king"

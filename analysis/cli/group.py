@@ -10,10 +10,10 @@ from dobutsu_tb.analysis.cli.common import ErrorHandlingGroup
 
 #: Each command and where it lives (module of this package, attribute): a command's module is
 #: imported only when the command runs or help is asked for, so that ``probe`` starts quickly.
-COMMANDS = {"build": ("tables", "build"), "probe": ("tables", "probe"), "show": ("tables", "show"),
-            "line": ("tables", "line"), "verify-line": ("checks", "verify_line_cmd"), "verify": ("checks", "verify"),
+COMMANDS = {"build": ("tablebase", "build"), "probe": ("tablebase", "probe"), "show": ("tablebase", "show"),
+            "line": ("tablebase", "line"), "verify-line": ("checks", "verify_line_cmd"), "verify": ("checks", "verify"),
             "stats": ("checks", "stats"), "puzzle": ("puzzles", "puzzle"), "serve": ("serve", "serve"),
-            "variants": ("tables", "variants"), "uci": ("engine", "uci")}
+            "variants": ("tablebase", "variants"), "uci": ("engine", "uci")}
 
 
 class LazyGroup(ErrorHandlingGroup):
