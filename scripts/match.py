@@ -16,7 +16,7 @@ The arbiter: every move must be legal by our rules (``parse_uci_move``) and by p
 (docs/rules.md §3): the lion captured, a successful try, the third occurrence of a position, or no legal
 move; after ``--max-plies`` plies it is adjudicated a draw. pyffish's verdict on the end of the
 game is asked at every ply too, and where it differs from ours the difference is counted (by
-kind) and ours is applied. Where Fairy-Stockfish 11.1's own rules get in the way (the README's
+kind) and ours is applied. Where Fairy-Stockfish 11.1's own rules get in the way (docs/uci.md,
 "Where the rules differ"):
 
 - it offers a chick's move to the far rank without promotion (``b3b4``): read as the promotion,

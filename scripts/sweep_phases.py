@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run the searches of Room Sweeper's search engine (``--engine search``) one at a time on a
 problem and print, for each, its seconds, nodes, dead nodes remembered and answer (the figures
-the README gives for q64).
+docs/puzzles.md gives for q64).
 
 Usage: python scripts/sweep_phases.py PROBLEM [--phases none,2,4,any] [--max-nodes N] [--threads T]
 

@@ -402,7 +402,7 @@ def test_a_chunk_out_of_place_is_an_error_never_a_value(cli, small_chunks, tmp_p
 def test_a_values_chunk_out_of_place_in_a_version_3_file(cli, small_chunks, tmp_path):
     """What files of format version 3 (and 2) are guaranteed: their /values chunks say nothing of
     their place, so probes answer from a swapped one; ``verify``, which re-derives every value,
-    fails such a file (the guarantee the README states for them)."""
+    fails such a file (the guarantee docs/file-format.md states for them)."""
     path, keys, values, table, m = small_chunks
     copy = tmp_path / "v3.h5"
     shutil.copyfile(path, copy)

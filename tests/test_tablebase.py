@@ -73,7 +73,7 @@ def test_lion_chick_values_match_children(lion_chick_tb):
 
 
 def test_lion_chick_start_value(lion_chick_tb):
-    # Established by the two tests above (the seed claims a win in 13; see the README).
+    # Established by the two tests above (the seed claims a win in 13; see docs/lines.md).
     m = lion_chick_tb.metadata
     assert (m.start_wdl, m.start_dtm) == (WIN, 15)
     with open_tablebase(lion_chick_tb.path) as tb:

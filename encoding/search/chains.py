@@ -160,7 +160,7 @@ def chain_levels(start: int, expand, canonical, params: np.ndarray, max_moves: i
         if on_level is not None:
             on_level(level)
         level = _next_level(level, expand, canonical, params, threads, limit, buffers)
-        if keep is not None:
+        if keep is not None and level.states.shape[0]:
             kept = np.asarray(keep(level), np.bool_)
             level = ChainLevel(level.states[kept], level.moves[kept], level.last[kept])
     return sizes
