@@ -266,6 +266,10 @@ class WorkFolder:
         return np.lib.format.open_memmap(self.path / f"list{self._count}.npy", mode="w+", dtype=dtype, shape=(n,))
 
 
+#: Seconds between the enumeration's progress lines when stderr is not a terminal (no bars).
+LOG_EVERY = 60.0
+
+
 def _log(msg: str) -> None:
     tqdm.write(msg, file=sys.stderr)
 
@@ -386,10 +390,15 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     phase("enumeration")
     with tqdm(total=expected[0] if expected else None, desc="enumerate", unit=" pos",
               unit_scale=True, disable=disable, file=sys.stderr) as bar:
+        logged = [time.perf_counter()]
+
         def on_batch(expanded, queued):
             bar.update(expanded - bar.n)
             if not expected:
                 bar.total = queued
+            if bar.disable and not quiet and time.perf_counter() - logged[0] > LOG_EVERY:  # a log, not a terminal
+                logged[0] = time.perf_counter()
+                _log(f"enumeration: {expanded:,} positions expanded, {queued:,} non-terminal ones found")
         enum = enumerate_positions(game, start.state(), expected, on_batch, budget, plan.terminal_parts,
                                    plan.set_load_factor)
     if enum.terminal_parts > 1:
@@ -430,6 +439,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     enum_seconds = enum.seconds
     table = enum.table
     del enum  # the counters go; the table and the values make the records
+    solution.values = np.ascontiguousarray(solution.values)  # the value bytes alone: the counters' half is freed
     value_bits = WIDE_VALUE_BITS if solution.long_slots.shape[0] else RECORD_VALUE_BITS
     blocks = record_blocks(table, solution, game.layout["KEY_SHIFT"], value_bits, check_plan.record_passes)
     found = value_counts(_value_histogram(table, solution, value_bits))
