@@ -204,6 +204,11 @@ def test_stats(cli, lion_chick_tb, tmp_path):
     assert s.material.sum() == m.nonterminal
     assert s.material[..., 2].sum() == m.wins
     assert [d for _, d in s.longest] == [21, 21, 21]
+    # jh85 counts terminal positions too: a catch-terminal one is a win, a try-terminal one a loss
+    everything = s.text().split("jh85's convention")[1]
+    rows = dict(line.split()[:2] for line in everything.splitlines()[2:5])
+    assert rows == {"wins": f"{m.wins + m.catch_terminal:,}", "draws": f"{m.draws:,}",
+                    "losses": f"{m.losses + m.try_terminal:,}"}
     result = cli("stats", str(lion_chick_tb.path), "--plot", str(tmp_path / "plot.png"))
     assert result.exit_code == 0 and "longest wins" in result.output
     assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
