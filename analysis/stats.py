@@ -78,6 +78,12 @@ class Stats:
                f"{'  non-terminal (stored)':<28}{n:>14,}"]
         for name, count in (("wins", m.wins), ("draws", m.draws), ("losses", m.losses)):
             out.append(f"{'    ' + name:<28}{count:>14,}  {100 * count / max(n, 1):6.2f} %")
+        reachable = max(m.reachable, 1)
+        out += ["", "all reachable positions, terminal ones included (jh85's convention:",
+                "a catch-terminal position is a win for the side to move, a try-terminal one a loss):"]
+        for name, count in (("wins", m.wins + m.catch_terminal), ("draws", m.draws),
+                            ("losses", m.losses + m.try_terminal)):
+            out.append(f"{'    ' + name:<28}{count:>14,}  {100 * count / reachable:6.2f} %")
         out += ["", "positions per DTM (plies):", f"{'DTM':>5}{'wins':>14}{'losses':>14}"]
         top = max(len(self.dtm_wins), len(self.dtm_losses))
         wins = np.pad(self.dtm_wins, (0, top - len(self.dtm_wins)))

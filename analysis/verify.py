@@ -32,7 +32,8 @@ from dobutsu_tb.tablebase.game.layout import CATCH, TRY
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.game.rules import classify, gen_moves, make_move
 from dobutsu_tb.tablebase.reader import TablebaseFile
-from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN, decode_values
+from dobutsu_tb.tablebase.schema import value_counts
+from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN, decode_value
 
 OK, WRONG_VALUE, MISSING_CHILD = 0, 1, 2
 #: Positions whose values are re-derived per kernel call.
@@ -42,7 +43,27 @@ VERIFY_BATCH = 1 << 20
 __kernels__ = ("_expected", "_check_values")
 
 
-def _expected(keys, wdl, dtm, board, hand, moves):
+@njit
+def _find(keys, directory, shift, key):
+    """The index of ``key`` in the sorted ``keys``, or -1: the directory narrows the search to
+    the keys sharing its top bits (``key >> shift``), a binary search does the rest."""
+    b = key >> shift
+    if b >= directory.shape[0] - 1:
+        return -1
+    lo = directory[b]
+    hi = directory[b + 1]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if keys[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < directory[b + 1] and keys[lo] == key:
+        return lo
+    return -1
+
+
+def _expected(keys, values, directory, shift, board, hand, moves):
     """(status, wdl, dtm) a position's children say it has."""
     n = gen_moves(board, hand, moves)
     if n == 0:
@@ -58,11 +79,10 @@ def _expected(keys, wdl, dtm, board, hand, moves):
         elif cls == TRY:
             cw, cd = LOSS, 0
         else:
-            key = canonical_key(cb, ch)
-            j = np.searchsorted(keys, key)
-            if j >= keys.shape[0] or keys[j] != key:
+            j = _find(keys, directory, shift, canonical_key(cb, ch))
+            if j < 0:
                 return MISSING_CHILD, 0, 0
-            cw, cd = wdl[j], dtm[j]
+            cw, cd = _decoded(values[j])
         if cw == LOSS:
             if best_loss < 0 or cd < best_loss:
                 best_loss = cd
@@ -80,8 +100,17 @@ def _expected(keys, wdl, dtm, board, hand, moves):
     return OK, DRAW, 0
 
 
+@njit
+def _decoded(code):
+    """(WDL, DTM) of a value code (:mod:`~dobutsu_tb.tablebase.values`)."""
+    if code == 0:
+        return DRAW, 0
+    dtm = np.int64(code) - 1
+    return (WIN if dtm % 2 == 1 else LOSS), dtm
+
+
 @kernel_options(parallel=True)
-def _check_values(keys, wdl, dtm, lo, hi, status, exp_wdl, exp_dtm, moves):
+def _check_values(keys, values, directory, shift, lo, hi, status, exp_wdl, exp_dtm, moves):
     """status[i - lo] = OK, WRONG_VALUE or MISSING_CHILD for positions lo..hi-1."""
     n_threads = moves.shape[0]
     per = (hi - lo + n_threads - 1) // n_threads
@@ -89,12 +118,35 @@ def _check_values(keys, wdl, dtm, lo, hi, status, exp_wdl, exp_dtm, moves):
         buf = moves[t]
         for i in range(lo + t * per, min(hi, lo + (t + 1) * per)):
             board, hand = decode_key(keys[i])
-            st, w, d = _expected(keys, wdl, dtm, board, hand, buf)
-            if st == OK and (w != wdl[i] or d != dtm[i]):
+            st, w, d = _expected(keys, values, directory, shift, board, hand, buf)
+            stored_wdl, stored_dtm = _decoded(values[i])
+            if st == OK and (w != stored_wdl or d != stored_dtm):
                 st = WRONG_VALUE
             status[i - lo] = st
             exp_wdl[i - lo] = w
             exp_dtm[i - lo] = d
+
+
+def key_directory(keys: np.ndarray, bits: int) -> tuple[np.ndarray, int]:
+    """Where each run of sorted keys sharing their top ``bits`` bits starts.
+
+    Parameters
+    ----------
+    keys : numpy.ndarray of int64, shape (n,)
+        Non-negative, ascending.
+    bits : int
+        Bits of the directory (it has ``2**bits + 1`` entries).
+
+    Returns
+    -------
+    directory : numpy.ndarray of int64, shape (2**bits + 1,)
+        Keys with top bits ``b`` (``key >> shift == b``) are ``keys[directory[b]:directory[b + 1]]``.
+    shift : int
+    """
+    top = int(keys[-1]).bit_length() if keys.shape[0] else 1
+    shift = max(0, top - bits)
+    bounds = np.arange((1 << bits) + 1, dtype=np.int64) << shift
+    return np.searchsorted(keys, bounds).astype(np.int64), shift
 
 
 @njit
@@ -176,8 +228,6 @@ def verify_file(path, limit: int = 20, progress=None) -> VerifyReport:
         keys, values = f.read_all()
         dtm_wins, dtm_losses = f.read_stats()
         index_problems = f.check_hdf5_index()
-    wdl, dtm = decode_values(values)
-    del values
     report.seconds["read"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -188,25 +238,26 @@ def verify_file(path, limit: int = 20, progress=None) -> VerifyReport:
     if bad >= 0:
         report.add(f"/keys[{bad}]", "keys are not strictly ascending")
         return report
-    counts = {"nonterminal": n, "wins": int(np.count_nonzero(wdl == WIN)),
-              "draws": int(np.count_nonzero(wdl == DRAW)), "losses": int(np.count_nonzero(wdl == LOSS)),
-              "max_dtm": int(dtm.max()) if n else 0, "no_moves": int(np.count_nonzero((wdl == LOSS) & (dtm == 0)))}
+    per_code = np.bincount(values, minlength=256)
+    counts = {"nonterminal": n, **value_counts(per_code)}
     for name, value in counts.items():
         if getattr(meta, name) != value:
             report.add("metadata", f"{name} is {getattr(meta, name):,} but the data has {value:,}")
     if meta.reachable != meta.nonterminal + meta.catch_terminal + meta.try_terminal:
         report.add("metadata", "reachable is not non-terminal + catch-terminal + try-terminal")
-    top = int(dtm.max()) + 1 if n else 1
-    for name, stored, sel in (("stats/dtm_wins", dtm_wins, wdl == WIN), ("stats/dtm_losses", dtm_losses, wdl == LOSS)):
-        if not np.array_equal(np.trim_zeros(stored, "b"), np.trim_zeros(np.bincount(dtm[sel], minlength=top), "b")):
+    per_dtm = per_code[1:]  # value code d + 1: DTM d, a win when d is odd
+    wins, losses = per_dtm * (np.arange(per_dtm.shape[0]) % 2 == 1), per_dtm * (np.arange(per_dtm.shape[0]) % 2 == 0)
+    for name, stored, found in (("stats/dtm_wins", dtm_wins, wins), ("stats/dtm_losses", dtm_losses, losses)):
+        if not np.array_equal(np.trim_zeros(stored, "b"), np.trim_zeros(found, "b")):
             report.add(f"/{name}", "does not match the DTM counts of the data")
     start = Position.from_text(meta.start, meta.variant)
     j = int(np.searchsorted(keys, start.key()))
     if j >= n or keys[j] != start.key():
         report.add("metadata", f"the start position {meta.start} is not stored")
-    elif (int(wdl[j]), int(dtm[j])) != (meta.start_wdl, meta.start_dtm):
+    elif decode_value(int(values[j])) != (meta.start_wdl, meta.start_dtm):
+        stored = decode_value(int(values[j]))
         report.add("metadata", f"the start position's value ({meta.start_wdl}, {meta.start_dtm}) "
-                               f"differs from the stored one ({int(wdl[j])}, {int(dtm[j])})")
+                               f"differs from the stored one ({stored[0]}, {stored[1]})")
     report.seconds["metadata"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -216,12 +267,13 @@ def verify_file(path, limit: int = 20, progress=None) -> VerifyReport:
     status = np.empty(min(VERIFY_BATCH, max(n, 1)), np.int8)
     exp_wdl = np.empty_like(status)
     exp_dtm = np.empty(status.shape[0], np.int64)
+    directory, shift = key_directory(keys, max(1, min(24, n.bit_length() - 4)))
     for lo in range(0, n, VERIFY_BATCH):
         hi = min(n, lo + VERIFY_BATCH)
-        kernels._check_values(keys, wdl, dtm, lo, hi, status, exp_wdl, exp_dtm, moves)
+        kernels._check_values(keys, values, directory, shift, lo, hi, status, exp_wdl, exp_dtm, moves)
         for i in np.flatnonzero(status[: hi - lo]):
             pos = Position.from_state(game.kernels.decode_key(int(keys[lo + i])), variant=meta.variant)
-            stored = (int(wdl[lo + i]), int(dtm[lo + i]))
+            stored = decode_value(int(values[lo + i]))
             if status[i] == MISSING_CHILD:
                 report.add(pos.text(), "a child position is not stored")
             else:

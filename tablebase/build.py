@@ -53,11 +53,15 @@ class BuildResult:
     plan : BuildPlan
         How the build fitted its memory budget: the terminal partitions it ended with, the
         record passes, whether lists were spilled to disk.
+    profile : dict of str to float
+        Wall seconds of the phases' parts (``enumeration.expand``, ``enumeration.insert``,
+        ``retrograde.propagate``, ...), for benchmarks (``scripts/bench_build.py``).
     """
 
     path: Path
     metadata: Metadata
     plan: BuildPlan | None = None
+    profile: dict = dataclasses.field(default_factory=dict)
 
     def summary(self) -> str:
         """A few lines for people: counts and the start position's value."""
@@ -266,6 +270,10 @@ class WorkFolder:
         return np.lib.format.open_memmap(self.path / f"list{self._count}.npy", mode="w+", dtype=dtype, shape=(n,))
 
 
+#: Seconds between the enumeration's progress lines when stderr is not a terminal (no bars).
+LOG_EVERY = 60.0
+
+
 def _log(msg: str) -> None:
     tqdm.write(msg, file=sys.stderr)
 
@@ -365,8 +373,8 @@ def build_tablebase(out, start=None, progress: bool | None = None,
                 _log(plan.describe())
             with interrupt.stop_on_signals():  # the commit too: a signal never cuts it in two
                 with WorkFolder(base, plan.spill) as folder:
-                    meta, plan = _build(target.tmp, game, start, expected, progress,
-                                        on_phase or (lambda name: None), plan, sizes, folder)
+                    meta, plan, profile = _build(target.tmp, game, start, expected, progress,
+                                                 on_phase or (lambda name: None), plan, sizes, folder)
                 interrupt.check()  # a signal during the build: nothing is written
                 target.commit()
     except interrupt.Interrupted as exc:
@@ -374,22 +382,28 @@ def build_tablebase(out, start=None, progress: bool | None = None,
             raise interrupt.Interrupted(exc.signum, f"{exc}, after {out} was written (complete)") from None
         raise interrupt.Interrupted(exc.signum, f"{exc}: the build stopped, {out} was not written") from None
     (on_phase or (lambda name: None))("done")
-    return BuildResult(out, meta, plan)
+    return BuildResult(out, meta, plan, profile)
 
 
 def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, plan: BuildPlan, sizes: Sizes,
-           folder: "WorkFolder") -> tuple[Metadata, BuildPlan]:
-    """The build's phases, writing into ``tmp``; returns the metadata written and the plan followed."""
+           folder: "WorkFolder") -> tuple[Metadata, BuildPlan, dict]:
+    """The build's phases, writing into ``tmp``; returns the metadata written, the plan followed
+    and the profile (:attr:`BuildResult.profile`)."""
     quiet = progress is False
     disable = None if progress is None else not progress
     budget = None if plan.budget is None else plan.budget - BASE_MEMORY
     phase("enumeration")
     with tqdm(total=expected[0] if expected else None, desc="enumerate", unit=" pos",
               unit_scale=True, disable=disable, file=sys.stderr) as bar:
+        logged = [time.perf_counter()]
+
         def on_batch(expanded, queued):
             bar.update(expanded - bar.n)
             if not expected:
                 bar.total = queued
+            if bar.disable and not quiet and time.perf_counter() - logged[0] > LOG_EVERY:  # a log, not a terminal
+                logged[0] = time.perf_counter()
+                _log(f"enumeration: {expanded:,} positions expanded, {queued:,} non-terminal ones found")
         enum = enumerate_positions(game, start.state(), expected, on_batch, budget, plan.terminal_parts,
                                    plan.set_load_factor)
     if enum.terminal_parts > 1:
@@ -428,8 +442,11 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
                   catch_terminal=enum.catch_terminal, try_terminal=enum.try_terminal,
                   no_moves=enum.no_moves)
     enum_seconds = enum.seconds
+    profile = {f"enumeration.{k}": v for k, v in enum.profile.items()}
+    profile.update({f"retrograde.{k}": v for k, v in solution.profile.items()})
     table = enum.table
     del enum  # the counters go; the table and the values make the records
+    solution.values = np.ascontiguousarray(solution.values)  # the value bytes alone: the counters' half is freed
     value_bits = WIDE_VALUE_BITS if solution.long_slots.shape[0] else RECORD_VALUE_BITS
     blocks = record_blocks(table, solution, game.layout["KEY_SHIFT"], value_bits, check_plan.record_passes)
     found = value_counts(_value_histogram(table, solution, value_bits))
@@ -453,4 +470,4 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     if found != (start_wdl, start_dtm):  # pragma: no cover - a defect, not an input error
         raise RuntimeError(f"{tmp}: the start position reads back as {found}, "
                            f"not {(start_wdl, start_dtm)}")
-    return meta, check_plan
+    return meta, check_plan, profile

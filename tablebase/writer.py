@@ -292,10 +292,11 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
                 index_parts.append(record_keys(span[::key_chunk], key_shift, value_bits).astype("<i8"))
                 written += span.shape[0]
 
-            for block in blocks.blocks():
+            def take(block):
+                nonlocal counts, carry, last
                 block = np.asarray(block, np.uint64)
                 if block.shape[0] == 0:
-                    continue
+                    return
                 counts += np.bincount(record_values(block, value_bits), minlength=1 << value_bits)
                 check_records(block, counts)
                 if last is not None and (block[0] >> np.uint64(value_bits)) <= last:
@@ -306,12 +307,16 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
                     block = block[unit - carry.shape[0]:]
                     if head.shape[0] < unit:
                         carry = head
-                        continue
+                        return
                     write_span(head)
                 full = block.shape[0] // unit * unit
                 if full:
                     write_span(block[:full])
                 carry = block[full:].copy()
+
+            for block in blocks.blocks():
+                take(block)
+                del block  # before the next block is made: one block in memory at a time
             if carry.shape[0]:
                 write_span(carry)
             if written != n:

@@ -162,6 +162,19 @@ def test_verify_passes_on_fresh_build(cli, lion_chick_tb):
     assert result.exit_code == 0 and "OK" in result.output
 
 
+def test_key_directory_finds_every_key_and_nothing_else():
+    from dobutsu_tb.analysis.verify import _find, key_directory
+
+    rng = np.random.default_rng(5)
+    keys = np.unique(rng.integers(1, 1 << 62, 5000) >> rng.integers(0, 40, 5000))  # skewed, as Huffman keys
+    directory, shift = key_directory(keys, 6)
+    assert directory[0] == 0 and directory[-1] == keys.shape[0]
+    for i in range(0, keys.shape[0], 7):
+        assert _find(keys, directory, shift, keys[i]) == i
+    absent = np.setdiff1d(rng.integers(0, 1 << 63, 2000, dtype=np.int64), keys)
+    assert all(_find(keys, directory, shift, k) == -1 for k in absent)
+
+
 def test_verify_names_an_altered_value(cli, lion_chick_tb, tmp_path):
     bad = tmp_path / "bad.h5"
     bad.write_bytes(lion_chick_tb.path.read_bytes())
@@ -204,6 +217,11 @@ def test_stats(cli, lion_chick_tb, tmp_path):
     assert s.material.sum() == m.nonterminal
     assert s.material[..., 2].sum() == m.wins
     assert [d for _, d in s.longest] == [21, 21, 21]
+    # jh85 counts terminal positions too: a catch-terminal one is a win, a try-terminal one a loss
+    everything = s.text().split("jh85's convention")[1]
+    rows = dict(line.split()[:2] for line in everything.splitlines()[2:5])
+    assert rows == {"wins": f"{m.wins + m.catch_terminal:,}", "draws": f"{m.draws:,}",
+                    "losses": f"{m.losses + m.try_terminal:,}"}
     result = cli("stats", "--tb", str(lion_chick_tb.path), "--plot", str(tmp_path / "plot.png"))
     assert result.exit_code == 0 and "longest wins" in result.output
     assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
