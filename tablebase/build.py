@@ -274,6 +274,13 @@ class WorkFolder:
 LOG_EVERY = 60.0
 
 
+def _peak_memory() -> str:
+    """The process's peak resident memory so far, for the build's log lines."""
+    import resource
+
+    return f"peak memory so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB"
+
+
 def _log(msg: str) -> None:
     tqdm.write(msg, file=sys.stderr)
 
@@ -416,7 +423,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
             count_terminal_partitions(enum, bar.update, budget)
     if not quiet:
         _log(f"enumerated {enum.reachable:,} positions ({enum.nonterminal:,} non-terminal) "
-             f"in {enum.seconds:.1f} s")
+             f"in {enum.seconds:.1f} s; {_peak_memory()}")
     check_plan = make_plan(sizes, enum.nonterminal, enum.reachable - enum.nonterminal, plan.budget, plan.work_dir,
                            True if plan.spill else None, known=False)
     check_plan = dataclasses.replace(check_plan, terminal_parts=enum.terminal_parts)
@@ -433,6 +440,8 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
                 _log(f"ply {ply:3d}: {processed:>11,} positions -> {decided:>11,} decided at "
                      f"ply {ply + 1} ({secs:.2f} s)")
         solution = retrograde.solve(enum, on_ply, folder.lists if check_plan.spill else None)
+    if not quiet:
+        _log(f"solved in {solution.seconds:.1f} s; {_peak_memory()}")
 
     phase("sort")
     interrupt.check()
@@ -461,6 +470,8 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
         write_file(tmp, blocks, meta, progress=bar.update, value_bits=value_bits)
     del blocks, table, solution
     meta.seconds["write"] = time.perf_counter() - t
+    if not quiet:
+        _log(f"written in {meta.seconds['write']:.1f} s; {_peak_memory()}")
     # Read the start position's value back through the probing code: a check of the file written.
     phase("check")
     interrupt.check()
