@@ -32,7 +32,7 @@ from dobutsu_tb.tablebase.game.layout import CATCH, TRY
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.game.rules import classify, gen_moves, make_move
 from dobutsu_tb.tablebase.reader import TablebaseFile
-from dobutsu_tb.tablebase.schema import value_counts
+from dobutsu_tb.tablebase.schema import code_histogram, value_counts
 from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN, decode_value
 
 OK, WRONG_VALUE, MISSING_CHILD = 0, 1, 2
@@ -238,7 +238,7 @@ def verify_file(path, limit: int = 20, progress=None) -> VerifyReport:
     if bad >= 0:
         report.add(f"/keys[{bad}]", "keys are not strictly ascending")
         return report
-    per_code = np.bincount(values, minlength=256)
+    per_code = code_histogram(values)
     counts = {"nonterminal": n, **value_counts(per_code)}
     for name, value in counts.items():
         if getattr(meta, name) != value:

@@ -50,6 +50,7 @@ from dobutsu_tb.tablebase.schema import (
     VALUE_DTYPE,
     VALUE_FILTERS,
     TablebaseFileError,
+    code_histogram,
     read_metadata,
     value_counts,
 )
@@ -440,7 +441,7 @@ class TablebaseFile:
                     progress(done, jobs)
         self._check_all(keys, values)
         if self._check_counts:
-            counts = value_counts(np.bincount(values, minlength=256))
+            counts = value_counts(code_histogram(values))
             for name, count in counts.items():
                 if getattr(self.metadata, name) != count:
                     raise self._fail(f"inconsistent metadata: {name} is {getattr(self.metadata, name):,} but the "

@@ -28,6 +28,7 @@ from dobutsu_tb.tablebase.schema import (
     VALUE_LAYOUT,
     WIDE_VALUE_LAYOUT,
     Metadata,
+    code_histogram,
     metadata_crc32,
 )
 from dobutsu_tb.tablebase.values import MAX_STORED_DTM, MAX_WIDE_DTM
@@ -300,8 +301,7 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
                 if block.shape[0] == 0:
                     return
                 for lo in range(0, block.shape[0], _COUNT_STEP):  # in slices: no temporaries the block's size
-                    counts += np.bincount(record_values(block[lo:lo + _COUNT_STEP], value_bits),
-                                          minlength=1 << value_bits)
+                    counts += code_histogram(record_values(block[lo:lo + _COUNT_STEP], value_bits), 1 << value_bits)
                 check_records(block, counts)
                 if last is not None and (block[0] >> np.uint64(value_bits)) <= last:
                     raise ValueError("keys must be strictly ascending")

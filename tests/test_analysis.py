@@ -275,3 +275,20 @@ def test_a_perfect_lines_end_names_the_royal_piece():
     assert perfect_line_json(LastMove("try"), start)["end"] == "Sente's king reaches the far rank safely"
     assert perfect_line_json(LastMove("try"), Position.from_text(LION_CHICK))["end"] == (
         "Sente's lion reaches the far rank safely")
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_sliced_histogram_and_longest_wins_match_whole_array_counts(dtype, monkeypatch):
+    from dobutsu_tb.analysis import stats
+    from dobutsu_tb.tablebase import schema
+
+    monkeypatch.setattr(schema, "HISTOGRAM_STEP", 7)  # many slices, one cut short
+    monkeypatch.setattr(stats, "HISTOGRAM_STEP", 7)
+    rng = np.random.default_rng(5)
+    codes = rng.integers(0, 300 if dtype == np.uint16 else 256, 1000).astype(dtype)
+    assert np.array_equal(schema.code_histogram(codes), np.bincount(codes, minlength=256))
+    per_code = schema.code_histogram(codes)
+    wins = [i for i in range(codes.shape[0]) if codes[i] and (int(codes[i]) - 1) % 2 == 1]
+    naive = sorted(wins, key=lambda i: (-int(codes[i]), i))
+    for k in (0, 1, 5, 40, len(wins) + 3):
+        assert stats._longest_wins(codes, per_code, k) == naive[:k]
