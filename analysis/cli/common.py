@@ -196,14 +196,23 @@ class ErrorHandlingGroup(click.Group):
             sys.exit(exc.exit_code)
         sys.exit(code if isinstance(code, int) else 0)
 
+    def make_context(self, info_name, args, parent=None, **extra):
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except KeyboardInterrupt as exc:  # before click's own handler (a blank line, then "Aborted!")
+            interrupted(exc)
+
     def parse_args(self, ctx, args):
         try:
             return super().parse_args(ctx, args)
-        except KeyboardInterrupt as exc:  # before click's own handler (a newline, then "Aborted!")
+        except KeyboardInterrupt as exc:  # before click's own handler (a blank line, then "Aborted!")
             interrupted(exc)
 
     def invoke(self, ctx):
-        problem = environment_problem()
+        try:
+            problem = environment_problem()
+        except KeyboardInterrupt as exc:  # a signal in the first milliseconds: no blank line of click's first
+            interrupted(exc)
         if problem is not None:
             raise click.UsageError(problem, ctx)
         try:
