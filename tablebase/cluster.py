@@ -134,8 +134,8 @@ class ClusterReport:
         The cluster (``local`` or the address given).
     workers : list of dict
         Per worker: ``host``, ``pid``, ``threads``, ``positions`` (non-terminal ones it owns),
-        ``peak_rss`` (bytes, the process's peak resident memory) and ``sent`` (bytes it sent to
-        the other workers, or to the driver, by phase).
+        ``capacity`` (slots of its table), ``peak_rss`` (bytes, the process's peak resident
+        memory) and ``sent`` (bytes it sent to the other workers, or to the driver, by phase).
     rounds : dict of str to int
         Rounds of the enumeration and of the retrograde analysis (its plies' rounds added up).
     """
@@ -420,8 +420,10 @@ class ShardWorker:
         return out
 
     def report(self) -> dict:
-        """``host``, ``pid``, ``threads``, ``positions``, ``peak_rss`` (bytes), ``sent`` (bytes by phase)."""
-        return dict(self.ready(), positions=len(self.table), peak_rss=_peak_rss(), sent=dict(self.sent))
+        """``host``, ``pid``, ``threads``, ``positions``, ``capacity`` (slots of its table),
+        ``peak_rss`` (bytes), ``sent`` (bytes by phase)."""
+        return dict(self.ready(), positions=len(self.table), capacity=self.table.capacity, peak_rss=_peak_rss(),
+                    sent=dict(self.sent))
 
 
 class _Cluster:

@@ -1,0 +1,227 @@
+"""The build on a cluster (tablebase/cluster.py, docs/cluster.md): the file holds exactly the keys
+and values of the in-process build, for any number of workers; a worker that dies, Ray missing or
+a cluster out of reach is one error and no file.
+
+The tests of the rounds themselves run the workers in this process (``--cluster serial``, no
+Ray); those marked ``ray`` start one small local Ray instance for the session (1 GiB of object
+store, no dashboard) and skip when Ray is not installed (``pip install -e '.[cluster]'``)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from conftest import LION_CHICK, LION_CHICK_5X3
+from dobutsu_tb.encoding import compact_layout, config
+from dobutsu_tb.encoding.compact_layout import key_hash, make_layout
+from dobutsu_tb.tablebase import retrograde
+from dobutsu_tb.tablebase.build import build_tablebase
+from dobutsu_tb.tablebase.cluster import SERIAL, ClusterError, ClusterOptions
+from dobutsu_tb.tablebase.cluster_kernels import owner_of, owners_of
+from dobutsu_tb.tablebase.game.variant import get_variant
+from dobutsu_tb.tablebase.reader import TablebaseFile
+
+
+def _contents(path):
+    with TablebaseFile(path) as f:
+        keys, values = f.read_all()
+        return keys, values.astype(np.uint16), f.metadata
+
+
+COUNTS = ("reachable", "nonterminal", "catch_terminal", "try_terminal", "no_moves", "wins", "draws", "losses",
+          "start_wdl", "start_dtm", "max_dtm")
+
+
+def assert_same_tablebase(path, reference):
+    """The keys, values and counts of two files are equal."""
+    keys, values, meta = _contents(path)
+    want_keys, want_values, want = _contents(reference)
+    assert keys.shape[0] == want.nonterminal
+    assert np.array_equal(keys, want_keys) and np.array_equal(values, want_values)
+    assert {k: getattr(meta, k) for k in COUNTS} == {k: getattr(want, k) for k in COUNTS}
+    assert meta.variant == want.variant and meta.start == want.start
+
+
+# --- the ownership of keys ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 7])
+def test_owners_share_the_keys_evenly_and_spread_over_each_table(n, lion_chick_tb):
+    keys, _, _ = _contents(lion_chick_tb.path)
+    layout = make_layout(44, 19, 44, 1)
+    hashes = np.array([key_hash(np.int64(k), layout) for k in keys], np.int64)
+    owners = np.empty_like(hashes)
+    owners_of(hashes, n, owners)
+    assert owners.min() >= 0 and owners.max() < n
+    assert all(int(owner_of(h, n)) == o for h, o in zip(hashes[:50].tolist(), owners[:50].tolist()))
+    share = np.bincount(owners, minlength=n) / keys.shape[0]
+    assert np.all(np.abs(share - 1 / n) < 0.05)
+    # A worker's keys still fill every part of its table: the top bits of the hash (the home slot)
+    # of the keys it owns are spread evenly.
+    mine = hashes[owners == 0]
+    top = np.bincount(mine >> (44 - 4), minlength=16) / mine.shape[0]
+    assert np.all(np.abs(top - 1 / 16) < 0.03)
+
+
+# --- the rounds, workers in this process --------------------------------------------------------
+
+@pytest.fixture()
+def small_tables(monkeypatch):
+    """Tables of 2**14 slots at most a fifth full: the lion-and-chick build makes them grow."""
+    monkeypatch.setattr(config, "DEFAULT_EXPECTED", 256)
+    monkeypatch.setattr(config, "LOAD_FACTOR", 0.2)
+    monkeypatch.setattr(config, "SET_LOAD_FACTOR", 0.2)
+    monkeypatch.setattr(compact_layout, "MIN_SLOT_BITS", 14)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 4])
+def test_serial_workers_build_the_in_process_file(tmp_path, workers, small_tables, lion_chick_tb):
+    """Small rounds (64 positions a worker), tables that grow: the file is the in-process one."""
+    options = ClusterOptions(SERIAL, workers, batch=64, frontier=50)
+    result = build_tablebase(tmp_path / "c.h5", LION_CHICK, progress=False, cluster=options)
+    assert_same_tablebase(result.path, lion_chick_tb.path)
+    report = result.cluster
+    assert len(report.workers) == workers and report.rounds["enumeration"] > 11_711 // (64 * workers)
+    assert sum(w["positions"] for w in report.workers) == 11_711
+    assert report.sent["records"] == 8 * 11_711
+    assert (report.sent["enumeration"] > 0) == (workers > 1)
+    assert all(w["capacity"] > 1 << 14 for w in report.workers)  # the tables grew
+
+
+def test_serial_workers_on_other_variants(tmp_path, tiny_3x3_tb, lion_chick_5x3_tb):
+    for name, start, reference, workers in (("dobutsu-3x3", None, tiny_3x3_tb, 3),
+                                            ("dobutsu-5x3", LION_CHICK_5X3, lion_chick_5x3_tb, 2)):
+        options = ClusterOptions(SERIAL, workers, batch=500, frontier=300)
+        result = build_tablebase(tmp_path / f"{name}.h5", start, progress=False, variant=get_variant(name),
+                                 cluster=options)
+        assert_same_tablebase(result.path, reference.path)
+
+
+def test_serial_workers_with_dtms_too_long_for_a_byte(tmp_path, monkeypatch, lion_chick_tb):
+    """DTMs of 5 plies or more stand for the long ones: two-byte values, equal to the plain file's."""
+    monkeypatch.setattr(retrograde, "LONG_DTM", 5)
+    result = build_tablebase(tmp_path / "wide.h5", LION_CHICK, progress=False,
+                             cluster=ClusterOptions(SERIAL, 3, batch=100, frontier=100))
+    assert TablebaseFile(result.path).value_dtype == np.dtype("<u2")
+    assert_same_tablebase(result.path, lion_chick_tb.path)
+
+
+def test_without_ray_the_cluster_build_is_one_error(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    with pytest.raises(ClusterError, match=r"needs Ray: pip install 'dobutsu-tablebase\[cluster\]'.*not written"):
+        build_tablebase(tmp_path / "x.h5", LION_CHICK, progress=False, cluster=ClusterOptions("local", 2))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cluster_options_are_checked(cli, tmp_path):
+    with pytest.raises(ValueError):
+        ClusterOptions("local", 0)
+    for args, message in ((["--workers", "2"], "--workers needs --cluster"),
+                          (["--cluster", "local", "--max-memory", "1G"], "--max-memory applies to a build in this"),
+                          (["--cluster", " "], "the address is empty"),
+                          (["--cluster", "local", "--workers", "0"], "0 is not in the range")):
+        result = cli("build", "--start", LION_CHICK, "--out", str(tmp_path / "x.h5"), *args)
+        assert result.exit_code == 2 and message in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- on Ray --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """One local Ray instance for the session's cluster tests (builds reuse a connection they find)."""
+    ray = pytest.importorskip("ray")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    ray.init(num_cpus=4, object_store_memory=1 << 30, include_dashboard=False, log_to_driver=False,
+             logging_level="ERROR")
+    yield ray
+    ray.shutdown()
+
+
+def _worker_pids():
+    """The processes of this process's Ray workers that run a ShardWorker actor."""
+    parents = {}
+    titles = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                titles[int(entry)] = f.read()
+        except OSError:
+            continue
+        parents[int(entry)] = int(stat[stat.rindex(b")") + 2:].split()[1])
+
+    def ours(pid):
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == os.getpid():
+                return True
+        return False
+
+    return [pid for pid, title in titles.items() if title.startswith(b"ray::ShardWorker") and ours(pid)]
+
+
+@pytest.mark.parametrize("name,start,fixture,workers", [
+    ("dobutsu", LION_CHICK, "lion_chick_tb", 2),
+    ("dobutsu", LION_CHICK, "lion_chick_tb", 3),
+    ("dobutsu", LION_CHICK, "lion_chick_tb", 4),
+    ("dobutsu-3x3", None, "tiny_3x3_tb", 2),
+    ("dobutsu-3x3", None, "tiny_3x3_tb", 3),
+    ("dobutsu-5x3", LION_CHICK_5X3, "lion_chick_5x3_tb", 4),
+])
+def test_a_ray_cluster_builds_the_in_process_file(tmp_path, ray_session, request, name, start, fixture, workers):
+    reference = request.getfixturevalue(fixture)
+    options = ClusterOptions("local", workers, batch=1000, frontier=1000)
+    result = build_tablebase(tmp_path / "c.h5", start, progress=False, variant=get_variant(name), cluster=options)
+    assert_same_tablebase(result.path, reference.path)
+    report = result.cluster
+    assert len({w["pid"] for w in report.workers}) == workers and os.getpid() not in {w["pid"] for w in report.workers}
+    assert all(w["peak_rss"] > 0 and w["positions"] > 0 for w in report.workers)
+    assert report.sent["enumeration"] > 0 and report.sent["retrograde"] > 0
+
+
+def test_the_command_line_builds_on_ray(cli, tmp_path, ray_session, lion_chick_tb):
+    out = tmp_path / "lc.h5"
+    result = cli("build", "--start", LION_CHICK, "--out", str(out), "--quiet", "--cluster", "local", "--workers", "2")
+    assert result.exit_code == 0, result.output
+    assert "win in 15 plies" in result.output and "2 workers; sent between workers" in result.output
+    assert_same_tablebase(out, lion_chick_tb.path)
+
+
+def test_a_worker_killed_mid_build_is_one_error_and_no_file(tmp_path, ray_session):
+    """The workers' processes are killed as the retrograde analysis starts: the build stops with
+    a ClusterError naming a worker, and nothing is written."""
+    killed = []
+
+    def on_phase(name):
+        if name == "retrograde":
+            for pid in _worker_pids():
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+    out = tmp_path / "killed.h5"
+    with pytest.raises(ClusterError, match=r"cluster worker \d+ \(pid \d+ on .*\) died: .*the build stopped, "
+                                           r".*killed\.h5 was not written"):
+        build_tablebase(out, LION_CHICK, progress=False, on_phase=on_phase,
+                        cluster=ClusterOptions("local", 2, batch=1000, frontier=1000))
+    assert killed and list(tmp_path.iterdir()) == []
+
+
+def test_a_cluster_out_of_reach_is_one_error_line(tmp_path):
+    """A fresh process (not connected to Ray) asked for a cluster where none listens."""
+    pytest.importorskip("ray")
+    out = tmp_path / "x.h5"
+    t = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "dobutsu_tb.analysis.cli", "build", "--start", LION_CHICK,
+                           "--out", str(out), "--cluster", "127.0.0.1:9", "--workers", "2"],
+                          capture_output=True, text=True, timeout=300)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1, (proc.stderr, time.monotonic() - t)
+    assert lines[0].startswith("error: cannot connect to the Ray cluster at 127.0.0.1:9")
+    assert list(tmp_path.iterdir()) == []
