@@ -167,6 +167,18 @@ def _joined(arrays, dtype) -> np.ndarray:
     return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
 
 
+def _by_shard(values: np.ndarray, drop: int, layout: np.ndarray, shards: int) -> tuple[np.ndarray, np.ndarray]:
+    """``values`` grouped by the shard of ``values >> drop`` and where each shard's start
+    (:func:`~dobutsu_tb.tablebase.cluster_kernels.group_by_shard`; as they are for one shard)."""
+    starts = np.zeros(shards + 1, np.int64)
+    if shards == 1:
+        starts[1] = values.shape[0]
+        return values, starts
+    grouped = np.empty_like(values)
+    ck.group_by_shard(values, drop, layout, shards, grouped, starts)
+    return grouped, starts
+
+
 class ShardWorker:
     """One worker of a build on a cluster, run as a Ray actor: the positions it owns, their table,
     tags, values and counters, its share of the terminal positions, its fresh and frontier lists
@@ -276,7 +288,7 @@ class ShardWorker:
         used = remap >= 0
         tags[remap[used]] = self.tags[used]
         self.tags = tags
-        self.fresh = [remap[a] for a in self.fresh]
+        self.fresh = [remap[a].astype(slot_dtype(self.table.capacity)) for a in self.fresh]
 
     def _insert_nonterminal(self, hashes: np.ndarray) -> None:
         n = hashes.shape[0]
@@ -284,14 +296,13 @@ class ShardWorker:
             self._grow_table(len(self.table) + max(n, len(self.table)))
         while True:
             shards = self.table.n_shards
-            grouped, starts = np.empty(n, np.int64), np.zeros(shards + 1, np.int64)
-            ck.group_by_shard(hashes, 0, self.table.layout, shards, grouped, starts)
+            grouped, starts = _by_shard(hashes, 0, self.table.layout, shards)
             fresh, fresh_n = np.empty(n, np.int64), np.zeros(shards, np.int64)
             failed = ck.insert_nonterminal(self.table.slots, self.table.layout, self.table.counts, self.tags, grouped,
                                            starts, fresh, fresh_n)
             new = [fresh[starts[s]: starts[s] + fresh_n[s]] for s in range(shards) if fresh_n[s]]
-            if new:
-                self.fresh.append(np.concatenate(new))
+            if new:  # as uint32 when the table allows: fresh lists can hold many positions
+                self.fresh.append(_joined(new, slot_dtype(self.table.capacity)))
             if failed == 0:
                 return
             self._grow_table(2 * len(self.table))  # a displacement did not fit: insert again (idempotent)
@@ -301,9 +312,7 @@ class ShardWorker:
         if self.terminal.room() < n:
             self.terminal.grow(len(self.terminal) + max(n, len(self.terminal)))
         while True:
-            shards = self.terminal.n_shards
-            grouped, starts = np.empty(n, np.int64), np.zeros(shards + 1, np.int64)
-            ck.group_by_shard(items, ck.CLASS_BITS, self.terminal.layout, shards, grouped, starts)
+            grouped, starts = _by_shard(items, ck.CLASS_BITS, self.terminal.layout, self.terminal.n_shards)
             if ck.insert_terminal(self.terminal.buf, self.terminal.layout, self.terminal.counts, grouped, starts,
                                   self.by_class) == 0:
                 return

@@ -77,14 +77,16 @@ def small_tables(monkeypatch):
     monkeypatch.setattr(compact_layout, "MIN_SLOT_BITS", 14)
 
 
-@pytest.mark.parametrize("workers", [1, 2, 3, 4])
-def test_serial_workers_build_the_in_process_file(tmp_path, workers, small_tables, lion_chick_tb):
-    """Small rounds (64 positions a worker), tables that grow: the file is the in-process one."""
-    options = ClusterOptions(SERIAL, workers, batch=64, frontier=50)
+@pytest.mark.parametrize("workers,threads", [(1, 1), (2, 1), (3, 1), (4, 1), (2, 2)])
+def test_serial_workers_build_the_in_process_file(tmp_path, workers, threads, small_tables, lion_chick_tb):
+    """Small rounds (64 positions a worker), tables that grow, workers of one or two threads (and
+    as many shards): the file is the in-process one."""
+    options = ClusterOptions(SERIAL, workers, threads, batch=64, frontier=50)
     result = build_tablebase(tmp_path / "c.h5", LION_CHICK, progress=False, cluster=options)
     assert_same_tablebase(result.path, lion_chick_tb.path)
     report = result.cluster
     assert len(report.workers) == workers and report.rounds["enumeration"] > 11_711 // (64 * workers)
+    assert all(w["threads"] == threads for w in report.workers)
     assert sum(w["positions"] for w in report.workers) == 11_711
     assert report.sent["records"] == 8 * 11_711
     assert (report.sent["enumeration"] > 0) == (workers > 1)
