@@ -541,7 +541,9 @@ class _Cluster:
                                f"installed on every node?)") from None
         except ray.exceptions.RayActorError as exc:
             interrupt.check()
-            raise ClusterError(f"{self._which(exc)} died: {_first_line(exc)}") from None
+            if getattr(exc, "actor_init_failed", False):  # the worker could not start: its error's last line
+                raise ClusterError(f"{self._which(exc)} could not start: {_last_line(exc)}") from None
+            raise ClusterError(f"{self._which(exc)} died ({_first_line(exc).rstrip('.')})") from None
         except ray.exceptions.RayTaskError as exc:
             interrupt.check()
             cause = getattr(exc, "cause", None)
@@ -604,6 +606,11 @@ class _SerialCluster:
 
     def get(self, results, timeout: float | None = None):
         return results
+
+
+def _last_line(exc) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return (lines[-1] if lines else type(exc).__name__)[:300]
 
 
 def _first_line(exc) -> str:

@@ -208,7 +208,7 @@ def test_a_worker_killed_mid_build_is_one_error_and_no_file(tmp_path, ray_sessio
                 killed.append(pid)
 
     out = tmp_path / "killed.h5"
-    with pytest.raises(ClusterError, match=r"cluster worker \d+ \(pid \d+ on .*\) died: .*the build stopped, "
+    with pytest.raises(ClusterError, match=r"cluster worker \d+ \(pid \d+ on .*\) died \(.*\); the build stopped, "
                                            r".*killed\.h5 was not written"):
         build_tablebase(out, LION_CHICK, progress=False, on_phase=on_phase,
                         cluster=ClusterOptions("local", 2, batch=1000, frontier=1000))
