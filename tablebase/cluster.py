@@ -179,6 +179,28 @@ def _by_shard(values: np.ndarray, drop: int, layout: np.ndarray, shards: int) ->
     return grouped, starts
 
 
+#: A table or set grows when its room (keys it may still take) falls below this many and more keys
+#: come; until then the keys of a round go in parts that fit its room.
+_LEAST_ROOM = 1 << 16
+
+
+def _within_room(values: np.ndarray, keys, grow):
+    """``values`` in parts that ``keys`` (a compact table or set) surely has room for: a part at
+    most its room, which only the keys new to it use up; it is grown (``grow(expected)``) only when
+    the room falls below :data:`_LEAST_ROOM` and more values come. (A round's values hold many
+    keys already there: growing for all of them would double a table that is nearly full but big
+    enough.)"""
+    at = 0
+    while at < values.shape[0]:
+        left = values.shape[0] - at
+        room = keys.room()
+        if room < min(left, _LEAST_ROOM):
+            grow(len(keys) + max(left, len(keys)))
+            continue
+        yield values[at: at + room]
+        at += min(room, left)
+
+
 class ShardWorker:
     """One worker of a build on a cluster, run as a Ray actor: the positions it owns, their table,
     tags, values and counters, its share of the terminal positions, its fresh and frontier lists
@@ -291,32 +313,28 @@ class ShardWorker:
         self.fresh = [remap[a].astype(slot_dtype(self.table.capacity)) for a in self.fresh]
 
     def _insert_nonterminal(self, hashes: np.ndarray) -> None:
-        n = hashes.shape[0]
-        if self.table.room() < n:
-            self._grow_table(len(self.table) + max(n, len(self.table)))
-        while True:
-            shards = self.table.n_shards
-            grouped, starts = _by_shard(hashes, 0, self.table.layout, shards)
-            fresh, fresh_n = np.empty(n, np.int64), np.zeros(shards, np.int64)
-            failed = ck.insert_nonterminal(self.table.slots, self.table.layout, self.table.counts, self.tags, grouped,
-                                           starts, fresh, fresh_n)
-            new = [fresh[starts[s]: starts[s] + fresh_n[s]] for s in range(shards) if fresh_n[s]]
-            if new:  # as uint32 when the table allows: fresh lists can hold many positions
-                self.fresh.append(_joined(new, slot_dtype(self.table.capacity)))
-            if failed == 0:
-                return
-            self._grow_table(2 * len(self.table))  # a displacement did not fit: insert again (idempotent)
+        for part in _within_room(hashes, self.table, self._grow_table):
+            while True:
+                shards = self.table.n_shards
+                grouped, starts = _by_shard(part, 0, self.table.layout, shards)
+                fresh, fresh_n = np.empty(part.shape[0], np.int64), np.zeros(shards, np.int64)
+                failed = ck.insert_nonterminal(self.table.slots, self.table.layout, self.table.counts, self.tags,
+                                               grouped, starts, fresh, fresh_n)
+                new = [fresh[starts[s]: starts[s] + fresh_n[s]] for s in range(shards) if fresh_n[s]]
+                if new:  # as uint32 when the table allows: fresh lists can hold many positions
+                    self.fresh.append(_joined(new, slot_dtype(self.table.capacity)))
+                if failed == 0:
+                    break
+                self._grow_table(2 * len(self.table))  # a displacement did not fit: insert again (idempotent)
 
     def _insert_terminal(self, items: np.ndarray) -> None:
-        n = items.shape[0]
-        if self.terminal.room() < n:
-            self.terminal.grow(len(self.terminal) + max(n, len(self.terminal)))
-        while True:
-            grouped, starts = _by_shard(items, ck.CLASS_BITS, self.terminal.layout, self.terminal.n_shards)
-            if ck.insert_terminal(self.terminal.buf, self.terminal.layout, self.terminal.counts, grouped, starts,
-                                  self.by_class) == 0:
-                return
-            self.terminal.grow(2 * len(self.terminal))
+        for part in _within_room(items, self.terminal, self.terminal.grow):
+            while True:
+                grouped, starts = _by_shard(part, ck.CLASS_BITS, self.terminal.layout, self.terminal.n_shards)
+                if ck.insert_terminal(self.terminal.buf, self.terminal.layout, self.terminal.counts, grouped, starts,
+                                      self.by_class) == 0:
+                    break
+                self.terminal.grow(2 * len(self.terminal))
 
     def insert(self, *parts) -> dict:
         """Insert the children the other workers sent (their pairs, in any order) and this
