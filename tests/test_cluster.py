@@ -227,3 +227,23 @@ def test_a_cluster_out_of_reach_is_one_error_line(tmp_path):
     assert proc.returncode == 1 and len(lines) == 1, (proc.stderr, time.monotonic() - t)
     assert lines[0].startswith("error: cannot connect to the Ray cluster at 127.0.0.1:9")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("address", [SERIAL, "local"])
+def test_a_signal_stops_a_cluster_build_and_leaves_no_file(tmp_path, request, address):
+    """SIGINT as the retrograde analysis starts: Interrupted at the next round, the workers gone,
+    nothing written."""
+    from dobutsu_tb.encoding.interrupt import Interrupted
+
+    if address == "local":
+        request.getfixturevalue("ray_session")
+
+    def on_phase(name):
+        if name == "retrograde":
+            os.kill(os.getpid(), signal.SIGINT)
+
+    out = tmp_path / "stopped.h5"
+    with pytest.raises(Interrupted, match="the build stopped, .*stopped.h5 was not written"):
+        build_tablebase(out, LION_CHICK, progress=False, on_phase=on_phase,
+                        cluster=ClusterOptions(address, 2, batch=1000, frontier=1000))
+    assert list(tmp_path.iterdir()) == []
