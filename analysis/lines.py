@@ -1,9 +1,10 @@
 """Verifying published lines against a tablebase (``dobutsu-tb verify-line``).
 
 A line is replayed from its start; for every ply the report gives the move, the value of the
-position before it (for the side that moves) and after it (for the side then to move), and
-whether the move is optimal: it keeps the value, and wins as fast or loses as slowly as
-possible (SPEC §1.5), i.e. it is as good as the tablebase's best move. Where it is not, the
+position before it (for the side that moves) and after it (for the side then to move), the
+move's value for its player, and whether the move is optimal: it keeps the value, and wins as
+fast or loses as slowly as possible (docs/rules.md §7), i.e. it is as good as the tablebase's
+best move. Values follow docs/rules.md §7: WDL and signed DTM in plies. Where it is not, the
 report lists the best moves. The verdict says the start position's true value, whether the line
 is perfect play, and the first ply where either side went wrong.
 """
@@ -17,23 +18,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dobutsu_tb.analysis.textfiles import MAX_GAMES_BYTES, read_text, shorten
-from dobutsu_tb.encoding.config import KEY_CHUNK, VERIFY_PLIES_PER_CHUNK
-from dobutsu_tb.tablebase.game.notation import IllegalMoveError, move_text, parse_move
+from dobutsu_tb.analysis.textfiles import MAX_GAMES_BYTES, read_text, shorten, without_comments
+from dobutsu_tb.encoding.config import KEY_CHUNK
+from dobutsu_tb.tablebase.game.notation import IllegalMoveError, Move, move_text, parse_move
 from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position
-from dobutsu_tb.tablebase.probe import MissingPositionError, MoveValue, Tablebase
-from dobutsu_tb.tablebase.values import DRAW, WIN, describe_value
-
-
-def mover_value(m: MoveValue) -> tuple[int | None, int | None]:
-    """(WDL, unsigned DTM) of playing ``m``, for the side that plays it (plies from before it)."""
-    if m.terminal == "lion captured":
-        return WIN, 1
-    if m.wdl is None:
-        return None, None
-    if m.wdl == DRAW:
-        return DRAW, 0
-    return -m.wdl, abs(m.dtm) + 1
+from dobutsu_tb.tablebase.probe import MissingPositionError, Tablebase
+from dobutsu_tb.tablebase.values import DRAW, UNKNOWN, Terminal, describe_value, value_of_rank
 
 
 @dataclass(slots=True)
@@ -47,13 +37,13 @@ class PlyReport:
     side : int
         0 Sente, 1 Gote: who played it.
     move : str
-        The move, in SPEC §1.6 notation.
+        The move, in our notation (docs/rules.md §8).
     before : (int, int)
-        WDL and unsigned DTM (plies) of the position before the move, for ``side``.
+        WDL and signed DTM (plies) of the position before the move, for ``side`` (its side to move).
     after : (int or None, int or None)
         WDL and signed DTM of the position after it, for the side then to move.
     result : (int or None, int or None)
-        WDL and unsigned DTM of playing the move, for ``side`` (plies from before it).
+        The move's value for ``side``: WDL and signed DTM, plies from before it.
     optimal : bool
         The move is as good as the best move.
     best : list of str
@@ -100,7 +90,7 @@ class LineReport:
     ----------
     start : Position
     start_value : (int, int)
-        True WDL and unsigned DTM (plies) of the start position.
+        True WDL and signed DTM (plies) of the start position, for its side to move.
     plies : list of PlyReport
         The legal plies, in order.
     illegal : (int, str, str) or None
@@ -152,7 +142,7 @@ def verify_line(tb: Tablebase, start, moves: list[str]) -> LineReport:
         A tablebase that covers ``start``.
     start : Position or str
     moves : list of str
-        Moves in SPEC §1.6 notation.
+        Moves in our notation (docs/rules.md §8) or UCI's.
 
     Returns
     -------
@@ -160,12 +150,11 @@ def verify_line(tb: Tablebase, start, moves: list[str]) -> LineReport:
 
     Raises
     ------
-    tablebase.probe.MissingPositionError
+    dobutsu_tb.tablebase.probe.MissingPositionError
         If the tablebase does not cover the start position.
     """
     pos = tb.position(start)
-    wdl0 = tb.probe_wdl(pos)
-    report = LineReport(pos, (wdl0, abs(tb.probe_dtm(pos))))
+    report = LineReport(pos, tb.value(pos)[:2])
     over = None
     for ply, text in enumerate(moves, 1):
         side = pos.turn if pos is not None else None
@@ -177,30 +166,29 @@ def verify_line(tb: Tablebase, start, moves: list[str]) -> LineReport:
         except IllegalMoveError as exc:
             report.illegal = (ply, shorten(text), _reason(exc))
             break
-        wdl = tb.probe_wdl(pos)
-        before = (wdl, abs(tb.probe_dtm(pos)))
+        before = tb.value(pos)[:2]
         options = tb.probe_moves(pos)
         played_text = move_text(pos, mv)
         played = next(m for m in options if m.move == played_text)
         best_key = options[0].sort_key()
         optimal = played.sort_key() == best_key
-        best = [] if optimal else [f"{m.move} ({describe_value(*mover_value(m), unit=False)})"
+        best = [] if optimal else [f"{m.move} ({describe_value(m.wdl, m.dtm, unit=False)})"
                                    for m in options if m.sort_key() == best_key]
         over = _ending(played.terminal, side, pos.variant.royal.name)
-        report.plies.append(PlyReport(ply, side, played_text, before, (played.wdl, played.dtm),
-                                      mover_value(played), optimal, best,
+        report.plies.append(PlyReport(ply, side, played_text, before, (played.after_wdl, played.after_dtm),
+                                      (played.wdl, played.dtm), optimal, best,
                                       None if played.position is None else played.position.state(), over,
                                       pos.variant))
         pos = played.position
     return report
 
 
-def _ending(terminal: str | None, side: int, royal: str = "lion") -> str | None:
+def _ending(terminal: Terminal | None, side: int, royal: str = "lion") -> str | None:
     """How a move whose child has this terminal class ends the game, or None (``royal``: the
     royal piece's name)."""
-    if terminal == "lion captured":
+    if terminal == Terminal.ROYAL_CAPTURED:
         return f"{SIDE_NAMES[side]} captures the {royal}"
-    if terminal == "try":
+    if terminal == Terminal.TRY:
         return f"{SIDE_NAMES[side]}'s {royal} reaches the far rank safely"
     return None
 
@@ -210,9 +198,15 @@ def _reason(exc: IllegalMoveError) -> str:
     return str(exc).split(": ", 1)[-1]
 
 
+#: ``verify-line`` reads the whole tablebase into memory when its games have more plies than
+#: this fraction of the file's chunks of keys (a ply looks up ten positions or so, each in a
+#: chunk of its own; reading every chunk one by one costs more than reading the file at once).
+VERIFY_PLIES_PER_CHUNK = 0.125
+
+
 def reads_whole_file(tb: Tablebase, plies: int) -> bool:
     """Whether judging ``plies`` plies pays for reading the whole tablebase into memory
-    (:data:`~dobutsu_tb.encoding.config.VERIFY_PLIES_PER_CHUNK`)."""
+    (:data:`VERIFY_PLIES_PER_CHUNK`)."""
     return plies > VERIFY_PLIES_PER_CHUNK * len(tb) / KEY_CHUNK
 
 
@@ -230,7 +224,7 @@ def verify_games(tb: Tablebase, start, games: list[list[str]], progress=None) ->
         A tablebase that covers ``start``.
     start : Position or str
     games : list of list of str
-        Moves in SPEC §1.6 notation, game by game.
+        Moves in our notation (docs/rules.md §8), game by game.
     progress : callable, optional
         ``progress(games_done)`` while the games are judged (before the first report).
 
@@ -241,7 +235,7 @@ def verify_games(tb: Tablebase, start, games: list[list[str]], progress=None) ->
 
     Raises
     ------
-    tablebase.probe.MissingPositionError
+    dobutsu_tb.tablebase.probe.MissingPositionError
         If the tablebase does not cover the start or a position a game reaches (as
         :func:`verify_line` would for the first such game); raised before any report.
     """
@@ -249,20 +243,22 @@ def verify_games(tb: Tablebase, start, games: list[list[str]], progress=None) ->
 
     pos = tb.position(start)
     variant = tb.variant
-    start_value = (tb.probe_wdl(pos), abs(tb.probe_dtm(pos)))
+    start_value = tb.value(pos)[:2]
     specs_of: dict = {}
     specs = np.fromiter((specs_of[t] if t in specs_of else specs_of.setdefault(t, replay.move_spec(t, variant))
                          for game in games for t in game), np.int64, sum(len(g) for g in games))
     plies = np.fromiter((len(g) for g in games), np.int64, len(games))
     judged = replay.replay_games(tb, pos.state(), pos.turn, specs, plies, progress)
-    missing = np.flatnonzero((judged.status == replay.MISSING_BEFORE) | (judged.status == replay.MISSING_CHILD))
+    status = judged.plies["status"]
+    missing = np.flatnonzero((status == replay.MISSING_BEFORE) | (status == replay.MISSING_CHILD))
     if missing.size:
         i = int(missing[0])
         game = int(np.searchsorted(judged.ply_start, i, side="right")) - 1
         turn = (pos.turn + i - int(judged.ply_start[game])) % 2
-        where = (Position.from_state((judged.board_before[i], judged.hand_before[i]), turn, variant)
-                 if judged.status[i] == replay.MISSING_BEFORE else
-                 Position.from_state((judged.board_after[i], judged.hand_after[i]), 1 - turn, variant))
+        p = judged.plies[i]
+        where = (Position.from_state((p["board_before"], p["hand_before"]), turn, variant)
+                 if status[i] == replay.MISSING_BEFORE else
+                 Position.from_state((p["board_after"], p["hand_after"]), 1 - turn, variant))
         raise MissingPositionError(f"{where.text()} is not in this tablebase "
                                    f"(not reachable from {tb.metadata.start})")
     return _judged_reports(judged, pos, start_value, games)
@@ -271,8 +267,8 @@ def verify_games(tb: Tablebase, start, games: list[list[str]], progress=None) ->
 #: Games whose reports :func:`verify_games` makes at a time (their plies column by column).
 REPORT_GAMES = 4096
 #: A value as one integer in :func:`_judged_reports`: ``wdl * _WDL_SCALE + dtm + _DTM_BIAS``
-#: (a signed dtm of at most 511 plies either way).
-_WDL_SCALE, _DTM_BIAS = 1024, 512
+#: (a signed DTM of fewer than ``_DTM_BIAS`` plies either way).
+_WDL_SCALE, _DTM_BIAS = 1 << 18, 1 << 17
 
 
 def _objects(codes: np.ndarray, cache: dict, make) -> list:
@@ -283,20 +279,43 @@ def _objects(codes: np.ndarray, cache: dict, make) -> list:
     return [cache[c] for c in codes.tolist()]
 
 
+def _value_codes(wdl: np.ndarray, dtm: np.ndarray) -> np.ndarray:
+    """Values as one integer each (:data:`_WDL_SCALE`)."""
+    return wdl.astype(np.int64) * _WDL_SCALE + dtm + _DTM_BIAS
+
+
 def _value(code: int) -> tuple:
     """(wdl, dtm) of a value code (:data:`_WDL_SCALE`), (None, None) for an unknown value."""
-    from dobutsu_tb.tablebase.replay import UNKNOWN_WDL
-
     wdl, dtm = divmod(code, _WDL_SCALE)
-    return (None, None) if wdl == UNKNOWN_WDL else (wdl, dtm - _DTM_BIAS)
+    return (None, None) if wdl == UNKNOWN else (wdl, dtm - _DTM_BIAS)
 
 
 def _best_text(code: int, variant) -> str:
-    """``'Lb4-a3 (win in 7)'`` of ``text * 2**16 + rank`` (a best move's text code and rank)."""
-    from dobutsu_tb.tablebase import replay
+    """``'Lb4-a3 (win in 7)'`` of ``text * 2**32 + rank`` (a best move's text code and rank)."""
+    text, rank = divmod(code, 1 << 32)
+    return f"{Move.from_code(text, variant)} ({describe_value(*value_of_rank(rank), unit=False)})"
 
-    text, rank = divmod(code, 1 << 16)
-    return f"{replay.move_text_of(text, variant)} ({describe_value(*replay.mover_value_of_rank(rank), unit=False)})"
+
+def _best_lists(judged, idx: np.ndarray, best_ordinal: np.ndarray, cache: dict, variant) -> list:
+    """For the plies ``idx``, the best moves' texts with their values when the move played is not
+    one of them (``'Lb4-a3 (win in 7)'``), else an empty list."""
+    plies = judged.plies
+    best_list = [[] for _ in range(idx.size)]
+    has_best = np.flatnonzero(plies["n_best"][idx] > 0)
+    if not has_best.size:
+        return best_list
+    row = best_ordinal[idx[has_best]]  # consecutive rows of best_start
+    b0, b1 = int(judged.best_start[row[0]]), int(judged.best_start[row[-1] + 1])
+    ends = (judged.best_start[row + 1] - b0).tolist()
+    counts = np.diff(judged.best_start[row[0]:row[-1] + 2])
+    ranks = np.repeat(plies["best_rank"][idx[has_best]].astype(np.int64), counts)
+    best_texts = _objects(judged.best_text[b0:b1].astype(np.int64) * (1 << 32) + ranks, cache,
+                          lambda c: _best_text(c, variant))
+    begin = 0
+    for k, end in zip(has_best.tolist(), ends):
+        best_list[k] = best_texts[begin:end]
+        begin = end
+    return best_list
 
 
 def _judged_reports(judged, start: Position, start_value: tuple, games) -> Iterator[LineReport]:
@@ -308,10 +327,11 @@ def _judged_reports(judged, start: Position, start_value: tuple, games) -> Itera
     variant = start.variant
     texts, values, movers, bests = {}, {}, {}, {}
     royal = variant.royal.name
-    endings = [_ending(replay.TERMINAL_NAMES[t], side, royal) for t in range(len(replay.TERMINAL_NAMES))
-               for side in (0, 1)]
-    ok_all = judged.status == replay.OK
-    best_ordinal = np.cumsum(judged.n_best > 0) - 1  # a ply's row in best_start, when it has one
+    endings = {code * 2 + side: _ending(terminal, side, royal) for code, terminal in replay.TERMINALS.items()
+               for side in (0, 1)}
+    all_plies = judged.plies
+    ok_all = all_plies["status"] == replay.OK
+    best_ordinal = np.cumsum(all_plies["n_best"] > 0) - 1  # a ply's row in best_start, when it has one
     ply_start = judged.ply_start
     for g0 in range(0, len(games), REPORT_GAMES):
         g1 = min(len(games), g0 + REPORT_GAMES)
@@ -322,53 +342,40 @@ def _judged_reports(judged, start: Position, start_value: tuple, games) -> Itera
         idx = np.flatnonzero(ok) + lo
         n = idx - np.repeat(ply_start[g0:g1], np.diff(done[ply_start[g0:g1 + 1] - lo]))
         side = (start.turn + n) % 2
-        before_code = judged.before_wdl[idx].astype(np.int64) * _WDL_SCALE + judged.before_dtm[idx] + _DTM_BIAS
-        after_code = judged.after_wdl[idx].astype(np.int64) * _WDL_SCALE + judged.after_dtm[idx] + _DTM_BIAS
-        best_list = [[] for _ in range(idx.size)]
-        has_best = np.flatnonzero(judged.n_best[idx] > 0)
-        if has_best.size:  # the best moves' texts, "Lb4-a3 (win in 7)", one after another
-            row = best_ordinal[idx[has_best]]
-            b0, b1 = int(judged.best_start[row[0]]), int(judged.best_start[row[-1] + 1])
-            ends = (judged.best_start[row + 1] - b0).tolist()
-            counts = np.diff(judged.best_start[row[0]:row[-1] + 2])  # the rows are consecutive
-            ranks = np.repeat(judged.best_rank[idx[has_best]].astype(np.int64), counts)
-            best_texts = _objects(judged.best_text[b0:b1].astype(np.int64) * (1 << 16) + ranks, bests,
-                                  lambda c: _best_text(c, variant))
-            begin = 0
-            for k, end in zip(has_best.tolist(), ends):
-                best_list[k] = best_texts[begin:end]
-                begin = end
-        state = [None if b < 0 else (b, h) for b, h in zip(judged.board_after[idx].tolist(),
-                                                           judged.hand_after[idx].tolist())]
+        p = all_plies[idx]
+        state = [None if b < 0 else (b, h) for b, h in zip(p["board_after"].tolist(), p["hand_after"].tolist())]
         plies = list(map(
             PlyReport, (n + 1).tolist(), side.tolist(),
-            _objects(judged.text[idx], texts, lambda c: replay.move_text_of(c, variant)),
-            _objects(before_code, values, _value), _objects(after_code, values, _value),
-            _objects(judged.rank[idx], movers, replay.mover_value_of_rank),
-            (judged.rank[idx] == judged.best_rank[idx]).tolist(), best_list, state,
-            [endings[c] for c in (judged.terminal[idx].astype(np.int64) * 2 + side).tolist()], [variant] * idx.size))
+            _objects(p["text"], texts, lambda c: str(Move.from_code(c, variant))),
+            _objects(_value_codes(p["before_wdl"], p["before_dtm"]), values, _value),
+            _objects(_value_codes(p["after_wdl"], p["after_dtm"]), values, _value),
+            _objects(p["rank"], movers, value_of_rank),
+            (p["rank"] == p["best_rank"]).tolist(), _best_lists(judged, idx, best_ordinal, bests, variant), state,
+            [endings[c] for c in (p["terminal"].astype(np.int64) * 2 + side).tolist()], [variant] * idx.size))
         bounds = done[ply_start[g0:g1 + 1] - lo].tolist()
         for g in range(g0, g1):
-            moves = games[g]
             first, last = bounds[g - g0], bounds[g - g0 + 1]
             report = LineReport(start, start_value, plies[first:last])
-            judged_plies = last - first
-            if judged_plies < len(moves):  # the replay stopped at this ply
-                i = int(ply_start[g]) + judged_plies
-                text = shorten(moves[judged_plies])
-                if judged.status[i] == replay.OVER:
-                    report.illegal = (judged_plies + 1, text, f"the game is over ({report.plies[-1].ending})")
-                else:
-                    here = Position.from_state((judged.board_before[i], judged.hand_before[i]),
-                                               (start.turn + judged_plies) % 2, variant)
-                    try:
-                        parse_move(here, moves[judged_plies])
-                    except IllegalMoveError as exc:
-                        report.illegal = (judged_plies + 1, text, _reason(exc))
-                    else:
-                        raise AssertionError(f"the replay found {text!r} illegal in {here.text()}, "
-                                             "parse_move did not")
+            if last - first < len(games[g]):  # the replay stopped at this ply
+                report.illegal = _stopped_at(judged, int(ply_start[g]) + last - first, last - first, games[g],
+                                             report, start)
             yield report
+
+
+def _stopped_at(judged, i: int, judged_plies: int, moves: list, report: LineReport, start: Position) -> tuple:
+    """``report.illegal`` of a game whose replay stopped at ply ``i`` (its move ``judged_plies``)."""
+    from dobutsu_tb.tablebase import replay
+
+    text = shorten(moves[judged_plies])
+    p = judged.plies[i]
+    if p["status"] == replay.OVER:
+        return judged_plies + 1, text, f"the game is over ({report.plies[-1].ending})"
+    here = Position.from_state((p["board_before"], p["hand_before"]), (start.turn + judged_plies) % 2, start.variant)
+    try:
+        parse_move(here, moves[judged_plies])
+    except IllegalMoveError as exc:
+        return judged_plies + 1, text, _reason(exc)
+    raise AssertionError(f"the replay found {text!r} illegal in {here.text()}, parse_move did not")
 
 
 _MOVE_NUMBER = re.compile(r"^\d+\.+$")
@@ -390,7 +397,7 @@ def read_games(path) -> list[list[str]]:
     """
     lines = []
     for raw in read_text(path, MAX_GAMES_BYTES, "a file of games").splitlines():
-        tokens = [t for t in raw.split("#", 1)[0].split() if not _MOVE_NUMBER.match(t)]
+        tokens = [t for t in without_comments(raw).split() if not _MOVE_NUMBER.match(t)]
         if tokens:
             lines.append(tokens)
     if all(len(t) == 1 for t in lines):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from dobutsu_tb.analysis.textfiles import write_atomically
 from dobutsu_tb.tablebase.game.layout import OPPONENT
-from dobutsu_tb.tablebase.game.notation import move_pattern
+from dobutsu_tb.tablebase.game.notation import Move
 from dobutsu_tb.tablebase.game.position import FILE_LETTERS, SIDE_NAMES, Position, parse_square
 
 #: Names of the pictures of :func:`draw_plies` (and of their temporary files, left by a process
@@ -120,12 +120,12 @@ def captured(position: Position, move: str):
     """
     v = position.variant
     board = list(position.board)
-    found = move_pattern(v).fullmatch(move)
-    if found is None or found.group(2) is None:  # pragma: no cover - a capture is always written so
+    played = Move.from_text(move, v)
+    if played.drop:  # pragma: no cover - a capture is always written so
         return board
-    src, dst = parse_square(found.group(2), v), parse_square(found.group(5), v)
+    src, dst = parse_square(played.from_square, v), parse_square(played.to_square, v)
     piece = board[src]
-    if found.group(6):
+    if played.promotion:
         promoted = v.pieces[(piece & 7) - 1].promotes_to
         piece = (piece & OPPONENT) | (1 + [p.letter for p in v.pieces].index(promoted))
     board[src], board[dst] = 0, piece

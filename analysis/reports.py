@@ -5,10 +5,12 @@ One builder per report, shared by both front ends, so that ``dobutsu-tb probe --
 and ``GET /api/line``, ``stats --json`` and ``GET /api/stats``) cannot drift apart. Every builder
 returns plain ``dict``/``list``/``str``/``int`` values, ready for :func:`json.dumps`.
 
-Values follow the Lichess tablebase API: ``category`` is ``"win"``, ``"draw"``, ``"loss"`` (or
-``"unknown"`` for a move to a position the file does not cover) and ``dtm`` is the signed
-distance to mate in plies, both for the side to move of the position they describe; a move's
-values are those of the position after it.
+Values follow the one convention of docs/rules.md §7: a value is ``{"category": ..., "dtm": ...}``
+with ``category`` ``"win"``, ``"draw"``, ``"loss"`` (or ``"unknown"`` for a move to a position the
+file does not cover) and ``dtm`` the signed distance to mate in plies; a position's value is its
+side to move's, a move's value is its player's (plies from the position before the move), and a
+move's ``after`` is the value of the position after it, for its side to move. (Before, a move's
+``category`` and ``dtm`` were its ``after``'s, as in the Lichess tablebase API: CHANGELOG.md.)
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from dobutsu_tb.tablebase.game.position import SIDE_NAMES, Position, PositionError
 from dobutsu_tb.tablebase.game.variant import standard_variant
 from dobutsu_tb.tablebase.probe import MoveValue, Tablebase
-from dobutsu_tb.tablebase.values import DRAW, WDL_NAMES, signed_dtm
+from dobutsu_tb.tablebase.values import DRAW, WDL_NAMES, Terminal, signed_dtm
 
 #: Side names in JSON, indexed by SENTE / GOTE.
 JSON_SIDES = ("sente", "gote")
@@ -30,7 +32,7 @@ def parse_position(text: str, variant=None) -> Position:
 
     Raises
     ------
-    tablebase.game.position.PositionError
+    dobutsu_tb.tablebase.game.position.PositionError
         If the text is malformed or the position impossible (for a variant other than the
         standard game, the message names it and its board).
     """
@@ -44,11 +46,14 @@ def parse_position(text: str, variant=None) -> Position:
 
 
 def move_json(m: MoveValue) -> dict:
-    """One move of :func:`probe_json`: its text, the position after it (None once the lion is
-    captured), that position's category and signed DTM (plies), and its terminal class."""
+    """One move of :func:`probe_json`: its text, the position after it (None once the royal piece
+    is captured), the move's ``category`` and signed ``dtm`` (plies) for its player, the terminal
+    class of the position after it, and ``after``, that position's value for its side to move
+    (:func:`value_json`; None when the file does not cover it)."""
     return {"move": m.move, "position": m.position.text() if m.position else None,
             "category": "unknown" if m.wdl is None else WDL_NAMES[m.wdl], "dtm": m.dtm,
-            "terminal": m.terminal}
+            "terminal": None if m.terminal is None else str(m.terminal),
+            "after": value_json((m.after_wdl, m.after_dtm))}
 
 
 def probe_json(tb: Tablebase, position: Position) -> dict:
@@ -57,18 +62,19 @@ def probe_json(tb: Tablebase, position: Position) -> dict:
     Returns
     -------
     dict
-        ``position`` (text), ``category``, ``dtm`` (signed, plies), ``terminal`` (``"catch"``,
-        ``"try"`` or None) and ``moves``, a list of :func:`move_json` dicts.
+        ``position`` (text), its ``category`` and ``dtm`` (signed, plies) for its side to move,
+        ``terminal`` (``"catch"``, ``"try"`` or None) and ``moves``, a list of :func:`move_json`
+        dicts, best first (the first one's value is the position's).
 
     Raises
     ------
-    tablebase.probe.MissingPositionError
+    dobutsu_tb.tablebase.probe.MissingPositionError
         If the tablebase does not cover the position.
     """
     wdl, dtm, terminal = tb.value(position)
     moves = tb.probe_moves(position)
-    return {"position": position.text(), "category": WDL_NAMES[wdl], "dtm": signed_dtm(wdl, dtm),
-            "terminal": terminal, "moves": [move_json(m) for m in moves]}
+    return {"position": position.text(), "category": WDL_NAMES[wdl], "dtm": dtm,
+            "terminal": None if terminal is None else str(terminal), "moves": [move_json(m) for m in moves]}
 
 
 def perfect_line_json(tb: Tablebase, position: Position, max_plies: int = 200) -> dict:
@@ -96,7 +102,7 @@ def perfect_line_json(tb: Tablebase, position: Position, max_plies: int = 200) -
 
     Raises
     ------
-    tablebase.probe.MissingPositionError
+    dobutsu_tb.tablebase.probe.MissingPositionError
         If the tablebase does not cover the position.
     """
     wdl, dtm, terminal = tb.value(position)
@@ -104,31 +110,34 @@ def perfect_line_json(tb: Tablebase, position: Position, max_plies: int = 200) -
     plies = [{"ply": n, "side": JSON_SIDES[(position.turn + n - 1) % 2], **move_json(m)}
              for n, m in enumerate(line, 1)]
     end = "draw" if wdl == DRAW else None
-    if line and line[-1].terminal in ("lion captured", "try"):
+    if line and line[-1].ends_game:
         mover, royal = SIDE_NAMES[(position.turn + len(line) - 1) % 2], position.variant.royal.name
-        end = (f"{mover} captures the {royal}" if line[-1].terminal == "lion captured"
+        end = (f"{mover} captures the {royal}" if line[-1].terminal == Terminal.ROYAL_CAPTURED
                else f"{mover}'s {royal} reaches the far rank safely")
     elif line and wdl != DRAW:
         end = STOPPED
-    return {"position": position.text(), "category": WDL_NAMES[wdl], "dtm": signed_dtm(wdl, dtm),
-            "terminal": terminal, "moves": plies, "end": end}
+    return {"position": position.text(), "category": WDL_NAMES[wdl], "dtm": dtm,
+            "terminal": None if terminal is None else str(terminal), "moves": plies, "end": end}
 
 
 def value_json(value: tuple) -> dict | None:
-    """``{"category": ..., "dtm": ...}`` of a ``(wdl, dtm)`` pair, None when the WDL is unknown."""
-    return None if value[0] is None else {"category": WDL_NAMES[value[0]], "dtm": value[1]}
+    """``{"category": ..., "dtm": ...}`` of a ``(wdl, dtm)`` pair (signed DTM in plies), None when
+    the WDL is unknown."""
+    return None if value[0] is None else {"category": WDL_NAMES[value[0]], "dtm": signed_dtm(*value)}
 
 
 def line_report_json(report) -> dict:
-    """One judged line of ``verify-line --json`` (an :class:`analysis.lines.LineReport`).
+    """One judged line of ``verify-line --json`` (an :class:`dobutsu_tb.analysis.lines.LineReport`).
 
     Returns
     -------
     dict
-        ``start``, ``start_value``, ``plies`` (per ply: ``ply``, ``side``, ``move``, ``before``
-        and ``result`` for the mover with unsigned DTM, ``after`` for the opponent with signed
-        DTM, ``optimal``, ``best``, ``ending``), ``illegal`` (``ply``, ``move``, ``reason``, or
-        None), ``perfect``, ``first_mistake`` (a ply number or None) and ``verdict`` (text).
+        ``start``, ``start_value`` (for its side to move), ``plies`` (per ply: ``ply``, ``side``,
+        ``move``, ``before`` the value of the position before the move, for the mover, ``result``
+        the move's value for the mover, ``after`` the value of the position after it, for the
+        opponent, all :func:`value_json`; ``optimal``, ``best``, ``ending``), ``illegal``
+        (``ply``, ``move``, ``reason``, or None), ``perfect``, ``first_mistake`` (a ply number or
+        None) and ``verdict`` (text).
     """
     mistake = report.first_mistake
     return {
@@ -164,7 +173,7 @@ def metadata_json(meta) -> dict:
 
 
 def stats_json(stats) -> dict:
-    """What a tablebase holds (``stats --json``), from an :class:`analysis.stats.Stats`.
+    """What a tablebase holds (``stats --json``), from an :class:`dobutsu_tb.analysis.stats.Stats`.
 
     Returns
     -------

@@ -18,17 +18,16 @@ from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import CELL_BITS, COUNT_BITS, COUNT_MASK, N_CELLS, N_SLOTS, PIECE_MASK, ROYAL
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.reader import TablebaseFile
-from dobutsu_tb.tablebase.schema import Metadata
-from dobutsu_tb.tablebase.values import LOSS, WIN, decode_values
+from dobutsu_tb.tablebase.schema import HISTOGRAM_STEP, Metadata, code_histogram
 
 #: The kernels bound to each variant's tables (Game.jitted).
 __kernels__ = ("_material_table",)
 
 
 @kernel_options(parallel=True)
-def _material_table(keys, wdl, out):
+def _material_table(keys, values, out):
     """out[t, on_board, in_hand, wdl + 1] += 1, one task t per slice of the keys (royal pieces not
-    counted)."""
+    counted); the WDL is that of the value code (0 a draw, DTM + 1 otherwise: a win when odd)."""
     n_tasks = out.shape[0]
     per = (keys.shape[0] + n_tasks - 1) // n_tasks
     for t in prange(n_tasks):
@@ -42,7 +41,9 @@ def _material_table(keys, wdl, out):
             in_hand = 0
             for k in range(2 * N_SLOTS):
                 in_hand += (hand >> (COUNT_BITS * k)) & COUNT_MASK
-            out[t, on_board, in_hand, wdl[i] + 1] += 1
+            code = np.int64(values[i])
+            w = 1 if code == 0 else (2 if (code - 1) % 2 == 1 else 0)
+            out[t, on_board, in_hand, w] += 1
 
 
 @dataclass
@@ -134,6 +135,28 @@ def _plural(name: str) -> str:
     return name + "s"
 
 
+def _longest_wins(values: np.ndarray, per_code: np.ndarray, k: int) -> list:
+    """Indices of the ``k`` wins with the highest value codes (longest DTM first, then by index),
+    found in slices of ``values``."""
+    win_codes = [c for c in range(per_code.shape[0] - 1, 0, -1) if per_code[c] and (c - 1) % 2 == 1]
+    taken, least = 0, None
+    for c in win_codes:  # the least code among the k longest wins
+        if taken >= k:
+            break
+        taken += int(per_code[c])
+        least = c
+    if least is None or k <= 0:
+        return []
+    found = []
+    for lo in range(0, values.shape[0], HISTOGRAM_STEP):
+        part = values[lo:lo + HISTOGRAM_STEP].astype(np.int64)
+        hit = np.flatnonzero((part >= least) & ((part - 1) % 2 == 1))
+        found.append(hit + lo)
+    idx = np.concatenate(found)
+    order = np.argsort(-values[idx].astype(np.int64), kind="stable")
+    return idx[order[:k]].tolist()
+
+
 def tablebase_stats(path, longest: int = 10) -> Stats:
     """Count what a tablebase file holds.
 
@@ -149,22 +172,22 @@ def tablebase_stats(path, longest: int = 10) -> Stats:
 
     Raises
     ------
-    tablebase.schema.TablebaseFileError
+    dobutsu_tb.tablebase.schema.TablebaseFileError
         If the file is missing, damaged or not a tablebase.
     """
     with TablebaseFile(path) as f:
         meta = f.metadata
         keys, values = f.read_all()
-    wdl, dtm = decode_values(values)
-    del values
-    wins = np.bincount(dtm[wdl == WIN]) if (wdl == WIN).any() else np.zeros(1, np.int64)
-    losses = np.bincount(dtm[wdl == LOSS]) if (wdl == LOSS).any() else np.zeros(1, np.int64)
+    per_code = code_histogram(values)  # no whole-file temporaries: the 5x3 file has 1.44 G values
+    per_dtm = per_code[1:]
+    odd = np.arange(per_dtm.shape[0]) % 2 == 1
+    wins, losses = np.trim_zeros(per_dtm * odd, "b"), np.trim_zeros(per_dtm * ~odd, "b")
+    wins = wins if wins.shape[0] else np.zeros(1, np.int64)
+    losses = losses if losses.shape[0] else np.zeros(1, np.int64)
     game = game_of(meta.variant)
     most = sum(meta.variant.army.values()) - 2
     table = np.zeros((max(1, config.THREADS), most + 1, most + 1, 3), np.int64)
-    game.jitted(sys.modules[__name__])._material_table(keys, wdl, table)
-    win_idx = np.flatnonzero(wdl == WIN)
-    k = min(longest, win_idx.size)
-    top = win_idx[np.argsort(dtm[win_idx], kind="stable")[::-1][:k]] if k else []
-    best = [(Position.from_key(int(keys[i]), meta.variant), int(dtm[i])) for i in top]
+    game.jitted(sys.modules[__name__])._material_table(keys, values, table)
+    best = [(Position.from_key(int(keys[i]), meta.variant), int(values[i]) - 1)
+            for i in _longest_wins(values, per_code, longest)]
     return Stats(meta, wins, losses, table.sum(axis=0), best)

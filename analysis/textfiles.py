@@ -73,6 +73,11 @@ def read_text(path, limit: int = MAX_PUZZLE_BYTES, what: str = "an input file") 
     return text
 
 
+def without_comments(line: str) -> str:
+    """A line of an input file without its comment: the text after a ``#``."""
+    return line.split("#", 1)[0]
+
+
 def shorten(text: str) -> str:
     """``text`` for a message: cut to :data:`QUOTE_MAX` characters, with ``...`` and its length,
     when longer (a whole line of garbage is not echoed back)."""

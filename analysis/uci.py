@@ -13,7 +13,7 @@ once; only ``go infinite`` and ``go ponder`` keep their ``bestmove`` until ``sto
 ``ponderhit``), as UCI requires. ``depth N`` cuts the principal variations at N plies and
 ``searchmoves`` restricts the moves considered.
 
-Values (:func:`uci_score`): a win in n plies (the tablebase's DTM, SPEC §1.5) is ``score mate
+Values (:func:`uci_score`): a win in n plies (the tablebase's DTM, docs/rules.md §7) is ``score mate
 (n + 1) // 2``, the winner's moves up to and including the lion's capture or the successful try;
 a loss in n plies is ``score mate -(n // 2)``, the loser's moves; a draw is ``score cp 0``. A side
 to move whose game is over (the enemy lion made its try, or its own lion was captured) gets
@@ -23,7 +23,7 @@ else a drawing move, else the longest resistance (among equally long ones, a mov
 leave the lion attacked, which engines with a royal lion would refuse). ``MultiPV`` (up to 500) lists that many
 moves, best first, each with its exact value, so a high value lists every move.
 
-Repetition (SPEC §1.2: the third occurrence of a position is a draw) is judged over the game
+Repetition (docs/rules.md §3: the third occurrence of a position is a draw) is judged over the game
 the ``position`` command gives: a move to a position that has already occurred twice is a draw
 (``cp 0``), which the engine takes when every other move loses; among drawing moves it prefers
 one that repeats nothing, so that the game goes on. Only the root's moves are judged so; the
@@ -65,7 +65,7 @@ from dobutsu_tb.tablebase.game.position import Position, PositionError
 from dobutsu_tb.tablebase.game.variant import Variant, standard_variant
 from dobutsu_tb.tablebase.probe import MissingPositionError, MoveValue, Tablebase
 from dobutsu_tb.tablebase.schema import TablebaseFileError
-from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN
+from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN, Terminal, move_rank
 
 ENGINE_NAME = "dobutsu-tb"
 ENGINE_AUTHOR = "the dobutsu-tablebase authors"
@@ -169,7 +169,7 @@ def uci_score(wdl: int, plies: int) -> str:
 
 @dataclass
 class Line:
-    """One root move and its value for the side that plays it.
+    """One root move and its value for the side that plays it (docs/rules.md §7).
 
     Attributes
     ----------
@@ -178,8 +178,8 @@ class Line:
     wdl : int or None
         1 win, 0 draw, -1 loss for the mover; None when the file does not cover the position
         after it.
-    plies : int
-        DTM of the mover's win or loss, in plies (0 for a draw).
+    dtm : int
+        The mover's signed DTM in plies (0 for a draw).
     child : Position or None
         The position after the move, None when it captures the lion.
     repeats : int
@@ -196,7 +196,7 @@ class Line:
 
     uci: str
     wdl: int | None
-    plies: int
+    dtm: int
     child: Position | None
     repeats: int = 0
     repetition: bool = False
@@ -204,17 +204,19 @@ class Line:
     hangs: bool = False
     pv: list = field(default_factory=list)
 
+    @property
+    def plies(self) -> int:
+        """The DTM without its sign."""
+        return abs(self.dtm)
+
     def order(self) -> tuple:
-        """Sort key, best first: wins fastest (a lion capture first), draws that repeat least,
-        losses slowest (a move that leaves the lion attacked last: engines and GUIs whose lion is
-        a royal king, as Fairy-Stockfish 11.1's, call it illegal), unknown last."""
-        if self.wdl == WIN:
-            return (0, self.plies, not self.capture)
-        if self.wdl == DRAW:
-            return (1, self.repeats)
-        if self.wdl == LOSS:
-            return (2, -self.plies, self.hangs)
-        return (3,)
+        """Sort key, best first: the tablebase's order (wins fastest, draws, losses slowest,
+        unknown last: :func:`~dobutsu_tb.tablebase.values.move_rank`), and among equals a lion
+        capture first, the draw that repeats least, and a loss that does not leave the lion
+        attacked (engines and GUIs whose lion is a royal king, as Fairy-Stockfish 11.1's, call
+        that move illegal)."""
+        tie = {WIN: not self.capture, DRAW: self.repeats, LOSS: self.hangs}.get(self.wdl, 0)
+        return move_rank(self.wdl, self.dtm), tie
 
 
 def rank_moves(moves: list[MoveValue], seen: Counter, variant: Variant | None = None) -> list[Line]:
@@ -230,14 +232,12 @@ def rank_moves(moves: list[MoveValue], seen: Counter, variant: Variant | None = 
     variant = variant or standard_variant()
     lines = []
     for m in moves:
-        line = Line(uci_of(m.move, variant), None, 0, m.position, capture=m.terminal == "lion captured",
-                    hangs=m.terminal == "catch")
-        if m.wdl is not None:  # the child's value, turned into the mover's
-            line.wdl, line.plies = -m.wdl, (abs(m.dtm) + 1 if m.wdl != DRAW else 0)
+        line = Line(uci_of(m.move, variant), m.wdl, m.dtm or 0, m.position,
+                    capture=m.terminal == Terminal.ROYAL_CAPTURED, hangs=m.terminal == Terminal.CATCH)
         if m.position is not None:
             line.repeats = seen[m.position]
-            if line.repeats >= 2 and m.terminal != "try":  # (a try ends the game as it arrives)
-                line.wdl, line.plies, line.repetition = DRAW, 0, True
+            if line.repeats >= 2 and m.terminal != Terminal.TRY:  # (a try ends the game as it arrives)
+                line.wdl, line.dtm, line.repetition = DRAW, 0, True
         lines.append(line)
     lines.sort(key=Line.order)
     return lines
@@ -535,7 +535,7 @@ class UciEngine:
             return "(none)"
         seen = Counter(p for p in positions if p is not None)
         if seen[root] >= 3:
-            self.info("this position has occurred 3 times: the game is drawn by repetition (SPEC §1.2)")
+            self.info("this position has occurred 3 times: the game is drawn by repetition (docs/rules.md §3)")
         if not has_moves(root):
             self.tb.value(root)  # a position the file does not cover is still an error
             self.send("info depth 0 score mate 0")

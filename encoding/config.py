@@ -1,7 +1,9 @@
-"""Tunables, in one place: thread count, hash table load, batch and chunk sizes, caches.
+"""Tunables of the generic layer and the tablebase's file, in one place: thread count, hash table
+load, batch and chunk sizes, caches.
 
 Changing one changes speed and memory, never a result. Layout constants (bit positions, codes)
-are not here: each is named once next to the picture of its layout.
+are not here: each is named once next to the picture of its layout; nor are the tunables of one
+tool (``verify``, ``verify-line``, Room Sweeper), which live beside the code they tune.
 """
 
 import os
@@ -43,21 +45,10 @@ VALUE_CHUNK = 1 << 10
 GZIP_LEVEL = 4
 #: Decompressed chunks a lazily opened tablebase keeps per dataset.
 CHUNK_CACHE = 1024
-#: ``verify-line`` reads the whole tablebase into memory when its games have more plies than
-#: this fraction of the file's chunks of keys (a ply looks up ten positions or so, each in a
-#: chunk of its own; reading every chunk one by one costs more than reading the file at once).
-VERIFY_PLIES_PER_CHUNK = 0.125
-#: Positions whose values ``dobutsu-tb verify`` re-derives per kernel call.
-VERIFY_BATCH = 1 << 20
 #: Dead states a depth-first search remembers by default.
 DEAD_STATES = 1 << 24
 #: numba cache folders kept (one per version of the sources; the least recently used go first).
 KEEP_CACHES = 8
-#: Dead nodes a Room Sweeper search remembers at most (16 bytes each, over the load factor).
-SWEEP_DEAD_STATES = 1 << 24
-#: Tasks per thread a Room Sweeper search is cut into (the nodes of the shallowest depth that has
-#: that many are dealt out one at a time).
-SWEEP_TASKS = 32
 #: The build on a cluster (tablebase/cluster.py): fresh positions each worker expands per
 #: enumeration round, positions of a ply's frontier each worker unmoves per retrograde round (a
 #: round's messages are these times the children or predecessors per position, 8 bytes each),

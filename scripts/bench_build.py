@@ -4,9 +4,11 @@
 
 Usage::
 
-    python scripts/bench_build.py [--start POSITION] [--out PATH] [--compile]
+    python scripts/bench_build.py [--variant NAME] [--start POSITION] [--out PATH] [--compile]
     python scripts/bench_build.py --peer PATH_TO_GENTB [--runs N]
-    python scripts/bench_build.py --cluster local --workers N [--worker-threads T] [--compare] [--start POSITION]
+    python scripts/bench_build.py --scaling [--variant NAME] [--start POSITION]
+    python scripts/bench_build.py --cluster local --workers N [--worker-threads T] [--compare] [--variant NAME]
+                                  [--start POSITION]
 
 Without ``--peer`` it builds the full tablebase from the standard start in a child process and
 prints each phase (wall seconds, positions per second, peak RSS sampled every 20 ms from
@@ -18,6 +20,10 @@ difference is the compile time, and the full build then runs with a warm cache.
 With ``--peer`` (R. Clausecker's ``gentb``, built from github.com/clausecker/dobutsu) it runs
 ``gentb -j THREADS OUT`` and our full build alternately, ``--runs`` times each (default 1),
 and prints both wall times, both peak RSS and the ratio ours/peer of each pair.
+
+Each build's report ends with its profile: the wall seconds of the phases' parts (children
+generated and inserted, predecessors propagated, ...). ``--scaling`` builds with 1 thread, then
+with every CPU (``NUMBA_NUM_THREADS``), and prints each phase's and part's speed-up.
 
 With ``--cluster ADDRESS --workers N`` the build runs on a Ray cluster (``local``: one started on
 this machine; tablebase/cluster.py): it prints the phases as above (the driver's own RSS), then
@@ -77,10 +83,11 @@ class PhaseMonitor:
         self._thread.join()
 
 
-def child(start: str | None, out: str, cluster: str | None = None, workers: int = 2,
+def child(variant: str, start: str | None, out: str, cluster: str | None = None, workers: int = 2,
           worker_threads: int | None = None) -> None:
     """Run one build in this process and print its phases as JSON (the parent measures the rest)."""
     from dobutsu_tb.tablebase.build import build_tablebase
+    from dobutsu_tb.tablebase.game.variant import get_variant
 
     options = None
     if cluster is not None:
@@ -88,14 +95,15 @@ def child(start: str | None, out: str, cluster: str | None = None, workers: int 
 
         options = ClusterOptions(cluster, workers, worker_threads)
     monitor = PhaseMonitor()
-    result = build_tablebase(out, start, progress=False, on_phase=monitor, cluster=options)
+    result = build_tablebase(out, start, progress=False, on_phase=monitor, variant=get_variant(variant),
+                             cluster=options)
     monitor.stop()
     m = result.metadata
     phases = {name: {"seconds": monitor.ended[name] - monitor.started[name], "peak": monitor.peak[name]}
-              for name in ("enumeration", "retrograde", "sort", "write", "check")}
+              for name in monitor.ended if name != "done"}
     print(json.dumps({"start": m.start, "reachable": m.reachable, "nonterminal": m.nonterminal,
                       "start_wdl": m.start_wdl, "start_dtm": m.start_dtm, "phases": phases,
-                      "file_bytes": Path(out).stat().st_size,
+                      "profile": result.profile, "file_bytes": Path(out).stat().st_size,
                       "cluster": None if result.cluster is None else {
                           "address": result.cluster.address, "workers": result.cluster.workers,
                           "rounds": result.cluster.rounds, "sent": result.cluster.sent}}))
@@ -115,16 +123,18 @@ def run(argv: list[str], env: dict | None = None, capture: bool = True) -> tuple
     return wall, usage.ru_maxrss * 1024, out
 
 
-def ours(start: str | None, out: str, env: dict | None = None, cluster: list[str] | None = None
-         ) -> tuple[float, int, dict]:
-    argv = [sys.executable, __file__, "--child", "--out", out] + (["--start", start] if start else []) + (cluster or [])
+def ours(start: str | None, out: str, env: dict | None = None, variant: str = "dobutsu",
+         cluster: list[str] | None = None) -> tuple[float, int, dict]:
+    argv = [sys.executable, __file__, "--child", "--out", out, "--variant", variant] + (
+        ["--start", start] if start else []) + (cluster or [])
     wall, peak, text = run(argv, env)
     return wall, peak, json.loads(text)
 
 
 def print_phases(report: dict, wall: float, peak: int) -> None:
-    work = {"enumeration": report["reachable"], "retrograde": report["nonterminal"], "sort": report["nonterminal"],
-            "write": report["nonterminal"], "check": 0}
+    work = {"enumeration": report["reachable"], "terminal": report["reachable"] - report["nonterminal"],
+            "retrograde": report["nonterminal"], "sort": report["nonterminal"], "write": report["nonterminal"],
+            "check": 0}
     print(f"start {report['start']}: {report['reachable']:,} reachable, {report['nonterminal']:,} non-terminal; "
           f"start value wdl={report['start_wdl']} dtm={report['start_dtm']}")
     print(f"{'phase':<12}{'seconds':>10}{'positions/s':>16}{'peak RSS GiB':>14}")
@@ -135,6 +145,8 @@ def print_phases(report: dict, wall: float, peak: int) -> None:
           f"loading cached kernels; kernel's peak RSS)")
     print(f"file: {report['file_bytes'] / 2**20:.1f} MiB, {os.cpu_count()} CPUs, "
           f"numba threads {os.environ.get('NUMBA_NUM_THREADS', 'default')}")
+    if report["profile"]:
+        print("profile (wall seconds): " + ", ".join(f"{k} {v:.1f}" for k, v in report["profile"].items()))
     cluster = report.get("cluster")
     if cluster:
         workers = cluster["workers"]
@@ -150,6 +162,24 @@ def print_phases(report: dict, wall: float, peak: int) -> None:
                   f"{w['peak_rss'] / 2**30:>14.2f}")
 
 
+def scaling(variant: str, start: str | None, out: str) -> None:
+    """Build with one thread, then with every CPU; print each phase's and part's speed-up."""
+    cpus = os.cpu_count() or 1
+    runs = {}
+    for threads in (1, cpus):
+        env = dict(os.environ, NUMBA_NUM_THREADS=str(threads))
+        runs[threads] = ours(start, out, env, variant)
+        wall, peak, _ = runs[threads]
+        print(f"{threads} thread(s): {wall:.1f} s wall, {peak / 2**30:.2f} GiB peak", flush=True)
+    one, many = runs[1][2], runs[cpus][2]
+    rows = [(name, one["phases"][name]["seconds"], many["phases"][name]["seconds"]) for name in one["phases"]]
+    rows += [(name, one["profile"][name], many["profile"][name]) for name in one["profile"]]
+    rows.append(("process", runs[1][0], runs[cpus][0]))
+    print(f"{'part':<24}{'1 thread s':>12}{f'{cpus} threads s':>14}{'speed-up':>10}")
+    for name, a, b in rows:
+        print(f"{name:<24}{a:>12.1f}{b:>14.1f}{a / b if b else float('nan'):>10.2f}")
+
+
 def compile_time() -> float:
     """Seconds of numba compilation: a small build with an empty cache minus the same build warm."""
     with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as tmp:
@@ -163,7 +193,9 @@ def compile_time() -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--start", default=None, help="start position (default: the standard start)")
+    parser.add_argument("--variant", default="dobutsu", help="the game (default: dobutsu)")
+    parser.add_argument("--start", default=None, help="start position (default: the variant's start)")
+    parser.add_argument("--scaling", action="store_true", help="1 thread against every CPU, per phase")
     parser.add_argument("--out", default=None, help="output file (default: a temporary file, removed)")
     parser.add_argument("--compile", action="store_true", help="measure numba's compile time first")
     parser.add_argument("--peer", default=None, metavar="GENTB", help="a built gentb to run side by side")
@@ -176,7 +208,7 @@ def main() -> None:
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.start, args.out, args.cluster, args.workers, args.worker_threads)
+        child(args.variant, args.start, args.out, args.cluster, args.workers, args.worker_threads)
         return
 
     tmp = Path(tempfile.mkdtemp())
@@ -184,22 +216,24 @@ def main() -> None:
     if args.compile or args.peer:
         compile_time()
     ours(LION_CHICK, str(tmp / "warm.h5"))  # fill the kernel cache
-    if args.cluster:
+    if args.scaling:
+        scaling(args.variant, args.start, out)
+    elif args.cluster:
         cluster = ["--cluster", args.cluster, "--workers", str(args.workers)] + (
             ["--worker-threads", str(args.worker_threads)] if args.worker_threads else [])
         ours(LION_CHICK, str(tmp / "warm.h5"), cluster=cluster)  # the workers' kernels too
         if args.compare:
-            wall0, peak0, report0 = ours(args.start, out)
+            wall0, peak0, report0 = ours(args.start, out, variant=args.variant)
             print("in this process:")
             print_phases(report0, wall0, peak0)
             print()
-        wall, peak, report = ours(args.start, out, cluster=cluster)
+        wall, peak, report = ours(args.start, out, variant=args.variant, cluster=cluster)
         print(f"on the cluster ({args.cluster}, {args.workers} workers):")
         print_phases(report, wall, peak)
         if args.compare:
             print(f"\nratio cluster / in-process wall time: {wall / wall0:.2f} ({wall:.1f} s / {wall0:.1f} s)")
     elif not args.peer:
-        wall, peak, report = ours(args.start, out)
+        wall, peak, report = ours(args.start, out, variant=args.variant)
         print_phases(report, wall, peak)
     else:
         threads = os.environ.get("NUMBA_NUM_THREADS") or str(os.cpu_count() or 1)

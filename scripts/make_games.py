@@ -23,12 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
-from dobutsu_tb.tablebase import replay
+from dobutsu_tb.tablebase.game import notation
 from dobutsu_tb.tablebase.game.layout import CATCH, MAX_MOVES, ROYAL
+from dobutsu_tb.tablebase.game.notation import Move, text_code
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.game.rules import classify, find_piece, game_over, gen_moves, make_move
 from dobutsu_tb.tablebase.game.variant import get_variant
-from dobutsu_tb.tablebase.replay import move_text_of, text_code
 
 #: Bound to the variant's tables (Game.jitted).
 __kernels__ = ("_games",)
@@ -88,14 +88,17 @@ def main() -> None:
     start = Position.start(variant) if args.start is None else Position.from_text(args.start, variant)
     codes = np.zeros((args.games, args.max_plies), np.int64)
     lengths = np.zeros(args.games, np.int64)
-    kernels = start.game.jitted(replay, sys.modules[__name__])  # _games calls replay's text_code
+    kernels = start.game.jitted(notation, sys.modules[__name__])  # _games calls notation's text_code
     board, hand = start.state()
     kernels._games(np.int64(board), np.int64(hand), start.turn, args.games, args.min_plies, args.max_plies, args.seed,
                    codes, lengths)
     texts: dict = {}
+
+    def text(code: int) -> str:
+        return texts.get(code) or texts.setdefault(code, str(Move.from_code(code, variant)))
+
     with open(args.out, "w") as out:
-        out.writelines(" ".join(texts.get(c) or texts.setdefault(c, move_text_of(c, variant)) for c in row[:n]) + "\n"
-                       for row, n in zip(codes.tolist(), lengths.tolist()))
+        out.writelines(" ".join(map(text, row[:n])) + "\n" for row, n in zip(codes.tolist(), lengths.tolist()))
     print(f"wrote {args.games:,} games, {int(lengths.sum()):,} plies, to {args.out}")
 
 

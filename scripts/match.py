@@ -12,11 +12,11 @@ other. Each engine gets ``position fen START moves ...`` and ``go``; Fairy-Stock
 has ``--fsf-go``'s limits, ours none (it answers at once).
 
 The arbiter: every move must be legal by our rules (``parse_uci_move``) and by pyffish
-(Fairy-Stockfish's Python binding, ``pyffish.legal_moves``); the game ends by our rules (SPEC
-§1.2): the lion captured, a successful try, the third occurrence of a position, or no legal
+(Fairy-Stockfish's Python binding, ``pyffish.legal_moves``); the game ends by our rules
+(docs/rules.md §3): the lion captured, a successful try, the third occurrence of a position, or no legal
 move; after ``--max-plies`` plies it is adjudicated a draw. pyffish's verdict on the end of the
 game is asked at every ply too, and where it differs from ours the difference is counted (by
-kind) and ours is applied. Where Fairy-Stockfish 11.1's own rules get in the way (the README's
+kind) and ours is applied. Where Fairy-Stockfish 11.1's own rules get in the way (docs/uci.md,
 "Where the rules differ"):
 
 - it offers a chick's move to the far rank without promotion (``b3b4``): read as the promotion,
@@ -177,8 +177,8 @@ def mover_value(tb, position: Position, move: int) -> tuple[int, int]:
     found = tb.get_wdl(child)
     if found is None:
         return OUTSIDE, 0
-    wdl, dtm, _ = tb.value(child)
-    return -wdl, (dtm + 1 if wdl != DRAW else 0)
+    wdl, dtm, _ = tb.value(child)  # (the arbiter's own reckoning, not the engine's: it judges it)
+    return -wdl, (abs(dtm) + 1 if wdl != DRAW else 0)
 
 
 def best_moves(tb, position: Position) -> tuple[tuple[int, int], list[int]]:
@@ -248,7 +248,7 @@ def play_game(tb, ours: UciProcess, fsf: UciProcess, start: Position, our_side: 
 
     wdl, dtm, _ = tb.value(start)
     value = wdl if start.turn == our_side else -wdl
-    game = Game(start.text(), our_side, value, dtm if wdl != DRAW else 0)
+    game = Game(start.text(), our_side, value, abs(dtm))
     fen = start.fen()
     position: Position | None = start
     seen: Counter = Counter([start])

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run the searches of Room Sweeper's search engine (``--engine search``) one at a time on a
 problem and print, for each, its seconds, nodes, dead nodes remembered and answer (the figures
-the README gives for q64).
+docs/puzzles.md gives for q64).
 
 Usage: python scripts/sweep_phases.py PROBLEM [--phases none,2,4,any] [--max-nodes N] [--threads T]
 
@@ -20,8 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dobutsu_tb.analysis.puzzles.sweep import read_problem, solve  # noqa: E402
+from dobutsu_tb.analysis.puzzles.sweep.arrays import problem_arrays  # noqa: E402
 from dobutsu_tb.analysis.puzzles.sweep.bounds import NO_MEETINGS, UNLIMITED  # noqa: E402
-from dobutsu_tb.analysis.puzzles.sweep.tables import tables  # noqa: E402
 
 
 def phase(text: str) -> int:
@@ -37,9 +37,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
     problem = read_problem(args.problem)
-    tab = tables(problem)
-    cells = sum((int(w) & (2 ** 64 - 1)).bit_count() for w in tab.remaining)
-    print(f"{args.problem.name}: {cells} cells to clean, {int(tab.budget.sum())} steps in all", flush=True)
+    arrays = problem_arrays(problem)
+    cells = sum((int(w) & (2 ** 64 - 1)).bit_count() for w in arrays.remaining)
+    print(f"{args.problem.name}: {cells} cells to clean, {int(arrays.budget.sum())} steps in all", flush=True)
     # compile or load the kernels
     solve(problem, threads=args.threads, phases=(NO_MEETINGS,), max_nodes=1, engine="search")
     for text in args.phases.split(","):

@@ -37,9 +37,20 @@ from dobutsu_tb.tablebase.reader import TablebaseFile
 from dobutsu_tb.tablebase.values import decode_values
 
 #: Bound to the standard game's tables (Game.jitted).
-__kernels__ = ("_far_drop_only", "_scan_far_drops")
+__kernels__ = ("_mover_wdl", "_far_drop_only", "_scan_far_drops")
 
 CHICK = 4
+
+
+def _mover_wdl(keys, wdl, board, hand, move):
+    """The WDL that ``move`` gives its mover (the position after it looked up in ``keys``)."""
+    cb, ch = make_move(board, hand, move)
+    cls = classify(cb, ch)
+    if cls == CATCH:
+        return -1
+    if cls == TRY:
+        return 1
+    return -wdl[np.searchsorted(keys, canonical_key(cb, ch))]
 
 
 def _far_drop_only(keys, wdl, board, hand, moves):
@@ -48,27 +59,10 @@ def _far_drop_only(keys, wdl, board, hand, moves):
     n = gen_moves(board, hand, moves)
     best = -2
     for k in range(n):  # the best WDL a move gives its mover
-        cb, ch = make_move(board, hand, moves[k])
-        cls = classify(cb, ch)
-        if cls == CATCH:
-            w = -1
-        elif cls == TRY:
-            w = 1
-        else:
-            j = np.searchsorted(keys, canonical_key(cb, ch))
-            w = -wdl[j]
-        if w > best:
-            best = w
+        best = max(best, _mover_wdl(keys, wdl, board, hand, moves[k]))
     found = 0
     for k in range(n):
-        cb, ch = make_move(board, hand, moves[k])
-        cls = classify(cb, ch)
-        if cls == CATCH:
-            w = -1
-        elif cls == TRY:
-            w = 1
-        else:
-            w = -wdl[np.searchsorted(keys, canonical_key(cb, ch))]
+        w = _mover_wdl(keys, wdl, board, hand, moves[k])
         if w != best:
             continue
         src, dst = moves[k] & FROM_MASK, (moves[k] >> TO_SHIFT) & TO_MASK

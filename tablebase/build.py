@@ -53,6 +53,9 @@ class BuildResult:
     plan : BuildPlan or None
         How the build fitted its memory budget: the terminal partitions it ended with, the
         record passes, whether lists were spilled to disk (None for a build on a cluster).
+    profile : dict of str to float
+        Wall seconds of the phases' parts (``enumeration.expand``, ``enumeration.insert``,
+        ``retrograde.propagate``, ...), for benchmarks (``scripts/bench_build.py``).
     cluster : ClusterReport or None
         A build on a cluster: its workers, their peak memory and the bytes they sent
         (:class:`~dobutsu_tb.tablebase.cluster.ClusterReport`).
@@ -61,6 +64,7 @@ class BuildResult:
     path: Path
     metadata: Metadata
     plan: BuildPlan | None = None
+    profile: dict = dataclasses.field(default_factory=dict)
     cluster: object | None = None
 
     def summary(self) -> str:
@@ -292,6 +296,13 @@ class WorkFolder:
 LOG_EVERY = 60.0
 
 
+def _peak_memory() -> str:
+    """The process's peak resident memory so far, for the build's log lines."""
+    import resource
+
+    return f"peak memory so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB"
+
+
 def _log(msg: str) -> None:
     tqdm.write(msg, file=sys.stderr)
 
@@ -389,6 +400,7 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     plan = None if cluster is not None else make_plan(sizes, *planned, budget, base, spill,
                                                       known=expected is not None, source=source)
     report = None
+    profile = {}
     target = None
     try:
         with reserve_output(out, force) as target:
@@ -405,8 +417,8 @@ def build_tablebase(out, start=None, progress: bool | None = None,
                                                     on_phase or (lambda name: None), cluster, out)
                 else:
                     with WorkFolder(base, plan.spill) as folder:
-                        meta, plan = _build(target.tmp, game, start, expected, progress,
-                                            on_phase or (lambda name: None), plan, sizes, folder)
+                        meta, plan, profile = _build(target.tmp, game, start, expected, progress,
+                                                     on_phase or (lambda name: None), plan, sizes, folder)
                 interrupt.check()  # a signal during the build: nothing is written
                 target.commit()
     except interrupt.Interrupted as exc:
@@ -414,12 +426,13 @@ def build_tablebase(out, start=None, progress: bool | None = None,
             raise interrupt.Interrupted(exc.signum, f"{exc}, after {out} was written (complete)") from None
         raise interrupt.Interrupted(exc.signum, f"{exc}: the build stopped, {out} was not written") from None
     (on_phase or (lambda name: None))("done")
-    return BuildResult(out, meta, plan, report)
+    return BuildResult(out, meta, plan, profile, report)
 
 
 def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, plan: BuildPlan, sizes: Sizes,
-           folder: "WorkFolder") -> tuple[Metadata, BuildPlan]:
-    """The build's phases, writing into ``tmp``; returns the metadata written and the plan followed."""
+           folder: "WorkFolder") -> tuple[Metadata, BuildPlan, dict]:
+    """The build's phases, writing into ``tmp``; returns the metadata written, the plan followed
+    and the profile (:attr:`BuildResult.profile`)."""
     quiet = progress is False
     disable = None if progress is None else not progress
     budget = None if plan.budget is None else plan.budget - BASE_MEMORY
@@ -447,7 +460,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
             count_terminal_partitions(enum, bar.update, budget)
     if not quiet:
         _log(f"enumerated {enum.reachable:,} positions ({enum.nonterminal:,} non-terminal) "
-             f"in {enum.seconds:.1f} s")
+             f"in {enum.seconds:.1f} s; {_peak_memory()}")
     check_plan = make_plan(sizes, enum.nonterminal, enum.reachable - enum.nonterminal, plan.budget, plan.work_dir,
                            True if plan.spill else None, known=False)
     check_plan = dataclasses.replace(check_plan, terminal_parts=enum.terminal_parts)
@@ -464,6 +477,8 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
                 _log(f"ply {ply:3d}: {processed:>11,} positions -> {decided:>11,} decided at "
                      f"ply {ply + 1} ({secs:.2f} s)")
         solution = retrograde.solve(enum, on_ply, folder.lists if check_plan.spill else None)
+    if not quiet:
+        _log(f"solved in {solution.seconds:.1f} s; {_peak_memory()}")
 
     phase("sort")
     interrupt.check()
@@ -473,6 +488,8 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
                   catch_terminal=enum.catch_terminal, try_terminal=enum.try_terminal,
                   no_moves=enum.no_moves)
     enum_seconds = enum.seconds
+    profile = {f"enumeration.{k}": v for k, v in enum.profile.items()}
+    profile.update({f"retrograde.{k}": v for k, v in solution.profile.items()})
     table = enum.table
     del enum  # the counters go; the table and the values make the records
     solution.values = np.ascontiguousarray(solution.values)  # the value bytes alone: the counters' half is freed
@@ -490,9 +507,11 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
         write_file(tmp, blocks, meta, progress=bar.update, value_bits=value_bits)
     del blocks, table, solution
     meta.seconds["write"] = time.perf_counter() - t
+    if not quiet:
+        _log(f"written in {meta.seconds['write']:.1f} s; {_peak_memory()}")
     phase("check")
     check_start_value(tmp, start, start_wdl, start_dtm)
-    return meta, check_plan
+    return meta, check_plan, profile
 
 
 def check_start_value(tmp: Path, start: Position, start_wdl: int, start_dtm: int) -> None:

@@ -1,4 +1,4 @@
-"""Enumeration of every position reachable from a start (SPEC §1.4).
+"""Enumeration of every position reachable from a start (docs/rules.md §6).
 
 Non-terminal positions go into a :class:`~dobutsu_tb.encoding.compact.CompactTable` (4 bytes
 a slot) with one *tag* byte per slot; terminal positions (catch- or try-terminal) are reached
@@ -16,14 +16,14 @@ Expanding a position replaces its fresh tag by what the retrograde analysis star
 number of its distinct canonical non-terminal children (the counter of unresolved moves; 0 when
 every move lets the opponent capture the lion, a loss in 2), or :data:`TAG_WIN1` when a move
 makes a successful try (a win in 1), or :data:`TAG_NO_MOVES` for a position without a legal
-move (a loss in 0, as in shogi; SPEC §1.4: none is reachable from the standard start).
+move (a loss in 0, as in shogi; docs/rules.md §6: none is reachable from the standard start).
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -92,6 +92,10 @@ class Enumeration:
         Wall time of the enumeration.
     terminal_parts : int
         The terminal partitions (:mod:`~dobutsu_tb.tablebase.memory`).
+    profile : dict of str to float
+        Wall seconds of the enumeration's parts (``expand``: generating children; ``insert``:
+        inserting them; ``terminal``: the passes of :func:`count_terminal_partitions`), for
+        benchmarks (``scripts/bench_build.py``).
     """
 
     game: Game
@@ -102,6 +106,7 @@ class Enumeration:
     no_moves: int = 0
     seconds: float = 0.0
     terminal_parts: int = 1
+    profile: dict = field(default_factory=dict)
 
     @property
     def nonterminal(self) -> int:
@@ -433,6 +438,7 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
             terminal.grow(grown_t)
 
     expanded = no_moves = 0
+    expand_seconds = insert_seconds = 0.0
     scan = 0
     swept_fresh = False
     while True:
@@ -445,7 +451,10 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
             continue
         swept_fresh = True
         part_shift = bits - (parts.bit_length() - 1)
+        t_expand = time.perf_counter()
         no_moves += kernels._expand(table.slots, table.layout, batch[:n], tags, nt, term, counts, part_shift)
+        t_insert = time.perf_counter()
+        expand_seconds += t_insert - t_expand
         expanded += n
         n_nt, n_term = int(counts[:, :, 0].sum()), int(counts[:, :, 1].sum())
         while True:
@@ -468,11 +477,12 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
                 scan = 0
             if failed_set:
                 grow_set(2 * len(terminal))
+        insert_seconds += time.perf_counter() - t_insert
         if progress is not None:
             progress(expanded, len(table))
     totals = by_class.sum(axis=0) - dropped
     return Enumeration(game, table, tags, int(totals[CATCH]), int(totals[TRY]), no_moves, time.perf_counter() - t0,
-                       parts)
+                       parts, {"expand": expand_seconds, "insert": insert_seconds})
 
 
 def count_terminal_partitions(enum: Enumeration, progress: Callable[[int], None] | None = None,
@@ -535,3 +545,4 @@ def count_terminal_partitions(enum: Enumeration, progress: Callable[[int], None]
         enum.try_terminal += int(totals[TRY])
         del terminal
     enum.seconds += time.perf_counter() - t0
+    enum.profile["terminal"] = time.perf_counter() - t0

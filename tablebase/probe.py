@@ -4,18 +4,19 @@
 ...     tb.probe_wdl(Position.start()), tb.probe_dtm("S/gle/-c-/-C-/ELG/-")
 (-1, -78)
 
-Positions may be given as :class:`~encoding.position.Position` objects or in SPEC §1.6 text
-form, in any orientation (Gote to move, mirrored): they are canonicalised. Terminal positions are
-answered from the rules (catch-terminal: win in 1; try-terminal: loss in 0). A position that the
-file does not cover raises :class:`MissingPositionError` from the ``probe_*`` methods, and gives
-``default`` from the ``get_*`` methods (python-chess's convention).
+Positions may be given as :class:`~dobutsu_tb.tablebase.game.position.Position` objects or in
+our text form (docs/rules.md §8), in any orientation (Gote to move, mirrored): they are
+canonicalised. Values follow the one convention of :mod:`~dobutsu_tb.tablebase.values`: a
+position's WDL and signed DTM are its side to move's, a move's are its player's. Terminal
+positions are answered from the rules (catch-terminal: win in 1; try-terminal: loss in 0). A
+position that the file does not cover raises :class:`MissingPositionError` from the ``probe_*``
+methods, and gives ``default`` from the ``get_*`` methods (python-chess's convention).
 
 Lookups go through ``/index`` (the first key of each chunk of ``/keys``, read and checked on
 open) to one small chunk of ``/keys`` and one of ``/values``; every chunk is checked as it is
-read (:class:`~dobutsu_tb.tablebase.reader.TablebaseFile`) and kept in a small cache. A probe
-costs tens of microseconds, and nothing here imports numba. ``open_tablebase(path,
-in_memory=True)`` reads the whole file instead (0.9 GiB for the full tablebase), after which
-:meth:`Tablebase.probe_many` looks up millions of keys a second.
+read (:class:`~dobutsu_tb.tablebase.reader.TablebaseFile`) and kept in a small cache, and nothing
+here imports numba. ``open_tablebase(path, in_memory=True)`` reads the whole file instead (about
+11 bytes per position), after which :meth:`Tablebase.probe_many` looks up many keys at once.
 """
 
 from __future__ import annotations
@@ -33,7 +34,20 @@ from dobutsu_tb.tablebase.game.notation import move_text, play_move
 from dobutsu_tb.tablebase.game.position import Position, PositionError
 from dobutsu_tb.tablebase.reader import TablebaseFile
 from dobutsu_tb.tablebase.schema import Metadata
-from dobutsu_tb.tablebase.values import CATCH_DTM, DRAW, LOSS, TRY_DTM, WIN, decode_value, decode_values, signed_dtm
+from dobutsu_tb.tablebase.values import (
+    CATCH_DTM,
+    DRAW,
+    GAME_ENDING,
+    LOSS,
+    TRY_DTM,
+    WIN,
+    Terminal,
+    decode_value,
+    decode_values,
+    move_rank,
+    move_value,
+    signed_dtm,
+)
 
 
 class MissingPositionError(KeyError):
@@ -45,42 +59,57 @@ class MissingPositionError(KeyError):
 
 @dataclass(frozen=True)
 class MoveValue:
-    """A legal move and the value of the position it leads to.
-
-    As in the Lichess tablebase API, ``wdl`` and ``dtm`` are the child's, from the view of the
-    side to move after the move; a move is good for its player when the child is a loss.
+    """A legal move and its value for the player who makes it (docs/rules.md §7).
 
     Attributes
     ----------
     move : str
-        SPEC §1.6 notation.
+        Our notation (docs/rules.md §8), e.g. ``'Lb4-a3'``.
     position : Position or None
-        The position after the move; None when the move captures the lion (the game is over).
+        The position after the move; None when the move captures the royal piece (the game is over).
     wdl : int or None
-        Child's WDL (1 win, 0 draw, -1 loss); None when the tablebase does not cover the child,
-        which happens only after a catch-terminal position (the tablebase never expands those).
+        The move's WDL for its player (1 win, 0 draw, -1 loss); None when the tablebase does not
+        cover the position after it, which happens only after a catch-terminal position (the
+        tablebase never expands those).
     dtm : int or None
-        Child's signed DTM in plies, None with ``wdl``.
-    terminal : str or None
-        ``"catch"`` or ``"try"`` when the child is terminal (or ``"lion captured"`` after
-        capturing the lion), else None.
+        The move's signed DTM for its player, in plies from the position before the move (a
+        best move's is the position's own); None with ``wdl``.
+    terminal : Terminal or None
+        :attr:`Terminal.CATCH` or :attr:`Terminal.TRY` when the position after the move is
+        terminal, :attr:`Terminal.ROYAL_CAPTURED` after capturing the royal piece, else None.
+    after_wdl, after_dtm : int or None
+        The value of :attr:`position` for its side to move (the opponent), as
+        :meth:`Tablebase.probe_wdl` and :meth:`Tablebase.probe_dtm` give it: a loss in 0 after
+        the royal piece's capture; None when not covered.
     """
 
     move: str
     position: Position | None
     wdl: int | None
     dtm: int | None
-    terminal: str | None = None
+    terminal: Terminal | None = None
+    after_wdl: int | None = None
+    after_dtm: int | None = None
 
-    def sort_key(self) -> tuple:
-        """Best move first: wins fastest, then draws, then losses slowest, then unknown."""
-        if self.wdl is None:
-            return (3, 0)
-        if self.wdl == LOSS:
-            return (0, abs(self.dtm))
-        if self.wdl == DRAW:
-            return (1, 0)
-        return (2, -abs(self.dtm))
+    @classmethod
+    def after(cls, move: str, position: Position | None, after_wdl: int | None, after_dtm: int | None,
+              terminal: Terminal | None = None) -> "MoveValue":
+        """The MoveValue of a move from the value of the position after it (its side to move's
+        WDL and DTM, None when not covered)."""
+        if after_wdl is None:
+            return cls(move, position, None, None, terminal)
+        wdl, dtm = move_value(after_wdl, after_dtm)
+        return cls(move, position, wdl, dtm, terminal, after_wdl, signed_dtm(after_wdl, after_dtm))
+
+    @property
+    def ends_game(self) -> bool:
+        """The move ends the game: it captures the royal piece or makes a successful try."""
+        return self.terminal in GAME_ENDING
+
+    def sort_key(self) -> int:
+        """Best move first (:func:`~dobutsu_tb.tablebase.values.move_rank`): wins fastest, then
+        draws, then losses slowest, then unknown."""
+        return move_rank(self.wdl, self.dtm)
 
 
 def _to_position(position, variant) -> Position:
@@ -182,7 +211,8 @@ class Tablebase:
         return self._file.check_value(code, i)
 
     def lookup_key(self, key: int) -> tuple[int, int] | None:
-        """``(wdl, dtm)`` stored for a canonical key (DTM unsigned, plies), or None if absent.
+        """``(wdl, dtm)`` stored for a canonical key (the position with Sente to move; signed DTM
+        in plies), or None if absent.
 
         Raises
         ------
@@ -190,7 +220,10 @@ class Tablebase:
             If the chunks holding it are damaged.
         """
         i = self._entry(int(key))
-        return None if i < 0 else decode_value(self._value_byte(i))
+        if i < 0:
+            return None
+        wdl, dtm = decode_value(self._value_byte(i))
+        return wdl, signed_dtm(wdl, dtm)
 
     def probe_many(self, positions_or_keys) -> tuple[np.ndarray, np.ndarray]:
         """WDL and DTM of many positions at once (for training data and bulk checks).
@@ -198,7 +231,7 @@ class Tablebase:
         Parameters
         ----------
         positions_or_keys : numpy.ndarray of int64, shape (n,), or sequence of Position or str
-            Canonical keys (:meth:`Position.key`; SPEC §1.3), or positions in any orientation.
+            Canonical keys (:meth:`Position.key`; docs/rules.md §5), or positions in any orientation.
             Terminal positions are not stored: give keys of stored (non-terminal) positions, or
             positions, whose terminal ones are answered from the rules.
 
@@ -238,13 +271,14 @@ class Tablebase:
                     wdl[i], signed[i] = LOSS, -TRY_DTM
         return wdl, signed
 
-    def value(self, position) -> tuple[int, int, str | None]:
-        """WDL, unsigned DTM (plies) and terminal class of a position.
+    def value(self, position) -> tuple[int, int, Terminal | None]:
+        """WDL, signed DTM (plies) and terminal class of a position, for its side to move.
 
         Returns
         -------
-        (int, int, str or None)
-            ``(wdl, dtm, terminal)`` with ``terminal`` ``"catch"``, ``"try"`` or None.
+        (int, int, Terminal or None)
+            ``(wdl, dtm, terminal)`` with ``terminal`` :attr:`Terminal.CATCH`,
+            :attr:`Terminal.TRY` or None.
 
         Raises
         ------
@@ -258,9 +292,9 @@ class Tablebase:
             return found[0], found[1], None
         cls = self.game.classify(state)
         if cls == CATCH:
-            return WIN, CATCH_DTM, "catch"
+            return WIN, CATCH_DTM, Terminal.CATCH
         if cls == TRY:
-            return LOSS, TRY_DTM, "try"
+            return LOSS, -TRY_DTM, Terminal.TRY
         raise MissingPositionError(f"{position.text()} is not in this tablebase "
                                    f"(not reachable from {self.metadata.start})")
 
@@ -283,7 +317,7 @@ class Tablebase:
         ------
         MissingPositionError
             If the tablebase does not cover the position.
-        encoding.position.PositionError
+        PositionError
             If a text position is malformed or impossible.
         """
         return self.value(position)[0]
@@ -296,8 +330,7 @@ class Tablebase:
         MissingPositionError
             If the tablebase does not cover the position.
         """
-        wdl, dtm, _ = self.value(position)
-        return signed_dtm(wdl, dtm)
+        return self.value(position)[1]
 
     def get_wdl(self, position, default=None):
         """As :meth:`probe_wdl`, but ``default`` for a position the tablebase does not cover."""
@@ -314,14 +347,14 @@ class Tablebase:
             return default
 
     def probe_moves(self, position) -> list[MoveValue]:
-        """Every legal move with the value of the position after it, best first.
+        """Every legal move with its value for the side to move, best first.
 
         Returns
         -------
         list of MoveValue
             Empty for a try-terminal position (the game is over). In a catch-terminal position
-            the lion's capture comes first, and moves to positions the tablebase does not cover
-            have ``wdl`` and ``dtm`` None.
+            the royal piece's capture comes first, and moves to positions the tablebase does not
+            cover have ``wdl`` and ``dtm`` None.
 
         Raises
         ------
@@ -341,16 +374,16 @@ class Tablebase:
             child = play_move(position, int(mv))
             text = move_text(position, int(mv))
             if child is None:  # the move captures the royal piece
-                out.append(MoveValue(text, None, LOSS, 0, "lion captured"))
+                out.append(MoveValue.after(text, None, LOSS, 0, Terminal.ROYAL_CAPTURED))
                 continue
             try:
                 wdl, dtm, term = self.value(child)
             except MissingPositionError:
                 if cls != CATCH:
                     raise
-                out.append(MoveValue(text, child, None, None, None))
+                out.append(MoveValue.after(text, child, None, None))
                 continue
-            out.append(MoveValue(text, child, wdl, signed_dtm(wdl, dtm), term))
+            out.append(MoveValue.after(text, child, wdl, dtm, term))
         out.sort(key=MoveValue.sort_key)
         return out
 
@@ -358,11 +391,11 @@ class Tablebase:
         """A perfect-play line from ``position``, to the end of the game or ``max_plies`` plies.
 
         Each side plays a best move (:meth:`probe_moves`' first). A win or loss ends after
-        exactly ``abs(probe_dtm(position))`` plies, with the lion's capture or a successful try:
-        the line has that many plies when ``max_plies`` allows, else it is cut after
-        ``max_plies`` (its last move then ends nothing: ``line[-1].terminal`` is not
-        ``"lion captured"`` or ``"try"``). A drawn line stops after ``max_plies`` or when a
-        position repeats. The line is empty when the game is already over (try-terminal).
+        exactly ``abs(probe_dtm(position))`` plies, with the royal piece's capture or a successful
+        try: the line has that many plies when ``max_plies`` allows, else it is cut after
+        ``max_plies`` (its last move then ends nothing: ``line[-1].ends_game`` is False). A drawn
+        line stops after ``max_plies`` or when a position repeats. The line is empty when the game
+        is already over (try-terminal).
 
         Parameters
         ----------
@@ -393,7 +426,7 @@ class Tablebase:
                 break
             best = moves[0]
             line.append(best)
-            if best.terminal in ("try", "lion captured"):
+            if best.ends_game:
                 break
             position = best.position
             key = position.key()
@@ -409,7 +442,7 @@ def open_tablebase(path, in_memory: bool = False) -> Tablebase:
     Parameters
     ----------
     path : str or Path
-        A file written by ``dobutsu-tb build`` (:func:`tablebase.build.build_tablebase`).
+        A file written by ``dobutsu-tb build`` (:func:`dobutsu_tb.tablebase.build.build_tablebase`).
     in_memory : bool, optional
         Read the whole file into memory on open (faster for many random probes).
 

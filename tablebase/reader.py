@@ -50,6 +50,7 @@ from dobutsu_tb.tablebase.schema import (
     VALUE_DTYPE,
     VALUE_FILTERS,
     TablebaseFileError,
+    code_histogram,
     read_metadata,
     value_counts,
 )
@@ -440,7 +441,7 @@ class TablebaseFile:
                     progress(done, jobs)
         self._check_all(keys, values)
         if self._check_counts:
-            counts = value_counts(np.bincount(values, minlength=256))
+            counts = value_counts(code_histogram(values))
             for name, count in counts.items():
                 if getattr(self.metadata, name) != count:
                     raise self._fail(f"inconsistent metadata: {name} is {getattr(self.metadata, name):,} but the "
@@ -450,19 +451,25 @@ class TablebaseFile:
     def _check_all(self, keys: np.ndarray, values: np.ndarray) -> None:
         """What :meth:`read_keys` and :meth:`read_values` check chunk by chunk, for whole arrays."""
         step = self.key_chunk
-        bad = np.flatnonzero(keys[1:] <= keys[:-1])
+        piece = 1 << 26  # entries compared at a time: the temporary arrays stay small on big files
+        last = max(keys.shape[0] - 1, 0)  # keys[i + 1] <= keys[i] for some i < last: out of order
+        bad = next((lo + int(b[0]) for lo in range(0, last, piece)
+                    if (b := np.flatnonzero(keys[lo + 1:min(last, lo + piece) + 1]
+                                            <= keys[lo:min(last, lo + piece)])).size), None)
         firsts = keys[::step]
         wrong = np.flatnonzero(firsts != self.index[:firsts.shape[0]])
-        places = [int(bad[0] + 1) // step] if bad.size else []
+        places = [(bad + 1) // step] if bad is not None else []
         places += [int(wrong[0])] if wrong.size else []
         places += [min(firsts.shape[0], self.index.shape[0])] if firsts.shape[0] != self.index.shape[0] else []
         if places:
             c = min(places)
             raise self._fail(f"chunk {c} of /keys is out of order or disagrees with /index: the file is damaged")
-        out = np.flatnonzero((values > self._top_code) | (values == self._forbidden_code))
-        if out.size:
-            raise self._fail(f"chunk {int(out[0]) // self.value_chunk} of /values holds a value byte out of range: "
-                             f"the file is damaged")
+        for lo in range(0, values.shape[0], piece):
+            part = values[lo:lo + piece]
+            out = np.flatnonzero((part > self._top_code) | (part == self._forbidden_code))
+            if out.size:
+                raise self._fail(f"chunk {(lo + int(out[0])) // self.value_chunk} of /values holds a value byte "
+                                 f"out of range: the file is damaged")
 
     def check_hdf5_index(self) -> list[str]:
         """Compare HDF5's own chunk index with the chunk table: offsets, sizes, filter masks.

@@ -1,4 +1,4 @@
-"""Retrograde analysis: WDL and DTM of every non-terminal position (SPEC §1.5).
+"""Retrograde analysis: WDL and DTM of every non-terminal position (docs/rules.md §7).
 
 Values live in one byte per table slot (:mod:`dobutsu_tb.tablebase.values`: 0 undecided, else
 DTM + 1, a win when the DTM is odd); the enumeration's tags serve as the counters of unresolved
@@ -10,7 +10,7 @@ opponent that are never looked at again.
 Then ply by ply (:func:`propagate_ply`): every position decided at DTM ``n`` generates its
 non-terminal predecessors by unmoves (terminal ones are pruned before they are generated:
 :func:`~dobutsu_tb.tablebase.game.unmoves.gen_unmoves`), canonicalises and de-duplicates them
-(SPEC §1.4's second trap) and looks them up. A predecessor of a loss in n is a win in n + 1
+(docs/rules.md §6, the second trap) and looks them up. A predecessor of a loss in n is a win in n + 1
 (set once, by compare-and-swap); a predecessor of a win has its counter decremented atomically
 and is a loss in n + 1 when it reaches zero. Ply n only ever decides positions at n + 1, so
 processing DTM in order gives the winner the fastest and the loser the slowest line. What is
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -287,12 +287,16 @@ class Solution:
         The slots whose value byte is LONG, ascending, and their DTM (plies, int64).
     seconds : float
         Wall time.
+    profile : dict of str to float
+        Wall seconds of its parts (``seed``: values and first lists; ``propagate``: the plies),
+        for benchmarks.
     """
 
     values: np.ndarray
     long_slots: np.ndarray
     long_dtm: np.ndarray
     seconds: float
+    profile: dict = field(default_factory=dict)
 
     def dtm_of(self, slot: int) -> tuple[int, int]:
         """(WDL, DTM in plies) of the position in ``slot``."""
@@ -338,6 +342,7 @@ def solve(enum: Enumeration, report: Callable[[int, int, int, float], None] | No
     dtype = slot_dtype(enum.table.capacity)
     # no moves (DTM 0), wins in 1 (a try), losses in 2 (every move lets the lion be caught)
     seeds = {dtm: _scan(enum.table.slots, values, dtm + 1, dtype, alloc) for dtm in (0, 1, 2)}
+    seeded = time.perf_counter()
     highest = 2
     ply = 0 if enum.no_moves else 1  # DTM 0 is stored only for positions without moves
     frontier = seeds.pop(ply)
@@ -360,4 +365,6 @@ def solve(enum: Enumeration, report: Callable[[int, int, int, float], None] | No
     slots = np.concatenate(long_parts) if long_parts else np.zeros(0, dtype)
     dtms = np.concatenate(long_dtm) if long_dtm else np.zeros(0, np.int64)
     order = np.argsort(slots, kind="stable")
-    return Solution(values, slots[order], dtms[order], time.perf_counter() - t0)
+    done = time.perf_counter()
+    return Solution(values, slots[order], dtms[order], done - t0,
+                    {"seed": seeded - t0, "propagate": done - seeded})

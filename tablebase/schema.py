@@ -84,9 +84,9 @@ class Metadata:
     Attributes
     ----------
     start : str
-        Start position in SPEC §1.6 text form.
+        Start position in our text form (docs/rules.md §8).
     reachable, nonterminal, catch_terminal, try_terminal : int
-        Position counts (SPEC §1.4).
+        Position counts (docs/rules.md §6).
     wins, draws, losses : int
         Stored (non-terminal) positions per WDL.
     start_wdl, start_dtm : int
@@ -127,13 +127,40 @@ COUNT_FIELDS = ("reachable", "nonterminal", "catch_terminal", "try_terminal", "n
                 "draws", "losses", "start_wdl", "start_dtm", "max_dtm")
 
 
+#: Values counted at a time by :func:`code_histogram` (its temporaries: 8 bytes a value).
+HISTOGRAM_STEP = 1 << 22
+
+
+def code_histogram(codes: np.ndarray, size: int = 256) -> np.ndarray:
+    """Positions per value code, counted in slices (``np.bincount`` of the whole array would make
+    an int64 copy of it: 11.5 GB for the 5x3 game's 1.44 G values).
+
+    Parameters
+    ----------
+    codes : numpy.ndarray of uint8 or uint16 (or any unsigned integers), shape (n,)
+    size : int, optional
+        The least length of the result (the codes' range: 256 for bytes).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (max(size, codes.max() + 1),)
+    """
+    counts = np.zeros(size, np.int64)
+    for lo in range(0, codes.shape[0], HISTOGRAM_STEP):
+        part = np.bincount(codes[lo:lo + HISTOGRAM_STEP], minlength=counts.shape[0])
+        if part.shape[0] > counts.shape[0]:
+            counts = np.pad(counts, (0, part.shape[0] - counts.shape[0]))
+        counts += part
+    return counts
+
+
 def value_counts(per_code: np.ndarray) -> dict:
     """What the metadata say about the values, from the number of positions per value byte.
 
     Parameters
     ----------
     per_code : numpy.ndarray of int64, shape (256,)
-        Positions per value byte (``np.bincount(values, minlength=256)``).
+        Positions per value byte (:func:`code_histogram`).
 
     Returns
     -------

@@ -1,9 +1,19 @@
-"""Value codes and sentinels of the tablebase, defined once (SPEC §1.5).
+"""Values, value codes and sentinels of the tablebase, defined once (docs/rules.md §7).
 
-WDL is from the side to move's point of view; DTM counts plies to the end of the game with best
-play. :data:`UNKNOWN` marks a position the retrograde analysis has not decided (yet); whatever is
+The one convention of every surface (Python, command line, JSON, web page, UCI):
+
+- a **position's value** is from its side to move's view: WDL ``1`` win, ``0`` draw, ``-1``
+  loss, and the signed DTM in plies, ``+n`` a win in n, ``-n`` a loss in n, ``0`` a draw (and a
+  try-terminal loss, whose game is already over);
+- a **move's value** is the value of playing it for the player who makes it, counted in plies
+  from the position before the move (:func:`move_value`): the best moves' value is the
+  position's own.
+
+:data:`UNKNOWN` marks a position the retrograde analysis has not decided (yet); whatever is
 still unknown at the end is a draw.
 """
+
+from enum import Enum
 
 WIN, DRAW, LOSS = 1, 0, -1
 UNKNOWN = -2
@@ -31,6 +41,31 @@ CATCH_DTM = 1
 TRY_DTM = 0
 
 
+#: Ranks of moves (:func:`move_rank`): a move's signed DTM fits in ``RANK_SCALE - 1`` plies.
+RANK_SCALE = 1 << 16
+
+
+class Terminal(str, Enum):
+    """How the position after a move stands when the game ends there or the file does not hold it
+    (``MoveValue.terminal``, the JSON's ``terminal``); a ``str``, so that it compares and prints
+    in JSON as its text."""
+
+    #: The side to move can capture the enemy royal piece: a win in 1 ply (docs/rules.md §6).
+    CATCH = "catch"
+    #: The enemy royal piece stands safe on the side to move's home rank: a loss in 0 plies.
+    TRY = "try"
+    #: The move captured the royal piece: no position follows (the text predates variants,
+    #: whose royal piece may be another animal).
+    ROYAL_CAPTURED = "lion captured"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: The terminal kinds that end the game as the move arrives.
+GAME_ENDING = (Terminal.TRY, Terminal.ROYAL_CAPTURED)
+
+
 def describe_value(wdl: int | None, dtm: int | None, unit: bool = True) -> str:
     """``'win in 15 plies'``, ``'loss in 1 ply'``, ``'draw'``, ``'unknown'`` (None); the sign of
     ``dtm`` is ignored, and ``unit=False`` leaves the word "plies" out (``'win in 15'``)."""
@@ -43,8 +78,83 @@ def describe_value(wdl: int | None, dtm: int | None, unit: bool = True) -> str:
 
 
 def signed_dtm(wdl: int, dtm: int) -> int:
-    """Signed DTM as in python-chess's Gaviota probe: ``+n`` win, ``-n`` loss, 0 draw (plies)."""
-    return dtm if wdl == WIN else -dtm if wdl == LOSS else 0
+    """Signed DTM as in python-chess's Gaviota probe: ``+n`` win, ``-n`` loss, 0 draw (plies);
+    the sign of ``dtm`` is ignored."""
+    return abs(dtm) if wdl == WIN else -abs(dtm) if wdl == LOSS else 0
+
+
+def signed_text(dtm: int) -> str:
+    """A signed DTM as text: ``'+15'``, ``'-78'``, ``'0'``."""
+    return f"{dtm:+d}" if dtm else "0"
+
+
+def move_value(after_wdl, after_dtm):
+    """The value of a move for its player, from the value of the position after it.
+
+    A plain function: kernels jit it too (``tablebase/replay.py``).
+
+    Parameters
+    ----------
+    after_wdl : int or None
+        WDL of the position after the move for its side to move (the opponent): ``LOSS`` with
+        ``after_dtm`` 0 when the move captured the royal piece or made a successful try; None or
+        :data:`UNKNOWN` when the file does not cover that position.
+    after_dtm : int
+        Its DTM in plies (the sign is ignored).
+
+    Returns
+    -------
+    (int, int)
+        The mover's WDL and signed DTM, counted from the position before the move (a position
+        lost in d plies after the move is a win in d + 1 for the mover); ``(UNKNOWN, 0)`` when
+        the position after the move is not covered.
+    """
+    if after_wdl == WIN:
+        return LOSS, -(abs(after_dtm) + 1)
+    if after_wdl == LOSS:
+        return WIN, abs(after_dtm) + 1
+    if after_wdl == DRAW:
+        return DRAW, 0
+    return UNKNOWN, 0
+
+
+def move_rank(wdl, dtm):
+    """A move's place among the moves of a position, best first, as one integer.
+
+    Wins fastest first, then draws, then losses slowest, then moves to positions the file does not
+    cover (``wdl`` None or :data:`UNKNOWN`). A plain function: kernels jit it too
+    (``tablebase/replay.py``).
+
+    Parameters
+    ----------
+    wdl, dtm : int
+        The move's value for its player (:func:`move_value`): WDL and signed DTM in plies.
+
+    Returns
+    -------
+    int
+        Win in d: ``d``; draw: ``RANK_SCALE``; loss in d: ``3 * RANK_SCALE - 1 - d``; unknown:
+        ``3 * RANK_SCALE``. :func:`value_of_rank` turns it back.
+    """
+    if wdl == WIN:
+        return dtm
+    if wdl == DRAW:
+        return RANK_SCALE
+    if wdl == LOSS:
+        return 3 * RANK_SCALE - 1 + dtm
+    return 3 * RANK_SCALE
+
+
+def value_of_rank(rank: int) -> tuple:
+    """The move's value (WDL and signed DTM, or ``(None, None)`` when unknown) of a :func:`move_rank`."""
+    kind, rest = divmod(int(rank), RANK_SCALE)
+    if kind == 0:
+        return WIN, rest
+    if kind == 1:
+        return DRAW, 0
+    if kind == 2:
+        return LOSS, rest - (RANK_SCALE - 1)
+    return None, None
 
 
 def value_code(wdl: int, dtm: int) -> int:

@@ -28,6 +28,7 @@ from dobutsu_tb.tablebase.schema import (
     VALUE_LAYOUT,
     WIDE_VALUE_LAYOUT,
     Metadata,
+    code_histogram,
     metadata_crc32,
 )
 from dobutsu_tb.tablebase.values import MAX_STORED_DTM, MAX_WIDE_DTM
@@ -36,6 +37,8 @@ from dobutsu_tb.tablebase.values import MAX_STORED_DTM, MAX_WIDE_DTM
 #: variant whose longest DTM is 254 plies or more: ``value_bits`` 8 or 16).
 RECORD_VALUE_BITS = 8
 WIDE_VALUE_BITS = 16
+#: Records whose values are counted at a time (the temporaries of a slice: 8 bytes a record).
+_COUNT_STEP = 1 << 22
 
 
 def pack_records(keys: np.ndarray, values: np.ndarray, key_shift: int,
@@ -297,7 +300,8 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
                 block = np.asarray(block, np.uint64)
                 if block.shape[0] == 0:
                     return
-                counts += np.bincount(record_values(block, value_bits), minlength=1 << value_bits)
+                for lo in range(0, block.shape[0], _COUNT_STEP):  # in slices: no temporaries the block's size
+                    counts += code_histogram(record_values(block[lo:lo + _COUNT_STEP], value_bits), 1 << value_bits)
                 check_records(block, counts)
                 if last is not None and (block[0] >> np.uint64(value_bits)) <= last:
                     raise ValueError("keys must be strictly ascending")

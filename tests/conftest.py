@@ -90,8 +90,19 @@ def cli():
 
 
 @pytest.fixture(scope="session")
+def cli_split(cli):
+    """As :func:`cli`, but ``cli_split(*args)`` gives (exit code, stdout, stderr) apart."""
+
+    def invoke(*args):
+        result = cli(*args)
+        return result.exit_code, result.stdout, result.stderr
+
+    return invoke
+
+
+@pytest.fixture(scope="session")
 def lion_chick_tb(tmp_path_factory):
-    """The lion-and-chick tablebase (SPEC §1.7), built once per test session."""
+    """The lion-and-chick tablebase (docs/rules.md §9), built once per test session."""
     from dobutsu_tb.tablebase.build import build_tablebase
 
     path = tmp_path_factory.mktemp("tb") / "lion-chick.h5"

@@ -15,7 +15,7 @@ from dobutsu_tb.tablebase.probe import MissingPositionError, open_tablebase
 from dobutsu_tb.tablebase.schema import TablebaseFileError
 from dobutsu_tb.tablebase.values import value_code
 
-# The seed's lion-and-chick line (SPEC §1.7).
+# The seed's lion-and-chick line (docs/rules.md §9).
 SEED_LINE = "Lb4-c3 Cb2xb3 Lc3xb3 C*b2 Lb3-c3 Lb1-c1 C*a2 Lc1-b1 Ca2-a1+ Lb1xa1 Lc3-c2".split()
 
 
@@ -29,7 +29,7 @@ def test_seed_line_has_one_gote_mistake(lion_chick_tb):
     assert report.illegal is None and len(report.plies) == 11
     mistake = report.first_mistake
     assert (mistake.ply, mistake.move) == (10, "Lb1xa1")
-    assert mistake.before == (-1, 6) and mistake.result == (-1, 4)
+    assert mistake.before == (-1, -6) and mistake.result == (-1, -4)  # signed, for Gote, who moves
     assert mistake.best == ["Lb1-c1 (loss in 6)"]
     assert [p.ply for p in report.plies if not p.optimal] == [10]
     # After the seed's line, Sente's lion tries at the next-but-one ply: 13 plies in all.
@@ -51,7 +51,7 @@ def test_wrong_move_found(lion_chick_tb):
         report = verify_line(tb, LION_CHICK, ["Lb4-a4", "Lb1-a1"])
     first = report.first_mistake
     assert first.ply == 1 and not first.optimal
-    assert first.before == (1, 15) and first.result == (-1, 8)  # turns a win into a loss in 8
+    assert first.before == (1, 15) and first.result == (-1, -8)  # turns a win into a loss in 8
     assert {b.split()[0] for b in first.best} == {"Lb4-a3", "Lb4-c3"}
 
 
@@ -158,8 +158,21 @@ def test_read_games(tmp_path):
 def test_verify_passes_on_fresh_build(cli, lion_chick_tb):
     report = verify_file(lion_chick_tb.path)
     assert report.ok and report.checked == lion_chick_tb.metadata.nonterminal
-    result = cli("verify", str(lion_chick_tb.path))
+    result = cli("verify", "--tb", str(lion_chick_tb.path))
     assert result.exit_code == 0 and "OK" in result.output
+
+
+def test_key_directory_finds_every_key_and_nothing_else():
+    from dobutsu_tb.analysis.verify import _find, key_directory
+
+    rng = np.random.default_rng(5)
+    keys = np.unique(rng.integers(1, 1 << 62, 5000) >> rng.integers(0, 40, 5000))  # skewed, as Huffman keys
+    directory, shift = key_directory(keys, 6)
+    assert directory[0] == 0 and directory[-1] == keys.shape[0]
+    for i in range(0, keys.shape[0], 7):
+        assert _find(keys, directory, shift, keys[i]) == i
+    absent = np.setdiff1d(rng.integers(0, 1 << 63, 2000, dtype=np.int64), keys)
+    assert all(_find(keys, directory, shift, k) == -1 for k in absent)
 
 
 def test_verify_names_an_altered_value(cli, lion_chick_tb, tmp_path):
@@ -176,7 +189,7 @@ def test_verify_names_an_altered_value(cli, lion_chick_tb, tmp_path):
     report = verify_file(bad)
     assert not report.ok
     assert victim in [p.where for p in report.problems]
-    result = cli("verify", str(bad))
+    result = cli("verify", "--tb", str(bad))
     assert result.exit_code == 1 and victim in result.output and "FAILED" in result.output
 
 
@@ -209,10 +222,10 @@ def test_stats(cli, lion_chick_tb, tmp_path):
     rows = dict(line.split()[:2] for line in everything.splitlines()[2:5])
     assert rows == {"wins": f"{m.wins + m.catch_terminal:,}", "draws": f"{m.draws:,}",
                     "losses": f"{m.losses + m.try_terminal:,}"}
-    result = cli("stats", str(lion_chick_tb.path), "--plot", str(tmp_path / "plot.png"))
+    result = cli("stats", "--tb", str(lion_chick_tb.path), "--plot", str(tmp_path / "plot.png"))
     assert result.exit_code == 0 and "longest wins" in result.output
     assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    data = json.loads(cli("stats", str(lion_chick_tb.path), "--json", "--longest", "3").output)
+    data = json.loads(cli("stats", "--tb", str(lion_chick_tb.path), "--json", "--longest", "3").output)
     assert sum(data["dtm_wins"]) == m.wins and sum(data["dtm_losses"]) == m.losses
     assert sum(row["positions"] for row in data["material"]) == m.nonterminal
     assert [w["dtm"] for w in data["longest"]] == [21, 21, 21]
@@ -240,7 +253,7 @@ def test_a_perfect_lines_end_names_the_royal_piece():
     from dobutsu_tb.analysis.reports import perfect_line_json
     from dobutsu_tb.tablebase.game.variant import get_variant, parse_variant
     from dobutsu_tb.tablebase.probe import MoveValue
-    from dobutsu_tb.tablebase.values import LOSS, WIN
+    from dobutsu_tb.tablebase.values import LOSS, WIN, Terminal
 
     data = get_variant("dobutsu-3x3").to_dict()
     data["name"] = "kings"
@@ -255,10 +268,27 @@ def test_a_perfect_lines_end_names_the_royal_piece():
             return WIN, 1, None
 
         def principal_variation(self, position, max_plies):
-            return [MoveValue("Lb3-b2", None, LOSS, 0, self.terminal)]
+            return [MoveValue.after("Lb3-b2", None, LOSS, 0, Terminal(self.terminal))]
 
     start = Position.from_text(variant.start, variant)
     assert perfect_line_json(LastMove("lion captured"), start)["end"] == "Sente captures the king"
     assert perfect_line_json(LastMove("try"), start)["end"] == "Sente's king reaches the far rank safely"
     assert perfect_line_json(LastMove("try"), Position.from_text(LION_CHICK))["end"] == (
         "Sente's lion reaches the far rank safely")
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_sliced_histogram_and_longest_wins_match_whole_array_counts(dtype, monkeypatch):
+    from dobutsu_tb.analysis import stats
+    from dobutsu_tb.tablebase import schema
+
+    monkeypatch.setattr(schema, "HISTOGRAM_STEP", 7)  # many slices, one cut short
+    monkeypatch.setattr(stats, "HISTOGRAM_STEP", 7)
+    rng = np.random.default_rng(5)
+    codes = rng.integers(0, 300 if dtype == np.uint16 else 256, 1000).astype(dtype)
+    assert np.array_equal(schema.code_histogram(codes), np.bincount(codes, minlength=256))
+    per_code = schema.code_histogram(codes)
+    wins = [i for i in range(codes.shape[0]) if codes[i] and (int(codes[i]) - 1) % 2 == 1]
+    naive = sorted(wins, key=lambda i: (-int(codes[i]), i))
+    for k in (0, 1, 5, 40, len(wins) + 3):
+        assert stats._longest_wins(codes, per_code, k) == naive[:k]

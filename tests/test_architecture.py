@@ -30,10 +30,12 @@ def test_no_module_imports_a_bare_folder_name():
 
 
 def test_every_package_is_installed():
-    """pyproject.toml lists every folder with an __init__.py as a dobutsu_tb package."""
+    """pyproject.toml lists the root (dobutsu_tb itself, the public face) and every folder with an
+    __init__.py as a dobutsu_tb package; no other folder at the root is a package."""
     tomllib = pytest.importorskip("tomllib")
 
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {"dobutsu_tb." + ".".join(init.parent.relative_to(ROOT).parts)
              for folder in FOLDERS for init in (ROOT / folder).rglob("__init__.py")}
-    assert found == listed
+    assert (ROOT / "__init__.py").is_file() and found | {"dobutsu_tb"} == listed
+    assert {p.parent.name for p in ROOT.glob("*/__init__.py")} == set(FOLDERS)

@@ -90,23 +90,6 @@ def _fill(text, places):
     return text
 
 
-@pytest.fixture(scope="module")
-def cli_split():
-    """``dobutsu-tb`` in-process: ``cli_split(*args)`` gives (exit code, stdout, stderr); an
-    exception other than the command line's own exits propagates (a traceback fails the test)."""
-    from click.testing import CliRunner
-
-    from dobutsu_tb.analysis.cli import main
-
-    runner = CliRunner()
-
-    def invoke(*args):
-        result = runner.invoke(main, [str(a) for a in args], catch_exceptions=False)
-        return result.exit_code, result.stdout, result.stderr
-
-    return invoke
-
-
 @pytest.mark.parametrize("case", CASES, ids=str)
 def test_bad_input(case, cli_split, lion_chick_tb, corpus_files, tmp_path, monkeypatch):
     places = {"lc": lion_chick_tb.path, "data": ROOT / "data", "files": corpus_files, "tmp": tmp_path,

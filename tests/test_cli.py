@@ -26,7 +26,7 @@ def test_build_a_start_with_fewer_positions_than_a_chunk(cli, tmp_path, start, n
     assert result.exit_code == 0, result.output
     assert any(ln.split() == ["non-terminal:", nonterminal] for ln in result.output.splitlines())
     assert value is None or f"start position {start}: {value}" in result.output
-    result = cli("verify", str(out))
+    result = cli("verify", "--tb", str(out))
     assert result.exit_code == 0 and "OK" in result.output, result.output
 
 
@@ -35,14 +35,15 @@ def test_probe_text_and_json(cli, lion_chick_tb):
     result = cli("probe", LION_CHICK, "--tb", tb)
     assert result.exit_code == 0
     lines = result.output.splitlines()
-    assert lines[0] == f"{LION_CHICK}: win in 15 plies for Sente"
-    # Lb4-a3 and Lb4-c3 mirror each other; both win in 15.
+    assert lines[0] == f"{LION_CHICK}: win in 15 plies for Sente, DTM +15"
+    # Lb4-a3 and Lb4-c3 mirror each other; both win in 15 for Sente, who plays them.
     assert sorted(ln.split()[0] for ln in lines[1:3]) == ["Lb4-a3", "Lb4-c3"]
-    assert all(ln.split()[1:4] == ["win", "in", "15"] for ln in lines[1:3])
+    assert all(ln.split()[1:6] == ["win", "in", "15", "plies", "+15"] for ln in lines[1:3])
     data = json.loads(cli("probe", LION_CHICK, "--tb", tb, "--json").output)
     assert (data["category"], data["dtm"]) == ("win", 15)
-    best = data["moves"][0]
-    assert (best["move"][:4], best["category"], best["dtm"]) == ("Lb4-", "loss", -14)
+    best = data["moves"][0]  # a move's value is its player's; "after" is the position after it, for Gote
+    assert (best["move"][:4], best["category"], best["dtm"]) == ("Lb4-", "win", 15)
+    assert best["after"] == {"category": "loss", "dtm": -14}
     assert len(data["moves"]) == 5  # four lion moves and Cb3xb2
 
 
@@ -51,13 +52,22 @@ def test_probe_catch_terminal_with_uncovered_children(cli, lion_chick_tb):
     tb = str(lion_chick_tb.path)
     text = cli("probe", "S/-lR/-CL/---/---/-", "--tb", tb)
     assert text.exit_code == 0
-    assert text.output.splitlines()[0].endswith("win in 1 ply for Sente (it can capture the enemy lion)")
-    captures = [ln.split()[0] for ln in text.output.splitlines() if ln.endswith("(captures the lion)")]
+    assert text.output.splitlines()[0].endswith("win in 1 ply for Sente, DTM +1 (it can capture the enemy lion)")
+    captures = [ln.split()[0] for ln in text.output.splitlines() if ln.endswith("+1  captures the lion")]
     assert sorted(captures) == ["Cb2xb1+", "Lc2xb1", "Rc1xb1"]
-    assert "(not in this tablebase)" in text.output
+    assert "not in this tablebase" in text.output
     data = json.loads(cli("probe", "S/-lR/-CL/---/---/-", "--tb", tb, "--json").output)
     assert {m["category"] for m in data["moves"]} >= {"unknown"}
     assert all(m["dtm"] is None for m in data["moves"] if m["category"] == "unknown")
+
+
+def test_verify_and_stats_read_tb_and_still_the_deprecated_positional_file(cli_split, lion_chick_tb):
+    for command in ("verify", "stats"):
+        code, out, err = cli_split(command, "--tb", lion_chick_tb.path)
+        assert code == 0 and err.count("warning") == 0, err
+        old = cli_split(command, lion_chick_tb.path)
+        assert old[0] == 0 and old[2].startswith(f"warning: 'dobutsu-tb {command} FILE' is deprecated"), old[2]
+        assert old[1].split("(")[0] == out.split("(")[0]  # the same report (verify's seconds aside)
 
 
 def test_probe_env_default(cli, lion_chick_tb, monkeypatch):
@@ -123,8 +133,9 @@ def test_line_json(cli, lion_chick_tb):
     assert (data["category"], data["dtm"]) == ("win", 15)
     assert [p["ply"] for p in data["moves"]] == list(range(1, 16))
     assert [p["side"] for p in data["moves"][:2]] == ["sente", "gote"]
-    # Each ply's DTM counts down to the capture that ends the line.
-    assert [abs(p["dtm"]) for p in data["moves"]] == list(range(14, -1, -1))
+    # Each ply's value is its player's: the winner's +15, the loser's -14, ... down to the capture.
+    assert [p["dtm"] for p in data["moves"]] == [(n if n % 2 else -n) for n in range(15, 0, -1)]
+    assert [abs(p["after"]["dtm"]) for p in data["moves"]] == list(range(14, -1, -1))
     assert data["moves"][-1]["terminal"] == "lion captured" and data["end"] == "Sente captures the lion"
 
 
@@ -188,7 +199,7 @@ def test_an_output_that_is_an_input_is_refused_however_named(cli, lion_chick_tb,
     os.link(tb, tmp_path / "hard.png")
     (tmp_path / "soft.png").symlink_to(tb)
     for plot in ("hard.png", "soft.png", "t.png"):
-        result = cli("stats", tb, "--plot", tmp_path / plot)
+        result = cli("stats", "--tb", tb, "--plot", tmp_path / plot)
         assert result.exit_code == 1 and result.output.startswith(f"error: {tmp_path / plot} is the tablebase"), \
             result.output
     folder = tmp_path / "pictures"

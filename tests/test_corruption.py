@@ -30,7 +30,7 @@ from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.probe import MissingPositionError, open_tablebase
 from dobutsu_tb.tablebase.reader import TablebaseFile
 from dobutsu_tb.tablebase.schema import TablebaseFileError
-from dobutsu_tb.tablebase.values import decode_value
+from dobutsu_tb.tablebase.values import decode_value, signed_dtm
 
 SEED = 20261123
 FLIPS, ZEROED, TRUNCATED, APPENDED = 520, 80, 40, 5
@@ -88,8 +88,8 @@ def test_damage_gives_right_answers_or_errors_never_wrong(cli, lion_chick_tb, tm
     rng = np.random.default_rng(SEED)
     sample = np.sort(rng.choice(keys.shape[0], 60, replace=False))
     positions = [Position.from_key(int(k)) for k in keys[sample]]
-    want = [decode_value(int(values[i])) for i in sample]
-    want_dtm = np.array([w[1] for w in want])
+    want = [(w, signed_dtm(w, d)) for w, d in (decode_value(int(values[i])) for i in sample)]
+    want_dtm = np.array([abs(w[1]) for w in want])
     pristine_cli = cli("probe", LION_CHICK, "--tb", lion_chick_tb.path).output
     path = tmp_path / "damaged.h5"
     counts = dict(changes=0, damaging=0, refused_on_open=0, refused_a_probe=0, verify_failed=0, harmless=0,

@@ -22,10 +22,10 @@ from dobutsu_tb.tablebase.game.variant import get_variant
 from dobutsu_tb.tablebase.probe import open_tablebase
 from dobutsu_tb.tablebase.reader import TablebaseFile
 from dobutsu_tb.tablebase.schema import TablebaseFileError
-from dobutsu_tb.tablebase.values import decode_value, decode_values
+from dobutsu_tb.tablebase.values import decode_value, decode_values, signed_dtm
 from dobutsu_tb.tablebase.writer import pack_records
 
-COMMANDS = [("probe", LION_CHICK, "--tb"), ("line", LION_CHICK, "--tb"), ("stats",), ("verify",),
+COMMANDS = [("probe", LION_CHICK, "--tb"), ("line", LION_CHICK, "--tb"), ("stats", "--tb"), ("verify", "--tb"),
             ("verify-line", "--start", LION_CHICK, "Lb4-c3", "--tb"), ("serve", "--port", "0", "--chunked", "--tb")]
 
 
@@ -182,7 +182,7 @@ def _refused_everywhere(cli, path, message, serve=True):
     for command in COMMANDS if serve else COMMANDS[:-1]:
         result = cli(*command, path)
         assert result.exit_code == 1, (command, result.output)
-        if command == ("verify",) and "FAILED" in result.output:
+        if command == ("verify", "--tb") and "FAILED" in result.output:
             assert "metadata: " in result.output  # metadata that contradict the data: its report says how
             continue
         assert message in result.output, (command, result.output)
@@ -260,7 +260,8 @@ def _every_answer_right_or_refused(path, keys, values):
             except TablebaseFileError:
                 refused += 1
                 continue
-            assert found[:2] == decode_value(code), pos.text()
+            wdl, dtm = decode_value(code)
+            assert found[:2] == (wdl, signed_dtm(wdl, dtm)), pos.text()
     try:
         tb = open_tablebase(path, in_memory=True)
     except TablebaseFileError:
@@ -291,7 +292,7 @@ def test_a_forged_chunk_gives_errors_not_answers(cli, lion_chick_tb, tmp_path, m
     with pytest.raises(TablebaseFileError, match="out of"):
         open_tablebase(path, in_memory=True)
     victim = Position.from_key(int(keys[entry])).text()
-    for command in (("stats", path), ("verify", path), ("probe", victim, "--tb", path)):
+    for command in (("stats", "--tb", path), ("verify", "--tb", path), ("probe", victim, "--tb", path)):
         result = cli(*command)
         assert result.exit_code == 1 and result.output.startswith("error: ") and result.output.count("\n") == 1
         assert (message if command[0] == "probe" else "out of") in result.output, result.output
@@ -309,7 +310,7 @@ def test_a_filter_mask_that_skips_filters(cli, lion_chick_tb, bad_copy):
         # (HDF5 keeps the old mask of a chunk rewritten at the same size: one byte more.)
         dset.id.write_direct_chunk(info.chunk_offset, raw + b"\0", filter_mask=1)
     assert _every_answer_right_or_refused(bad_copy, keys, values) == 0
-    result = cli("verify", bad_copy)
+    result = cli("verify", "--tb", bad_copy)
     assert result.exit_code == 1 and "FAILED" in result.output
     assert "chunk 2 of /values: HDF5's filter mask is 0x1" in result.output
 
@@ -325,9 +326,9 @@ def test_counts_that_lie_are_refused_by_whole_file_readers(cli, lion_chick_tb, b
         assert tb.probe_dtm(LION_CHICK) == 15
     with pytest.raises(TablebaseFileError, match="inconsistent metadata: wins is 6,466 but the data have 6,465"):
         open_tablebase(bad_copy, in_memory=True)
-    result = cli("stats", bad_copy)
+    result = cli("stats", "--tb", bad_copy)
     assert result.exit_code == 1 and result.output.startswith("error: ") and "wins is 6,466" in result.output
-    result = cli("verify", bad_copy)
+    result = cli("verify", "--tb", bad_copy)
     assert result.exit_code == 1 and "metadata: wins is 6,466 but the data has 6,465" in result.output
 
 
@@ -392,7 +393,7 @@ def test_a_chunk_out_of_place_is_an_error_never_a_value(cli, small_chunks, tmp_p
     with pytest.raises(TablebaseFileError, match="fails the CRC-32 of its place in /chunk_table"):
         open_tablebase(copy, in_memory=True)
     c = min(b for _, b in edits) - (0 if dataset == "keys" else m)  # the first chunk out of place
-    for command in (("stats", copy), ("verify", copy)):
+    for command in (("stats", "--tb", copy), ("verify", "--tb", copy)):
         result = cli(*command)
         assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
         assert f"chunk {c} of /{dataset} fails the CRC-32 of its place" in result.output, result.output
@@ -401,12 +402,12 @@ def test_a_chunk_out_of_place_is_an_error_never_a_value(cli, small_chunks, tmp_p
 def test_a_values_chunk_out_of_place_in_a_version_3_file(cli, small_chunks, tmp_path):
     """What files of format version 3 (and 2) are guaranteed: their /values chunks say nothing of
     their place, so probes answer from a swapped one; ``verify``, which re-derives every value,
-    fails such a file (the guarantee the README states for them)."""
+    fails such a file (the guarantee docs/file-format.md states for them)."""
     path, keys, values, table, m = small_chunks
     copy = tmp_path / "v3.h5"
     shutil.copyfile(path, copy)
     as_version(copy, 3)
     (a, b), = _equal_sizes(table, range(m, table.shape[0]))[:1]
     _move_chunks(copy, table, [(a, b), (b, a)])
-    result = cli("verify", copy)
+    result = cli("verify", "--tb", copy)
     assert result.exit_code == 1 and "FAILED" in result.output, result.output

@@ -303,7 +303,7 @@ def test_othello_minimum_is_9_and_seed_line_is_valid():
     assert result.placements == 9
     problems, (black, white) = othello.replay(result.moves)
     assert problems == [] and (black == 0) != (white == 0)
-    assert result.count == 228  # the figure the README reports
+    assert result.count == 228  # the figure docs/puzzles.md reports
     problems, (black, white) = othello.replay(SEED_OTHELLO)
     assert problems == [] and white == 0 and black != 0
     # The seed's line must be one of the counted shortest sequences: it leaves only black.

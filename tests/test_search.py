@@ -7,14 +7,6 @@ import numpy as np
 import pytest
 
 import naive_search
-from dobutsu_tb.encoding.hashtable import (
-    FINGERPRINT_SEED1,
-    FINGERPRINT_SEED2,
-    FingerprintSet,
-    fingerprint_add,
-    fingerprint_find,
-    fingerprint_insert,
-)
 from dobutsu_tb.encoding.jit import njit, njit_callback
 from dobutsu_tb.encoding.search import (
     bfs_shortest,
@@ -25,6 +17,14 @@ from dobutsu_tb.encoding.search import (
     enumerate_levels,
     run_threads,
     split_depth_for,
+)
+from dobutsu_tb.encoding.search.fingerprints import (
+    FINGERPRINT_SEED1,
+    FINGERPRINT_SEED2,
+    FingerprintSet,
+    fingerprint_add,
+    fingerprint_find,
+    fingerprint_insert,
 )
 
 # --- a toy puzzle over int64 states: add allowed items to a set, one per move ---------------------

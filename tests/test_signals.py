@@ -207,8 +207,8 @@ def test_last_one_counting():
 
 
 def test_verify_stats_and_verify_line_file(lion_chick_tb, games_file, tmp_path):
-    _interrupts(["verify", lion_chick_tb.path], 2, 0.0, None, 10, at_least=1)
-    _interrupts(["stats", lion_chick_tb.path], 2, 0.0, None, 11, at_least=1)
+    _interrupts(["verify", "--tb", lion_chick_tb.path], 2, 0.0, None, 10, at_least=1)
+    _interrupts(["stats", "--tb", lion_chick_tb.path], 2, 0.0, None, 11, at_least=1)
     _interrupts(["verify-line", "--tb", lion_chick_tb.path, "--start", LION_CHICK, "--file", games_file], 3, 0.0,
                 None, 12, at_least=2)
 

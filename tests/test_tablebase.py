@@ -73,7 +73,7 @@ def test_lion_chick_values_match_children(lion_chick_tb):
 
 
 def test_lion_chick_start_value(lion_chick_tb):
-    # Established by the two tests above (the seed claims a win in 13; see the README).
+    # Established by the two tests above (the seed claims a win in 13; see docs/lines.md).
     m = lion_chick_tb.metadata
     assert (m.start_wdl, m.start_dtm) == (WIN, 15)
     with open_tablebase(lion_chick_tb.path) as tb:
@@ -149,11 +149,14 @@ def test_probe_moves_best_first_and_consistent(lion_chick_tb):
     with open_tablebase(lion_chick_tb.path) as tb:
         moves = tb.probe_moves(LION_CHICK)
         assert {m.move for m in moves[:2]} == {"Lb4-a3", "Lb4-c3"}  # mirror images
-        assert all(m.wdl == LOSS and m.dtm == -14 for m in moves[:2])
+        # A move's value is its player's: the best moves' is the position's own.
+        assert all(m.wdl == WIN and m.dtm == 15 == tb.probe_dtm(LION_CHICK) for m in moves[:2])
+        assert all((m.after_wdl, m.after_dtm) == (LOSS, -14) for m in moves[:2])
         assert [m.sort_key() for m in moves] == sorted(m.sort_key() for m in moves)
         for m in moves:
             if m.position is not None and m.terminal is None:
-                assert tb.probe_wdl(m.position) == m.wdl
+                assert (tb.probe_wdl(m.position), tb.probe_dtm(m.position)) == (m.after_wdl, m.after_dtm)
+                assert (m.wdl, abs(m.dtm)) == (-m.after_wdl, abs(m.after_dtm) + 1 if m.after_wdl else 0)
 
 
 def test_principal_variation_has_dtm_plies(lion_chick_tb):
@@ -166,8 +169,8 @@ def test_principal_variation_has_dtm_plies(lion_chick_tb):
             assert len(pv) == dtm[i]
             assert pv[-1].terminal in ("try", "lion captured")
             # Values along the line count down by one ply each move.
-            for ply, m in enumerate(pv[:-1], 1):
-                assert abs(m.dtm) == dtm[i] - ply
+            for ply, m in enumerate(pv, 1):
+                assert abs(m.dtm) == dtm[i] - ply + 1 and abs(m.after_dtm) == dtm[i] - ply
 
 
 def test_catch_terminal_moves(lion_chick_tb):

@@ -189,7 +189,7 @@ def test_every_move_has_its_exact_value(engine, lion_chick_tb):
             want = {}
             for m in tb.probe_moves(pos):
                 text = uci_of_move_text(m.move)
-                want[text] = _mate(-m.wdl, abs(m.dtm) + 1 if m.wdl else 0)
+                want[text] = _mate(m.wdl, abs(m.dtm))
             assert sorted(pv[0] for _, pv in lines.values()) == sorted(want)
             assert {pv[0]: score for score, pv in lines.values()} == want
             assert lines[1][0] == _mate(tb.probe_wdl(pos), abs(tb.probe_dtm(pos)))

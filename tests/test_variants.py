@@ -177,7 +177,7 @@ def test_a_users_variant_builds_and_its_file_reads_without_the_toml(cli, tmp_pat
     v = TablebaseFile(out).metadata.variant
     assert v.name == "knights" and not v.try_rule and v.kind("N").steps == ((1, 2), (-1, 1))
     assert not v.mirror_symmetric  # so mirror images are two positions
-    assert cli("verify", out).exit_code == 0
+    assert cli("verify", "--tb", out).exit_code == 0
     probe = cli("probe", "S/nl-/---/---/-LN/-", "--tb", out)
     assert probe.exit_code == 0 and probe.output.startswith("S/nl-/---/---/-LN/-: ")
     _check_against_naive(out, naive.NaiveGame(v.to_dict()), v.start)
@@ -230,8 +230,8 @@ def test_front_ends_on_a_5x3_file(cli, five_by_three, tmp_path):
     moves = [m["move"] for m in line["moves"]]
     judged = cli("verify-line", "--tb", path, "--start", start, *moves)
     assert judged.exit_code == 0 and "is perfect play" in judged.output
-    assert cli("verify", path).exit_code == 0
-    stats = json.loads(cli("stats", path, "--json").output)
+    assert cli("verify", "--tb", path).exit_code == 0
+    stats = json.loads(cli("stats", "--tb", path, "--json").output)
     assert stats["variant"]["name"] == "dobutsu-5x3" and stats["nonterminal"] == five_by_three.metadata.nonterminal
     png = tmp_path / "b.png"
     assert cli("show", start, "--variant", "dobutsu-5x3", "--png", png).exit_code == 0

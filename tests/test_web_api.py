@@ -40,7 +40,9 @@ def test_probe_of_the_start(client):
     assert (data["position"], data["category"], data["dtm"], data["terminal"]) == (LION_CHICK, "win", 15, None)
     assert [m["move"] for m in data["moves"][:2]] in (["Lb4-a3", "Lb4-c3"], ["Lb4-c3", "Lb4-a3"])
     assert [(m["category"], m["dtm"]) for m in data["moves"]] == [
-        ("loss", -14), ("loss", -14), ("win", 13), ("win", 7), ("win", 7)]
+        ("win", 15), ("win", 15), ("loss", -14), ("loss", -8), ("loss", -8)]
+    assert [m["after"] for m in data["moves"]][:3] == [{"category": "loss", "dtm": -14}] * 2 + [
+        {"category": "win", "dtm": 13}]
 
 
 def test_probe_takes_a_fen_and_gote_to_move(client):
@@ -94,7 +96,7 @@ def test_stats_is_stats_json(client, cli, lion_chick_tb):
     answer = client.get("/api/stats")
     assert answer.status_code == 200
     data = answer.json()
-    assert data == json.loads(cli("stats", lion_chick_tb.path, "--json").output)
+    assert data == json.loads(cli("stats", "--tb", lion_chick_tb.path, "--json").output)
     assert sum(data["dtm_wins"]) == data["wins"] == 6465
     assert client.get("/api/stats").json() == data  # counted once, then kept
 

@@ -5,7 +5,7 @@ Python API, against ``dobutsu-tb serve`` on 127.0.0.1 with the lion-and-chick ta
 Needs Chromium (``apt-get install chromium``; another binary with ``DOBUTSU_TB_CHROMIUM``) and
 Playwright (``pip install -e '.[test]'``); without them the tests are skipped, unless
 ``DOBUTSU_TB_REQUIRE_BROWSER=1`` (as ``.ci/run`` sets) makes that a failure. Screenshots go to a
-temporary folder, and those the README shows also to ``$DOBUTSU_TB_SCREENSHOTS`` (e.g. ``docs``)
+temporary folder, and those docs/web.md shows also to ``$DOBUTSU_TB_SCREENSHOTS`` (e.g. ``docs``)
 when it is set: ``DOBUTSU_TB_SCREENSHOTS=docs python -m pytest tests/test_web_browser.py``.
 """
 
@@ -87,7 +87,7 @@ def shot(tmp_path_factory):
 
     def take(pg, name, docs=True):
         pg.screenshot(path=folder / f"{name}.png", full_page=True)
-        if extra and docs:  # the README shows these
+        if extra and docs:  # docs/web.md shows these
             Path(extra).mkdir(parents=True, exist_ok=True)
             pg.screenshot(path=Path(extra) / f"web-{name}.png", full_page=True)
 

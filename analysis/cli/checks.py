@@ -16,6 +16,8 @@ from dobutsu_tb.analysis.cli.common import (
     picture_folder,
     png_path,
     resolve_variant,
+    tb_file,
+    tb_option,
     variant_options,
 )
 from dobutsu_tb.analysis.pictures import draw_plies
@@ -233,11 +235,14 @@ class _Output:
 
 
 @click.command()
-@click.argument("path", required=False, type=PATH)
+@click.argument("legacy_path", metavar="[FILE]", required=False, type=PATH)
+@tb_option
 @click.option("--max-problems", default=20, show_default=True, type=click.IntRange(min=0),
               help="How many inconsistencies to list.")
-def verify(path, max_problems):
-    """Check a tablebase file independently (default: $DOBUTSU_TB or dobutsu.h5).
+@click.pass_context
+def verify(ctx, legacy_path, tb_path, max_problems):
+    """Check a tablebase file independently: the one of --tb ($DOBUTSU_TB or dobutsu.h5). The
+    positional FILE still works, but is deprecated: write --tb FILE.
 
     Verifies the HDF5 checksums, the metadata against the data, and every stored value against
     its children's stored values. Exits with 1 if anything is inconsistent.
@@ -246,7 +251,7 @@ def verify(path, max_problems):
 
     from dobutsu_tb.analysis.verify import verify_file
 
-    path = path or default_tb()
+    path = tb_file(ctx, legacy_path, tb_path)
     with tqdm(desc="verify", unit=" pos", unit_scale=True, disable=None, file=sys.stderr) as bar:
         def progress(done, total):
             bar.total = total
@@ -266,19 +271,22 @@ def verify(path, max_problems):
 
 
 @click.command()
-@click.argument("path", required=False, type=PATH)
+@click.argument("legacy_path", metavar="[FILE]", required=False, type=PATH)
+@tb_option
 @click.option("--longest", default=10, show_default=True, type=click.IntRange(min=0),
               help="How many of the longest wins to list.")
 @click.option("--plot", "plot", type=PATH, default=None, callback=png_path,
               help="Draw positions per DTM (wins and losses) into this PNG file.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def stats(path, longest, plot, as_json):
-    """Counts of a tablebase (default: $DOBUTSU_TB or dobutsu.h5): per value, per DTM, per
-    material on the board and in hand, and the longest wins."""
+@click.pass_context
+def stats(ctx, legacy_path, tb_path, longest, plot, as_json):
+    """Counts of the tablebase of --tb ($DOBUTSU_TB or dobutsu.h5): per value, per DTM, per
+    material on the board and in hand, and the longest wins. The positional FILE still works,
+    but is deprecated: write --tb FILE."""
     from dobutsu_tb.analysis.reports import stats_json
     from dobutsu_tb.analysis.stats import tablebase_stats
 
-    path = path or default_tb()
+    path = tb_file(ctx, legacy_path, tb_path)
     if plot is not None:
         picture_file(plot, {"the tablebase": path})
     result = tablebase_stats(path, longest)

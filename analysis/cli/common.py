@@ -282,6 +282,24 @@ def tb_option(f):
         help="Tablebase file to read.")(f)
 
 
+def tb_file(ctx: click.Context, legacy: Path | None, tb_path: Path) -> Path:
+    """The tablebase file of a command that used to take it as a positional argument (``verify``,
+    ``stats``): ``--tb``'s, or the deprecated positional one's with a note on stderr.
+
+    Raises
+    ------
+    click.UsageError
+        If both are given.
+    """
+    if legacy is None:
+        return tb_path
+    if ctx.get_parameter_source("tb_path") is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("give the tablebase file once, with --tb (the positional FILE is deprecated)", ctx)
+    click.echo(f"warning: 'dobutsu-tb {ctx.info_name} FILE' is deprecated; write 'dobutsu-tb {ctx.info_name} "
+               f"--tb FILE'", err=True)
+    return legacy
+
+
 def variant_options(f):
     """``--variant NAME`` and ``--variant-file PATH`` (a TOML file or a folder of them, loaded
     first so that ``--variant`` can name its variants), passed as ``variant`` and

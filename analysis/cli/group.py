@@ -10,10 +10,10 @@ from dobutsu_tb.analysis.cli.common import ErrorHandlingGroup
 
 #: Each command and where it lives (module of this package, attribute): a command's module is
 #: imported only when the command runs or help is asked for, so that ``probe`` starts quickly.
-COMMANDS = {"build": ("tables", "build"), "probe": ("tables", "probe"), "show": ("tables", "show"),
-            "line": ("tables", "line"), "verify-line": ("checks", "verify_line_cmd"), "verify": ("checks", "verify"),
+COMMANDS = {"build": ("tablebase", "build"), "probe": ("tablebase", "probe"), "show": ("tablebase", "show"),
+            "line": ("tablebase", "line"), "verify-line": ("checks", "verify_line_cmd"), "verify": ("checks", "verify"),
             "stats": ("checks", "stats"), "puzzle": ("puzzles", "puzzle"), "serve": ("serve", "serve"),
-            "variants": ("tables", "variants"), "uci": ("engine", "uci")}
+            "variants": ("tablebase", "variants"), "uci": ("engine", "uci")}
 
 
 class LazyGroup(ErrorHandlingGroup):
@@ -34,7 +34,16 @@ class LazyGroup(ErrorHandlingGroup):
 def main():
     """Build and probe endgame tablebases of dobutsu shogi and its variants.
 
-    Positions are written as in docs/rules.md, e.g. the start position S/gle/-c-/-C-/ELG/-
-    (side to move S or G, ranks 1 to 4 from files a to c, pieces in hand or -; upper case
-    Sente), or as Fairy-Stockfish FEN (gle/1c1/1C1/ELG[-] w 0 1).
+    \b
+    Positions (docs/rules.md §8): the side to move S or G, the ranks from rank 1
+    (Gote's side) down, files from a, then the pieces in hand or -; upper case
+    Sente's pieces, - an empty square. The start, Sente to move:
+      S/gle/-c-/-C-/ELG/-
+    after Lb4-a3, Gote to move:
+      G/gle/-c-/LC-/E-G/-
+    Fairy-Stockfish's FEN is read too: gle/1c1/1C1/ELG[-] w 0 1.
+    Moves: Lb4-a3, Cb3xb2, Ca2-a1+, drops C*b2 (or UCI's b1a2, C@b3).
+    Values (§7): a position's for its side to move, a move's for its player;
+    the signed DTM in plies (+15 wins in 15, -78 loses in 78).
+    The tablebase file: --tb FILE, else $DOBUTSU_TB, else dobutsu.h5.
     """

@@ -7,14 +7,8 @@ import re
 import click
 
 from dobutsu_tb.analysis.cli.common import PATH
-from dobutsu_tb.analysis.textfiles import MAX_PUZZLE_BYTES, read_text, shorten
+from dobutsu_tb.analysis.textfiles import MAX_PUZZLE_BYTES, read_text
 from dobutsu_tb.encoding.config import MAX_THREADS
-
-#: Largest step budget ``puzzle sweep`` accepts for one cleaner (the search keeps a row of
-#: state per step).
-MAX_SWEEP_BUDGET = 1000
-#: An integer of a Room Sweeper problem file: ASCII digits, an optional sign.
-_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 @click.group()
@@ -212,7 +206,7 @@ def sweep_cmd(file, routes_file, threads, engine):
     routes_text = _text(routes_file, "a file of routes") if routes_file is not None else None
     from dobutsu_tb.analysis.puzzles import PuzzleInputError, sweep
 
-    problem = _parse(file, text, _sweep_problem)
+    problem = _parse(file, text, sweep.parse_problem)
     if routes_file is None and _room_is_clean(problem):
         click.echo("The room is already clean: no cleaner needs to move.")
         click.echo(problem.board_text())
@@ -256,22 +250,6 @@ def _parse(path, text: str, parse):
         return parse(text)
     except PuzzleInputError as exc:
         raise PuzzleInputError(f"{path}: {exc}") from None
-
-
-def _sweep_problem(text: str):
-    """``sweep.parse_problem``, stricter: ASCII integers only (``int`` would also take ``'1_0'``
-    or Arabic-Indic digits) and step budgets up to :data:`MAX_SWEEP_BUDGET`."""
-    from dobutsu_tb.analysis.puzzles import PuzzleInputError, sweep
-
-    tokens = "\n".join(line.split("#", 1)[0] for line in text.splitlines()).split()
-    bad = next((tok for tok in tokens if not _INTEGER.fullmatch(tok)), None)
-    if bad is not None:
-        raise PuzzleInputError(f"the problem holds something that is not an integer: {shorten(bad)!r}")
-    problem = sweep.parse_problem(text)
-    for _, _, _, budget in problem.cleaners:
-        if budget > MAX_SWEEP_BUDGET:
-            raise PuzzleInputError(f"a step budget must be 0..{MAX_SWEEP_BUDGET}, got {budget}")
-    return problem
 
 
 def _room_is_clean(problem) -> bool:

@@ -1,4 +1,4 @@
-"""Last One (ひとりぼっち): English 33-hole peg solitaire (SPEC §2.1).
+"""Last One (ひとりぼっち): English 33-hole peg solitaire (docs/puzzles.md §1).
 
 Holes are numbered 0..32 row by row (rows of 3, 3, 7, 7, 7, 3, 3; the centre is 16) and a board
 is an int64 with bit i set when hole i holds a peg. A *jump* takes a peg over an orthogonally

@@ -1,5 +1,5 @@
 """Cooperative shortest Othello (協力最短詰めオセロ): the fewest placements after which the
-board holds discs of one colour only, both sides cooperating (SPEC §2.5).
+board holds discs of one colour only, both sides cooperating (docs/puzzles.md §5).
 
 A position is three int64: Black's discs, White's discs (bit ``8 * row + column``, a1 = bit 0,
 row 1 at the top) and the side to move (0 Black, 1 White). A player with no placement passes; a

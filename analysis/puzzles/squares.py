@@ -1,4 +1,4 @@
-"""Cross Squared Number Puzzle (Cマガジン 2000/01; SPEC §2.3).
+"""Cross Squared Number Puzzle (Cマガジン 2000/01; docs/puzzles.md §3).
 
 Fill every white cell of a grid with a digit so that every horizontal (left to right) and
 vertical (top to bottom) run of two or more white cells reads as a perfect square without a

@@ -1,5 +1,5 @@
 """Tank Change (タンク・チェンジ): the fewest moves for two armies of tanks to exchange sides
-(SPEC §2.2).
+(docs/puzzles.md §2).
 
 The 18 plazas are the squares with (row + column) even of a 5-row x 7-column grid, numbered
 1..18 column by column from the left, top to bottom (so 1, 2, 3 are the left column and 16, 17,

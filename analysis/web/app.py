@@ -83,7 +83,7 @@ class BadRequest(HTTPException):
         super().__init__(status_code=status_code, detail=message)
 
 
-def create_app(tb_path, in_memory: bool = False) -> Starlette:
+def create_app(tb_path, in_memory: bool = False) -> "Guard":
     """The web explorer over one tablebase file, fixed for the application's life.
 
     Parameters
@@ -91,7 +91,7 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
     tb_path : str or Path
         The tablebase file; requests never name files.
     in_memory : bool, optional
-        Read the whole file into memory first (faster probes; 1.1 GiB for the full tablebase).
+        Read the whole file into memory first (faster probes; about 11 bytes per position).
 
     Returns
     -------
@@ -101,47 +101,10 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
 
     Raises
     ------
-    tablebase.schema.TablebaseFileError
+    dobutsu_tb.tablebase.schema.TablebaseFileError
         If the file is missing, corrupt or not a tablebase (checked here, before any request).
     """
     service = TablebaseService(tb_path, in_memory=in_memory, max_queued=MAX_QUEUED)
-
-    async def page(request: Request):
-        return FileResponse(STATIC / "index.html", headers=PAGE_HEADERS)
-
-    async def info(request: Request):
-        return JSONResponse(service.info())
-
-    variant = service.metadata.variant
-
-    async def probe(request: Request):
-        return JSONResponse(await service.call(service.probe, _position_param(request, variant)))
-
-    async def line(request: Request):
-        position = _position_param(request, variant)
-        max_plies = _int_param(request, "max_plies", DEFAULT_LINE_PLIES, 1, MAX_LINE_PLIES)
-        return JSONResponse(await service.call(service.line, position, max_plies))
-
-    async def verify_line(request: Request):
-        body = await _json_body(request)
-        start = body.get("start", service.metadata.start)
-        if not isinstance(start, str):
-            raise BadRequest('"start" must be a position text like "S/-l-/-c-/-C-/-L-/-"')
-        report = await service.call(service.verify, _position(start, variant), _moves(body.get("moves")))
-        if report["illegal"] is None:
-            return JSONResponse(report)
-        # An illegal move is a bad request, as it is an error (exit code 1) for the command line;
-        # the verdicts of the plies before it come along.
-        ply, move, reason = report["illegal"]["ply"], report["illegal"]["move"], report["illegal"]["reason"]
-        return JSONResponse({"error": f"ply {ply} ({move[:MAX_MOVE_CHARS]}) is illegal: {reason}", **report},
-                            status_code=400)
-
-    async def stats(request: Request):
-        try:
-            return JSONResponse(await service.stats())
-        except StatsError as exc:
-            log.error("%s", exc)
-            return JSONResponse({"error": str(exc)}, status_code=500)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -150,28 +113,65 @@ def create_app(tb_path, in_memory: bool = False) -> Starlette:
         finally:
             await service.aclose()
 
-    routes = [
-        Route("/", page),
-        Route("/api/info", info),
-        Route("/api/probe", probe),
-        Route("/api/line", line),
-        Route("/api/verify-line", verify_line, methods=["POST"]),
-        Route("/api/stats", stats),
-        Mount("/static", StaticFiles(directory=STATIC), name="static"),
-    ]
-    handlers = {
-        Busy: _busy,
-        HTTPException: _http_error,
-        PositionError: _bad_input,
-        IllegalMoveError: _bad_input,
-        MissingPositionError: _not_covered,
-        TablebaseFileError: _damaged_file,
-        Exception: _unexpected,
-    }
-    app = Starlette(routes=routes, exception_handlers=handlers, lifespan=lifespan)
+    app = Starlette(routes=_Api(service).routes(), exception_handlers=ERROR_HANDLERS, lifespan=lifespan)
     app.state.service = service
-    app.state.variant = variant
+    app.state.variant = service.metadata.variant
     return Guard(app)
+
+
+class _Api:
+    """The routes' handlers over one tablebase service (the module docstring's table)."""
+
+    def __init__(self, service: TablebaseService):
+        self.service = service
+        self.variant = service.metadata.variant
+
+    def routes(self) -> list:
+        return [
+            Route("/", self.page),
+            Route("/api/info", self.info),
+            Route("/api/probe", self.probe),
+            Route("/api/line", self.line),
+            Route("/api/verify-line", self.verify_line, methods=["POST"]),
+            Route("/api/stats", self.stats),
+            Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        ]
+
+    async def page(self, request: Request):
+        return FileResponse(STATIC / "index.html", headers=PAGE_HEADERS)
+
+    async def info(self, request: Request):
+        return JSONResponse(self.service.info())
+
+    async def probe(self, request: Request):
+        return JSONResponse(await self.service.call(self.service.probe, _position_param(request, self.variant)))
+
+    async def line(self, request: Request):
+        position = _position_param(request, self.variant)
+        max_plies = _int_param(request, "max_plies", DEFAULT_LINE_PLIES, 1, MAX_LINE_PLIES)
+        return JSONResponse(await self.service.call(self.service.line, position, max_plies))
+
+    async def verify_line(self, request: Request):
+        body = await _json_body(request)
+        start = body.get("start", self.service.metadata.start)
+        if not isinstance(start, str):
+            raise BadRequest('"start" must be a position text like "S/-l-/-c-/-C-/-L-/-"')
+        report = await self.service.call(self.service.verify, _position(start, self.variant),
+                                         _moves(body.get("moves")))
+        if report["illegal"] is None:
+            return JSONResponse(report)
+        # An illegal move is a bad request, as it is an error (exit code 1) for the command line;
+        # the verdicts of the plies before it come along.
+        ply, move, reason = report["illegal"]["ply"], report["illegal"]["move"], report["illegal"]["reason"]
+        return JSONResponse({"error": f"ply {ply} ({move[:MAX_MOVE_CHARS]}) is illegal: {reason}", **report},
+                            status_code=400)
+
+    async def stats(self, request: Request):
+        try:
+            return JSONResponse(await self.service.stats())
+        except StatsError as exc:
+            log.error("%s", exc)
+            return JSONResponse({"error": str(exc)}, status_code=500)
 
 
 class Guard:
@@ -331,3 +331,15 @@ async def _damaged_file(request: Request, exc: TablebaseFileError):
 async def _unexpected(request: Request, exc: Exception):
     # Logged by Guard, to which Starlette passes the exception on after this answer.
     return JSONResponse({"error": "internal error (see the server's log)"}, status_code=500)
+
+
+#: How each kind of failure is answered (Starlette's exception handlers).
+ERROR_HANDLERS = {
+    Busy: _busy,
+    HTTPException: _http_error,
+    PositionError: _bad_input,
+    IllegalMoveError: _bad_input,
+    MissingPositionError: _not_covered,
+    TablebaseFileError: _damaged_file,
+    Exception: _unexpected,
+}

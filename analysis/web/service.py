@@ -4,7 +4,7 @@
 chunk cache in an ``OrderedDict``, an open h5py file), so every call goes to one worker thread:
 requests wait their turn there while the event loop goes on serving the page. The answers to
 recent probes are kept (positions are revisited: the start, back and forward), and the file's
-statistics, which read the whole file (12 s for the full tablebase), are counted once, on first
+statistics, which read the whole file (seconds for a big one), are counted once, on first
 demand, in a child process, so that probes are not held up meanwhile.
 """
 
@@ -48,7 +48,7 @@ class TablebaseService:
 
     Raises
     ------
-    tablebase.schema.TablebaseFileError
+    dobutsu_tb.tablebase.schema.TablebaseFileError
         If the file is missing, corrupt or not a tablebase.
     """
 
@@ -100,7 +100,7 @@ class TablebaseService:
 
         Raises
         ------
-        tablebase.probe.MissingPositionError
+        dobutsu_tb.tablebase.probe.MissingPositionError
             If the tablebase does not cover the position.
         """
         text = position.text()
@@ -123,7 +123,7 @@ class TablebaseService:
 
         Raises
         ------
-        tablebase.probe.MissingPositionError
+        dobutsu_tb.tablebase.probe.MissingPositionError
             If the tablebase does not cover the start position.
         """
         return line_report_json(verify_line(self._tb, start, moves))

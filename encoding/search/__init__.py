@@ -28,14 +28,24 @@ Drivers, one module each:
   sorting rows;
 - :func:`chain_levels` (``chains``): the fewest moves to every state, level by level, when a
   move is a chain of steps by one piece (peg solitaire's consecutive jumps of one peg).
+
+:class:`FingerprintSet` (``fingerprints``) is the table of dead nodes of :func:`depth_first` for
+states known by two 64-bit hashes.
 """
 
 from dobutsu_tb.encoding.search.bfs import ShortestResult, bfs_shortest
 from dobutsu_tb.encoding.search.chains import ChainLevel, chain_levels
 from dobutsu_tb.encoding.search.dfs import depth_first, dfs_solve, split_depth_for
+from dobutsu_tb.encoding.search.fingerprints import (
+           FingerprintSet,
+           fingerprint_add,
+           fingerprint_find,
+           fingerprint_insert,
+)
 from dobutsu_tb.encoding.search.levels import Level, enumerate_levels
 from dobutsu_tb.encoding.search.pool import run_threads
 from dobutsu_tb.encoding.search.wide import WideResult, bfs_wide_levels
 
-__all__ = ["ChainLevel", "Level", "ShortestResult", "WideResult", "bfs_shortest", "bfs_wide_levels", "chain_levels",
-           "depth_first", "dfs_solve", "enumerate_levels", "run_threads", "split_depth_for"]
+__all__ = ["ChainLevel", "FingerprintSet", "Level", "ShortestResult", "WideResult", "bfs_shortest", "bfs_wide_levels",
+           "chain_levels", "depth_first", "dfs_solve", "enumerate_levels", "fingerprint_add", "fingerprint_find",
+           "fingerprint_insert", "run_threads", "split_depth_for"]

@@ -23,6 +23,7 @@ same class, with its ``dst`` in the same orbit.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -152,41 +153,57 @@ def chain_levels(start: int, expand, canonical, params: np.ndarray, max_moves: i
     threads = threads or THREADS
     root = canonical(np.int64(start), np.int64(0), params)[0]
     level = ChainLevel(np.array([root], np.int64), np.zeros(1, np.int16), np.zeros(1, np.int64))
-    sizes = [1]
-    if on_level is not None:
-        on_level(level)
-    kids = np.empty((batch, max_moves), np.int64)
-    src, dst = np.empty((batch, max_moves), np.int8), np.empty((batch, max_moves), np.int8)
-    cost = np.empty((batch, max_moves), np.int16)
-    n_kids, shards = np.empty(batch, np.int64), np.empty((batch, max_moves), np.int8)
-    while True:
-        table = HashTable(2 * level.states.shape[0] + 16, LOAD_FACTOR, threads)
-        best, last = np.zeros(table.capacity, np.int16), np.zeros(table.capacity, np.int64)
-        for lo in range(0, level.states.shape[0], batch):
-            hi = min(lo + batch, level.states.shape[0])
-            n = hi - lo
-            if not _expand_batch(level.states[lo:hi], level.moves[lo:hi], level.last[lo:hi], expand, canonical, params,
-                                 threads, kids[:n], src[:n], dst[:n], cost[:n], n_kids[:n], shards[:n]):
-                raise ValueError(f"a state has more than max_moves = {max_moves} steps")
-            remap = make_room(table, int(n_kids[:n].sum()))
-            if remap is not None:
-                old = np.flatnonzero(remap >= 0)
-                moved_best, moved_last = np.zeros(table.capacity, np.int16), np.zeros(table.capacity, np.int64)
-                moved_best[remap[old]], moved_last[remap[old]] = best[old], last[old]
-                best, last = moved_best, moved_last
-            _relax_batch(kids[:n], n_kids[:n], shards[:n], dst[:n], cost[:n], limit, table.table, table.shard_capacity,
-                         threads, table.counts, best, last)
-        if len(table) == 0:
-            return sizes
-        slots = table.occupied()
-        slots = slots[np.argsort(table.table[slots])]
-        level = ChainLevel(table.table[slots], best[slots], last[slots])
-        del table, best, last, slots
-        if keep is not None:
-            kept = np.asarray(keep(level), np.bool_)
-            level = ChainLevel(level.states[kept], level.moves[kept], level.last[kept])
-            if level.states.shape[0] == 0:
-                return sizes
+    buffers = _Buffers.make(batch, max_moves)
+    sizes = []
+    while level.states.shape[0]:
         sizes.append(level.states.shape[0])
         if on_level is not None:
             on_level(level)
+        level = _next_level(level, expand, canonical, params, threads, limit, buffers)
+        if keep is not None and level.states.shape[0]:
+            kept = np.asarray(keep(level), np.bool_)
+            level = ChainLevel(level.states[kept], level.moves[kept], level.last[kept])
+    return sizes
+
+
+class _Buffers(NamedTuple):
+    """Per batch of states: their steps' states, tags before and after, costs, counts and shards."""
+
+    kids: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    cost: np.ndarray
+    n_kids: np.ndarray
+    shards: np.ndarray
+
+    @classmethod
+    def make(cls, batch: int, max_moves: int) -> "_Buffers":
+        return cls(np.empty((batch, max_moves), np.int64), np.empty((batch, max_moves), np.int8),
+                   np.empty((batch, max_moves), np.int8), np.empty((batch, max_moves), np.int16),
+                   np.empty(batch, np.int64), np.empty((batch, max_moves), np.int8))
+
+
+def _next_level(level: ChainLevel, expand, canonical, params, threads: int, limit: int,
+                buffers: _Buffers) -> ChainLevel:
+    """The states one step from ``level`` with their fewest moves and last places, relaxed batch
+    by batch in a hash table (module docstring)."""
+    table = HashTable(2 * level.states.shape[0] + 16, LOAD_FACTOR, threads)
+    best, last = np.zeros(table.capacity, np.int16), np.zeros(table.capacity, np.int64)
+    batch, max_moves = buffers.kids.shape
+    for lo in range(0, level.states.shape[0], batch):
+        hi = min(lo + batch, level.states.shape[0])
+        b = _Buffers(*(x[: hi - lo] for x in buffers))
+        if not _expand_batch(level.states[lo:hi], level.moves[lo:hi], level.last[lo:hi], expand, canonical, params,
+                             threads, *b):
+            raise ValueError(f"a state has more than max_moves = {max_moves} steps")
+        remap = make_room(table, int(b.n_kids.sum()))
+        if remap is not None:  # the table grew: its slots moved
+            old = np.flatnonzero(remap >= 0)
+            moved_best, moved_last = np.zeros(table.capacity, np.int16), np.zeros(table.capacity, np.int64)
+            moved_best[remap[old]], moved_last[remap[old]] = best[old], last[old]
+            best, last = moved_best, moved_last
+        _relax_batch(b.kids, b.n_kids, b.shards, b.dst, b.cost, limit, table.table, table.shard_capacity, threads,
+                     table.counts, best, last)
+    slots = table.occupied()
+    slots = slots[np.argsort(table.table[slots])]
+    return ChainLevel(table.table[slots], best[slots], last[slots])

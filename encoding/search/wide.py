@@ -78,56 +78,61 @@ def bfs_wide_levels(start, count_children, fill_children, goal_mask, max_depth: 
     WideResult
     """
     level = np.array([start], np.int64)
-    width = level.shape[1]
     paths = np.ones(1, np.int64)
     history = []  # (states, parent of each, label of each) per level
     sizes = [1]
     for depth in range(1, max_depth + 1):
         counts = np.empty(level.shape[0], np.int64)
         count_children(level, counts)
-        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-        total = int(offsets[-1])
-        if total == 0:
+        if not counts.any():
             break
         if count_goal_children is not None:
             goals = np.empty(level.shape[0], np.int64)
             count_goal_children(level, goals)
-            if goals.any():  # build only the children of rows with a goal child
-                rows = np.flatnonzero(goals)
-                counts = counts[rows]
-                offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-                total = int(offsets[-1])
-                out = np.empty((total, width + 1), np.int64)
-                parent = np.empty(total, np.int64)
-                fill_children(level[rows], offsets[:-1].copy(), out, parent)
-                parent = rows[parent]
-                keep = goal_mask(out[:, :width])
-                out, parent = out[keep], parent[keep]
-                states, first, inverse = _unique_rows(out[:, :width])
-                history.append((states, parent[first], out[first, width]))
-                j = 0  # the smallest goal row, as when the whole level is built
-                rows_, labels = [], []
-                for states_d, parent_d, label_d in reversed(history):
-                    rows_.append(states_d[j])
-                    labels.append(int(label_d[j]))
-                    j = int(parent_d[j])
-                return WideResult(depth, rows_[::-1], labels[::-1], int((goals * paths).sum()), sizes)
-        out = np.empty((total, width + 1), np.int64)
-        parent = np.empty(total, np.int64)
-        fill_children(level, offsets[:-1].copy(), out, parent)
-        states, first, inverse = _unique_rows(out[:, :width])
+            if goals.any():
+                _goal_level(level, counts, goals, fill_children, goal_mask, history)
+                return WideResult(depth, *_trace(history, 0), int((goals * paths).sum()), sizes)
+        out, parent = _children(level, counts, fill_children)
+        states, first, inverse = _unique_rows(out[:, :-1])
         new_paths = np.zeros(states.shape[0], np.int64)
         np.add.at(new_paths, inverse, paths[parent])
-        history.append((states, parent[first], out[first, width]))
+        history.append((states, parent[first], out[first, -1]))
         sizes.append(states.shape[0])
         hits = np.flatnonzero(goal_mask(states))
         if hits.size:
-            j = int(hits[0])
-            rows, labels = [], []
-            for states_d, parent_d, label_d in reversed(history):
-                rows.append(states_d[j])
-                labels.append(int(label_d[j]))
-                j = int(parent_d[j])
-            return WideResult(depth, rows[::-1], labels[::-1], int(new_paths[hits].sum()), sizes)
+            return WideResult(depth, *_trace(history, int(hits[0])), int(new_paths[hits].sum()), sizes)
         level, paths = states, new_paths
     return WideResult(None, [], [], 0, sizes)
+
+
+def _children(level: np.ndarray, counts: np.ndarray, fill_children) -> tuple[np.ndarray, np.ndarray]:
+    """The children of the rows of ``level`` (``counts`` of each): rows of state words and a
+    move label, and the row of ``level`` each comes from."""
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    out = np.empty((int(offsets[-1]), level.shape[1] + 1), np.int64)
+    parent = np.empty(out.shape[0], np.int64)
+    fill_children(level, offsets[:-1].copy(), out, parent)
+    return out, parent
+
+
+def _goal_level(level, counts, goals, fill_children, goal_mask, history) -> None:
+    """Append to ``history`` the goals of the next level, made from the rows of ``level`` that
+    have a goal child only (their number is known from ``goals``; the rest is never built)."""
+    rows = np.flatnonzero(goals)
+    out, parent = _children(level[rows], counts[rows], fill_children)
+    parent = rows[parent]
+    keep = goal_mask(out[:, :-1])
+    out, parent = out[keep], parent[keep]
+    states, first, _ = _unique_rows(out[:, :-1])
+    history.append((states, parent[first], out[first, -1]))
+
+
+def _trace(history: list, j: int) -> tuple[list, list]:
+    """The states and move labels from the level after the start to row ``j`` of the last level
+    of ``history``, following the parents back."""
+    rows, labels = [], []
+    for states, parent, label in reversed(history):
+        rows.append(states[j])
+        labels.append(int(label[j]))
+        j = int(parent[j])
+    return rows[::-1], labels[::-1]

@@ -1,18 +1,32 @@
-"""Move notation (docs/rules.md, "Notation"): ``Lb4-a3``, ``Cb3xb2``, ``Ca2-a1+``, drops ``C*b2``.
+"""Move notation (docs/rules.md §8): ``Lb4-a3``, ``Cb3xb2``, ``Ca2-a1+``, drops ``C*b2``; and
+:class:`Move`, a move as its text shows it.
 
 The piece letter is upper case for both sides (the variant's letters; ``R`` for a hen) and
 squares are absolute (as Sente sees the board), whoever moves. Kernel moves
 (:mod:`~dobutsu_tb.tablebase.game.rules`) are in the frame of the normalised state, so a Gote
 move's squares are turned by 180° (square ``i`` of N is ``N - 1 - i`` seen from the other side).
-Fairy-Stockfish's move strings (``b3b2``, ``C@b2``, ``a2a1+``) are :func:`uci_move_text`'s.
+Fairy-Stockfish's move strings (``b3b2``, ``C@b2``, ``a2a1+``) are :meth:`Move.uci`'s.
+
+A kernel move becomes text in one place: :func:`text_code` (a plain kernel, which the replay of
+many games also runs jitted) gives its *text code*, :meth:`Move.from_code` the :class:`Move`,
+whose ``str`` is the text::
+
+    bits 0..2    piece code (1 + the kind's index in the variant; a drop's piece)
+    bits 3..7    from-square 0..14 (absolute, as Sente sees the board), TEXT_DROP for a drop
+    bits 8..11   to-square 0..14 (absolute)
+    bit  12      a capture ('x')
+    bit  13      a promotion ('+')
 """
 
 from __future__ import annotations
 
 import re
+import sys
+from dataclasses import dataclass
 from functools import lru_cache
 
-from dobutsu_tb.tablebase.game.layout import CELL_BITS, CELL_MASK, OPPONENT, PIECE_MASK
+from dobutsu_tb.encoding.binding import bind_plain
+from dobutsu_tb.tablebase.game.layout import CELL_BITS, CELL_MASK, N_CELLS, OPPONENT, PIECE_MASK, SLOT_PIECE
 from dobutsu_tb.tablebase.game.position import (
     FILE_LETTERS,
     GOTE,
@@ -27,6 +41,12 @@ from dobutsu_tb.tablebase.game.variant import Variant, standard_variant
 
 #: Longest move text quoted whole in an error message.
 _QUOTE_MAX = 20
+
+#: Text code layout (module docstring).
+TEXT_FROM_SHIFT, TEXT_TO_SHIFT, TEXT_CAPTURE, TEXT_PROMOTION = 3, 8, 1 << 12, 1 << 13
+TEXT_DROP = DROP
+#: The plain kernels, bound to each variant's tables (:func:`_bound`; ``Game.jitted`` for the replay).
+__kernels__ = ("text_code",)
 
 
 class IllegalMoveError(ValueError):
@@ -46,23 +66,139 @@ def move_pattern(variant: Variant) -> re.Pattern:
 MOVE_PATTERN = move_pattern(standard_variant())
 
 
-def absolute(cell: int, turn: int, variant: Variant) -> int:
-    """A square of the normalised frame of ``turn``'s position as Sente sees the board (and back)."""
-    return variant.cells - 1 - cell if turn == GOTE else cell
+def text_code(board, turn, move):
+    """The text code (module docstring) of a kernel move played on ``board`` (normalised) by
+    ``turn`` (:data:`~dobutsu_tb.tablebase.game.position.GOTE`'s squares are turned round)."""
+    src = move & FROM_MASK
+    dst = (move >> TO_SHIFT) & TO_MASK
+    to = N_CELLS - 1 - dst if turn == GOTE else dst
+    if src >= DROP:
+        return SLOT_PIECE[src - DROP] | (TEXT_DROP << TEXT_FROM_SHIFT) | (to << TEXT_TO_SHIFT)
+    piece = (board >> (CELL_BITS * src)) & PIECE_MASK
+    frm = N_CELLS - 1 - src if turn == GOTE else src
+    capture = TEXT_CAPTURE if (board >> (CELL_BITS * dst)) & CELL_MASK else 0
+    promotion = TEXT_PROMOTION if move & PROMOTION else 0
+    return piece | (frm << TEXT_FROM_SHIFT) | (to << TEXT_TO_SHIFT) | capture | promotion
+
+
+@lru_cache(maxsize=64)
+def _bound(variant: Variant):
+    """This module's plain kernels bound to a variant's tables (plain Python: no numba)."""
+    from dobutsu_tb.tablebase.game.game import game_of
+
+    return bind_plain((sys.modules[__name__],), game_of(variant).layout)
+
+
+@dataclass(frozen=True)
+class Move:
+    """A move as our notation writes it: ``Lb4-a3``, ``Cb3xb2``, ``Ca2-a1+``, ``C*b2``.
+
+    A value object, as python-chess's ``Move``: it names squares, not a position;
+    :meth:`Position.push <dobutsu_tb.tablebase.game.position.Position.push>` plays it and
+    :attr:`Position.legal_moves <dobutsu_tb.tablebase.game.position.Position.legal_moves>` lists
+    a position's.
+
+    >>> str(Move.from_text("Cb3xb2")), Move.from_text("Lb4-a3").uci()
+    ('Cb3xb2', 'b1a2')
+
+    Attributes
+    ----------
+    piece : str
+        The piece's letter, upper case (the piece dropped, for a drop).
+    to_square : str
+        Its square, e.g. ``'a3'`` (absolute, as Sente sees the board).
+    from_square : str or None
+        The square it leaves; None for a drop.
+    capture : bool
+        It captures (``x``). Read loosely when a move is played: a capture written with ``-`` is
+        the same move.
+    promotion : bool
+        It promotes (``+``).
+    """
+
+    piece: str
+    to_square: str
+    from_square: str | None = None
+    capture: bool = False
+    promotion: bool = False
+
+    @property
+    def drop(self) -> bool:
+        """The move drops a piece from the hand."""
+        return self.from_square is None
+
+    def __str__(self) -> str:
+        if self.drop:
+            return f"{self.piece}*{self.to_square}"
+        return (f"{self.piece}{self.from_square}{'x' if self.capture else '-'}{self.to_square}"
+                f"{'+' if self.promotion else ''}")
+
+    def __repr__(self) -> str:
+        return f"Move.from_text({str(self)!r})"
+
+    @classmethod
+    def from_text(cls, text: str, variant: Variant | None = None) -> "Move":
+        """The move our notation writes as ``text`` (its form only: whether it is legal is the
+        position's to say).
+
+        Raises
+        ------
+        IllegalMoveError
+            If ``text`` is not a move of the variant's letters and board.
+        """
+        v = variant or standard_variant()
+        m = move_pattern(v).fullmatch(text.strip())
+        if not m:
+            raise IllegalMoveError(f"{quote_move(text)} is not a move like {' or '.join(_examples(v))}")
+        letter, src, sep, _, dst, plus = m.groups()
+        for square in (src, dst):
+            if square is not None:
+                try:
+                    parse_square(square, v)
+                except PositionError as exc:
+                    raise IllegalMoveError(f"{quote_move(text)}: {exc}") from None
+        return cls(letter, dst, src, sep == "x", bool(plus))
+
+    @classmethod
+    def from_code(cls, code: int, variant: Variant) -> "Move":
+        """The move of a text code (module docstring)."""
+        src, dst = (code >> TEXT_FROM_SHIFT) & 31, (code >> TEXT_TO_SHIFT) & 15
+        return cls(variant.pieces[(code & 7) - 1].letter, square_name(dst, variant),
+                   None if src == TEXT_DROP else square_name(src, variant), bool(code & TEXT_CAPTURE),
+                   bool(code & TEXT_PROMOTION))
+
+    def code(self, variant: Variant) -> int:
+        """The move's text code (module docstring).
+
+        Raises
+        ------
+        PositionError
+            If a square is not on the variant's board.
+        """
+        piece = 1 + [p.letter for p in variant.pieces].index(self.piece)
+        frm = TEXT_DROP if self.drop else parse_square(self.from_square, variant)
+        return (piece | (frm << TEXT_FROM_SHIFT) | (parse_square(self.to_square, variant) << TEXT_TO_SHIFT)
+                | (TEXT_CAPTURE if self.capture else 0) | (TEXT_PROMOTION if self.promotion else 0))
+
+    def uci(self, variant: Variant | None = None) -> str:
+        """Fairy-Stockfish's text of the move: from- and to-square (``b1a2``), ``+`` for a
+        promotion, ``C@b3`` for a drop, the ranks counted from Sente's side."""
+        to = uci_square(self.to_square, variant)
+        if self.drop:
+            return f"{self.piece}@{to}"
+        return f"{uci_square(self.from_square, variant)}{to}{'+' if self.promotion else ''}"
+
+
+def kernel_move(position: Position, move: int) -> Move:
+    """The :class:`Move` of a kernel move played in ``position`` (in the frame of ``position.state()``)."""
+    v = position.variant
+    board, _ = position.state()
+    return Move.from_code(_bound(v).text_code(board, position.turn, move), v)
 
 
 def move_text(position: Position, move: int) -> str:
     """Text of a kernel move played in ``position`` (in the frame of ``position.state()``)."""
-    v = position.variant
-    board, _ = position.state()
-    src, dst = move & FROM_MASK, (move >> TO_SHIFT) & TO_MASK
-    to = square_name(absolute(dst, position.turn, v), v)
-    if src >= DROP:
-        return f"{v.hand_order[src - DROP]}*{to}"
-    piece = (board >> (CELL_BITS * src)) & PIECE_MASK
-    capture = "x" if (board >> (CELL_BITS * dst)) & CELL_MASK else "-"
-    promote = "+" if move & PROMOTION else ""
-    return f"{v.pieces[piece - 1].letter}{square_name(absolute(src, position.turn, v), v)}{capture}{to}{promote}"
+    return str(kernel_move(position, move))
 
 
 #: A UCI move (Fairy-Stockfish's): from- and to-square and ``+``, or a drop ``C@b3``.
@@ -85,29 +221,12 @@ def uci_of_move_text(text: str, variant: Variant | None = None) -> str:
     IllegalMoveError
         If ``text`` is not a move in our notation.
     """
-    v = variant or standard_variant()
-    m = move_pattern(v).fullmatch(text)
-    if not m:
-        raise IllegalMoveError(f"{quote_move(text)} is not a move like {' or '.join(_examples(v))}")
-    letter, src, _, drop, dst, promote = m.groups()
-    if drop:
-        return f"{letter}@{uci_square(dst, v)}"
-    return f"{uci_square(src, v)}{uci_square(dst, v)}{promote}"
+    return Move.from_text(text, variant).uci(variant)
 
 
 def uci_move_text(position: Position, move: int) -> str:
-    """Fairy-Stockfish's text of a kernel move played in ``position``: from- and to-square
-    (``b3b2``), ``+`` for a promotion, ``C@b2`` for a drop, the ranks counted from Sente's side."""
-    v = position.variant
-    src, dst = move & FROM_MASK, (move >> TO_SHIFT) & TO_MASK
-
-    def name(cell):
-        a = absolute(cell, position.turn, v)
-        return FILE_LETTERS[a % v.files] + str(v.ranks - a // v.files)
-
-    if src >= DROP:
-        return f"{v.hand_order[src - DROP]}@{name(dst)}"
-    return f"{name(src)}{name(dst)}{'+' if move & PROMOTION else ''}"
+    """Fairy-Stockfish's text of a kernel move played in ``position`` (:meth:`Move.uci`)."""
+    return kernel_move(position, move).uci(position.variant)
 
 
 def parse_uci_move(position: Position, text: str) -> int:

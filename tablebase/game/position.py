@@ -172,10 +172,54 @@ class Position:
         return self.game.key_of(self.state())
 
     def mirror(self) -> "Position":
-        """The left-right mirror image (files reversed)."""
-        mirror = self.game.layout["MIRROR_CELL"]
-        return Position(tuple(self.board[mirror[i]] for i in range(len(self.board))), self.hands, self.turn,
-                        self.variant)
+        """The left-right mirror image (files reversed; the game's ``mirror_state`` kernel)."""
+        board, hand = self.game.kernels.mirror_state(*self.state())
+        return Position.from_state((board, hand), self.turn, self.variant)
+
+    # --- moves (python-chess style) ------------------------------------------------------------
+
+    @property
+    def legal_moves(self) -> list:
+        """The legal moves, as :class:`~dobutsu_tb.tablebase.game.notation.Move` objects in
+        generation order; empty when the game is over (a successful try against the side to move).
+
+        >>> [str(m) for m in Position.start().legal_moves]
+        ['Cb3xb2', 'Lb4-a3', 'Lb4-c3', 'Gc4-c3']
+        """
+        from dobutsu_tb.tablebase.game.notation import kernel_move
+
+        return [kernel_move(self, int(mv)) for mv in self.game.legal_moves(self.state())]
+
+    def parse_move(self, move) -> "Move":  # noqa: F821 (notation.Move, imported when used)
+        """The legal move that ``move`` names here: a :class:`~dobutsu_tb.tablebase.game.notation.Move`,
+        or its text in our notation (``Lb4-a3``; a capture written with ``-`` is read too) or UCI's
+        (``b1a2``, ``C@b3``).
+
+        Raises
+        ------
+        IllegalMoveError
+            If it is not a move, or names no legal move here (the message says why).
+        """
+        from dobutsu_tb.tablebase.game.notation import kernel_move, parse_move
+
+        return kernel_move(self, parse_move(self, str(move)))
+
+    def push(self, move) -> "Position | None":
+        """The position after ``move`` (a Move, or its text in our notation or UCI's), or None when
+        the move captures the enemy royal piece: the game is over and no position follows.
+        Positions are values: this one is left as it is.
+
+        >>> Position.start().push("Lb4-a3").text()
+        'G/gle/-c-/LC-/E-G/-'
+
+        Raises
+        ------
+        IllegalMoveError
+            If it is not a move, or names no legal move here.
+        """
+        from dobutsu_tb.tablebase.game.notation import parse_move, play_move
+
+        return play_move(self, parse_move(self, str(move)))
 
     # --- text forms --------------------------------------------------------------------------
 

@@ -1,9 +1,10 @@
-"""Room Sweeper (ルームスイーパ): routes for cleaners that leave a room clean (SPEC §2.4).
+"""Room Sweeper (ルームスイーパ): routes for cleaners that leave a room clean (docs/puzzles.md §4).
 
 Tiles: 0 dirty floor, 1 clean floor, 2 boy, 3 girl, 4 robot (start cells, already clean),
 5 puddle, 6 apple, 7 bottle, 8 dust bin, 9 recycle box, 10 obstacle.
 
-Rules as implemented (where SPEC §2.4 is silent, the choice is stated):
+Rules as implemented (docs/puzzles.md §4 gives them for users and marks our choices where the
+puzzle's statement is silent):
 
 - Cleaners move at the same time, one orthogonal step per time step; a route is at most the
   cleaner's budget of steps. A cleaner that stops stays where it is for the rest of the game.

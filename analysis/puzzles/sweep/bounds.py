@@ -35,7 +35,7 @@ still meet them with some dirty floor around.
 
 from __future__ import annotations
 
-from dobutsu_tb.analysis.puzzles.sweep.tables import ANY, INF
+from dobutsu_tb.analysis.puzzles.sweep.arrays import ANY, INF
 from dobutsu_tb.encoding.bits import (
     WORD_SHIFT,
     lowest_bit_word,
@@ -44,8 +44,8 @@ from dobutsu_tb.encoding.bits import (
     wide_has,
     wide_remove,
 )
-from dobutsu_tb.encoding.hashtable import FINGERPRINT_SEED1, FINGERPRINT_SEED2, fingerprint_add
 from dobutsu_tb.encoding.jit import njit_callback
+from dobutsu_tb.encoding.search.fingerprints import FINGERPRINT_SEED1, FINGERPRINT_SEED2, fingerprint_add
 
 #: Most cells only the current cleaner can reach for which the pairwise walk bound is checked.
 PAIR_CELLS = 32
@@ -58,7 +58,7 @@ _SCALE = 1 << 16
 @njit_callback
 def unplaced(ctx, d):
     """The cleaners whose routes are not chosen yet, but the current one (a set of cleaners)."""
-    n_cl = ctx.tab.kind.shape[0]
+    n_cl = ctx.arrays.kind.shape[0]
     everyone = (1 << n_cl) - 1
     i = ctx.cur[d]
     return everyone & ~ctx.placed[d] & ~((1 << i) if i < n_cl else 0)
@@ -68,7 +68,7 @@ def unplaced(ctx, d):
 def _or_blocks(ctx, d, src, dst):
     """``scratch[dst] |=`` the dirty floor of the 3x3 block of every cell in ``scratch[src]``;
     returns the most cells still to clean in one of those blocks."""
-    tab = ctx.tab
+    arrays = ctx.arrays
     best = 0
     for w in range(ctx.scratch.shape[1]):
         word = ctx.scratch[src, w]
@@ -77,8 +77,8 @@ def _or_blocks(ctx, d, src, dst):
             word &= word - 1
             dirty = 0
             for v in range(ctx.scratch.shape[1]):
-                ctx.scratch[dst, v] |= tab.block_dirt[x, v]
-                dirty += popcount_word(tab.block_dirt[x, v] & ctx.room[d, v])
+                ctx.scratch[dst, v] |= arrays.block_dirt[x, v]
+                dirty += popcount_word(arrays.block_dirt[x, v] & ctx.room[d, v])
             best = max(best, dirty)
     return best
 
@@ -87,15 +87,15 @@ def _or_blocks(ctx, d, src, dst):
 def _can_be_at(ctx, d, x, s, colour, rest):
     """Whether a mover of start colour ``colour`` could step onto cell ``x`` at time step ``s``
     (the current cleaner only after its steps so far; ``rest`` the unplaced cleaners)."""
-    tab = ctx.tab
+    arrays = ctx.arrays
     i = ctx.cur[d]
     sigma = ctx.step[d]
-    if tab.colour[i] == colour and sigma < s <= tab.budget[i] and tab.dist[ctx.pos[d], x] <= s - sigma:
+    if arrays.colour[i] == colour and sigma < s <= arrays.budget[i] and arrays.dist[ctx.pos[d], x] <= s - sigma:
         return True
     while rest:
         k = lowest_bit_word(rest)
         rest &= rest - 1
-        if tab.colour[k] == colour and tab.dist[tab.start[k], x] <= s <= tab.budget[k]:
+        if arrays.colour[k] == colour and arrays.dist[arrays.start[k], x] <= s <= arrays.budget[k]:
             return True
     return False
 
@@ -105,11 +105,11 @@ def _meeting_cover(ctx, d, rest, mc, cover):
     """``scratch[cover]``: the dirty floor that some future meeting could clean (``scratch[mc]``
     is used for the cells where two movers could meet). Returns the most cells still to clean
     in the 3x3 block of one such meeting's cell."""
-    tab = ctx.tab
+    arrays = ctx.arrays
     i = ctx.cur[d]
     sigma = ctx.step[d]
     p = ctx.pos[d]
-    radius = tab.ball.shape[1] - 1
+    radius = arrays.ball.shape[1] - 1
     W = ctx.scratch.shape[1]
     for w in range(W):
         ctx.scratch[mc, w] = 0
@@ -123,12 +123,12 @@ def _meeting_cover(ctx, d, rest, mc, cover):
             b = lowest_bit_word(b_set)
             b_set &= b_set - 1
             for w in range(W):
-                ctx.scratch[mc, w] |= tab.pair_meet[a, b, w]
-        r = min(tab.budget[i], tab.budget[a])  # the current cleaner with an unplaced one
-        if tab.colour[a] == tab.colour[i] and r > sigma:
+                ctx.scratch[mc, w] |= arrays.pair_meet[a, b, w]
+        r = min(arrays.budget[i], arrays.budget[a])  # the current cleaner with an unplaced one
+        if arrays.colour[a] == arrays.colour[i] and r > sigma:
             u, v = min(r - sigma, radius), min(r, radius)
             for w in range(W):
-                ctx.scratch[mc, w] |= tab.ball[p, u, w] & tab.ball[tab.start[a], v, w]
+                ctx.scratch[mc, w] |= arrays.ball[p, u, w] & arrays.ball[arrays.start[a], v, w]
     best = _or_blocks(ctx, d, mc, cover)
     movers = ctx.placed[d] | (1 << i)
     while movers:  # a mover and a chosen route (or the current one's steps so far)
@@ -137,11 +137,11 @@ def _meeting_cover(ctx, d, rest, mc, cover):
         n = ctx.length[j] if j != i else sigma
         for s in range(1, n + 1):
             x = ctx.traj[j, s]
-            if _can_be_at(ctx, d, x, s, tab.colour[j], rest):
+            if _can_be_at(ctx, d, x, s, arrays.colour[j], rest):
                 dirty = 0
                 for w in range(W):
-                    ctx.scratch[cover, w] |= tab.block_dirt[x, w]
-                    dirty += popcount_word(tab.block_dirt[x, w] & ctx.room[d, w])
+                    ctx.scratch[cover, w] |= arrays.block_dirt[x, w]
+                    dirty += popcount_word(arrays.block_dirt[x, w] & ctx.room[d, w])
                 best = max(best, dirty)
     return best
 
@@ -150,21 +150,21 @@ def _meeting_cover(ctx, d, rest, mc, cover):
 def _can_take_over(ctx, d, q, dump, rest):
     """Whether a mover could take item ``q`` over from the one who took it (and then dump it,
     with ``dump``)."""
-    tab = ctx.tab
-    x = tab.item_cell[q]
-    need = tab.need[x]
+    arrays = ctx.arrays
+    x = arrays.item_cell[q]
+    need = arrays.need[x]
     t, by = ctx.taken_at[d, q], ctx.taken_by[d, q]
     i = ctx.cur[d]
-    if tab.kind[i] == need and i != by:
-        arrive = ctx.step[d] + tab.dist[ctx.pos[d], x]
-        if (arrive < t or (arrive == t and i < by)) and arrive + dump * tab.extra[x] <= tab.budget[i]:
+    if arrays.kind[i] == need and i != by:
+        arrive = ctx.step[d] + arrays.dist[ctx.pos[d], x]
+        if (arrive < t or (arrive == t and i < by)) and arrive + dump * arrays.extra[x] <= arrays.budget[i]:
             return True
     while rest:
         k = lowest_bit_word(rest)
         rest &= rest - 1
-        arrive = tab.dist[tab.start[k], x]
-        if (tab.kind[k] == need and (arrive < t or (arrive == t and k < by))
-                and arrive + dump * tab.extra[x] <= tab.budget[k]):
+        arrive = arrays.dist[arrays.start[k], x]
+        if (arrays.kind[k] == need and (arrive < t or (arrive == t and k < by))
+                and arrive + dump * arrays.extra[x] <= arrays.budget[k]):
             return True
     return False
 
@@ -174,7 +174,7 @@ def _wasted_entries(ctx, d, rest, cover, use_cover, work, frontier):
     """The groups of orthogonally connected cells still to clean (those with a cell no meeting
     can clean, with ``use_cover``) minus the movers next to one: a lower bound on the steps onto
     clean cells still to come. ``scratch[work]`` and ``scratch[frontier]`` are overwritten."""
-    tab = ctx.tab
+    arrays = ctx.arrays
     W = ctx.room.shape[1]
     for w in range(W):
         ctx.scratch[work, w] = ctx.room[d, w]
@@ -195,7 +195,7 @@ def _wasted_entries(ctx, d, rest, cover, use_cover, work, frontier):
                         x = (v << WORD_SHIFT) + lowest_bit_word(word)
                         ctx.scratch[frontier, v] = word & (word - 1)
                         for c in range(4):
-                            z = tab.nbr[x, c]
+                            z = arrays.nbr[x, c]
                             if z >= 0 and wide_has(ctx.scratch, work, z):
                                 wide_remove(ctx.scratch, work, z)
                                 wide_add(ctx.scratch, frontier, z)
@@ -208,10 +208,10 @@ def _wasted_entries(ctx, d, rest, cover, use_cover, work, frontier):
     while movers:
         k = lowest_bit_word(movers)
         movers &= movers - 1
-        p = ctx.pos[d] if k == ctx.cur[d] else tab.start[k]
+        p = ctx.pos[d] if k == ctx.cur[d] else arrays.start[k]
         hit = wide_has(ctx.room, d, p)
         for c in range(4):
-            z = tab.nbr[p, c]
+            z = arrays.nbr[p, c]
             hit |= z >= 0 and wide_has(ctx.room, d, z)
         near += hit
     return max(0, groups - near)
@@ -223,13 +223,13 @@ def hopeless(ctx, d):
 
     ``ctx`` is a search context of :mod:`.search`; its last four ``scratch`` rows, ``counts``
     and ``cells`` are overwritten."""
-    tab = ctx.tab
+    arrays = ctx.arrays
     i = ctx.cur[d]
-    kind = tab.kind[i]
-    rem = tab.budget[i] - ctx.step[d]
+    kind = arrays.kind[i]
+    rem = arrays.budget[i] - ctx.step[d]
     p = ctx.pos[d]
     rest = unplaced(ctx, d)
-    dumps = ctx.hold[d] == 0 or tab.dump_dist[kind, p] <= rem
+    dumps = ctx.hold[d] == 0 or arrays.dump_dist[kind, p] <= rem
     for q in range(ctx.taken_at.shape[1]):
         if ctx.taken_at[d, q] < INF and not ctx.dumped[d, q]:
             if not (dumps and ctx.taken_by[d, q] == i) and not _can_take_over(ctx, d, q, True, rest):
@@ -251,8 +251,8 @@ def hopeless(ctx, d):
         k = lowest_bit_word(others)
         others &= others - 1
         ctx.counts[k] = 0
-        steps += tab.budget[k]
-        kind_steps[tab.kind[k]] += tab.budget[k]
+        steps += arrays.budget[k]
+        kind_steps[arrays.kind[k]] += arrays.budget[k]
     total = puddles = apples = bottles = 0
     mine = 0  # cells only the current cleaner can reach (listed in ctx.cells)
     for w in range(ctx.room.shape[1]):
@@ -260,7 +260,7 @@ def hopeless(ctx, d):
         while word:
             y = (w << WORD_SHIFT) + lowest_bit_word(word)
             word &= word - 1
-            q = tab.need[y]
+            q = arrays.need[y]
             total += 1
             if q == ANY and allowance > 0 and wide_has(ctx.scratch, cover, y):
                 total -= ctx.cap == UNLIMITED
@@ -271,8 +271,8 @@ def hopeless(ctx, d):
                 apples += 1
             elif q == 2:
                 bottles += 1
-            reach = (q == ANY or q == kind) and tab.dist[p, y] + tab.extra[y] <= rem
-            who = tab.can[y] & rest
+            reach = (q == ANY or q == kind) and arrays.dist[p, y] + arrays.extra[y] <= rem
+            who = arrays.can[y] & rest
             if who == 0:
                 if not reach:
                     return True
@@ -289,14 +289,14 @@ def hopeless(ctx, d):
     while others:
         k = lowest_bit_word(others)
         others &= others - 1
-        if ctx.counts[k] > tab.budget[k]:
+        if ctx.counts[k] > arrays.budget[k]:
             return True
     if mine <= PAIR_CELLS:
         for a in range(mine):
             x = ctx.cells[a]
             for b in range(a + 1, mine):
                 y = ctx.cells[b]
-                if min(tab.dist[p, x], tab.dist[p, y]) + tab.dist[x, y] > rem:
+                if min(arrays.dist[p, x], arrays.dist[p, y]) + arrays.dist[x, y] > rem:
                     return True
     return total + _wasted_entries(ctx, d, rest, cover, allowance > 0, work, frontier) > steps + gain
 
@@ -306,8 +306,8 @@ def next_cleaner(ctx, d, rest):
     """Whose route to choose next among ``rest`` (a non-empty set of cleaners), given the cells
     left at depth ``d``: the most cells only it can clean for its budget, then the most items of
     its kind left for the steps of its kind, then the lowest number."""
-    tab = ctx.tab
-    n_cl = tab.kind.shape[0]
+    arrays = ctx.arrays
+    n_cl = arrays.kind.shape[0]
     for k in range(n_cl):
         ctx.counts[k] = 0
     items = ctx.counts[n_cl:n_cl + 3]
@@ -318,15 +318,15 @@ def next_cleaner(ctx, d, rest):
     while others:
         k = lowest_bit_word(others)
         others &= others - 1
-        steps[tab.kind[k]] += tab.budget[k]
+        steps[arrays.kind[k]] += arrays.budget[k]
     for w in range(ctx.room.shape[1]):
         word = ctx.room[d, w]
         while word:
             y = (w << WORD_SHIFT) + lowest_bit_word(word)
             word &= word - 1
-            if tab.need[y] >= 0:
-                items[tab.need[y]] += 1
-            who = tab.can[y] & rest
+            if arrays.need[y] >= 0:
+                items[arrays.need[y]] += 1
+            who = arrays.can[y] & rest
             if who != 0 and who & (who - 1) == 0:
                 ctx.counts[lowest_bit_word(who)] += 1
     best, best_own, best_kind = -1, -1, -1
@@ -334,8 +334,8 @@ def next_cleaner(ctx, d, rest):
     while others:
         k = lowest_bit_word(others)
         others &= others - 1
-        own = ctx.counts[k] * _SCALE // max(1, tab.budget[k])
-        pressure = items[tab.kind[k]] * _SCALE // max(1, steps[tab.kind[k]])
+        own = ctx.counts[k] * _SCALE // max(1, arrays.budget[k])
+        pressure = items[arrays.kind[k]] * _SCALE // max(1, steps[arrays.kind[k]])
         if own > best_own or (own == best_own and pressure > best_kind):
             best, best_own, best_kind = k, own, pressure
     return best
@@ -358,7 +358,7 @@ def _taken_word(ctx, d, q, rest):
 def state_hashes(ctx, d):
     """The two 64-bit hashes of the node at depth ``d`` (see the module docstring); with
     meetings, ``ctx.scratch`` rows 1..T are used (and left zero)."""
-    tab = ctx.tab
+    arrays = ctx.arrays
     h1, h2 = FINGERPRINT_SEED1, FINGERPRINT_SEED2
     W = ctx.room.shape[1]
     rest = unplaced(ctx, d)
@@ -386,9 +386,9 @@ def state_hashes(ctx, d):
                     continue
                 dirty = False
                 for w in range(W):
-                    if tab.block_dirt[x, w] & ctx.room[d, w]:
+                    if arrays.block_dirt[x, w] & ctx.room[d, w]:
                         dirty = True
-                if dirty and _can_be_at(ctx, d, x, s, tab.colour[j], rest):
+                if dirty and _can_be_at(ctx, d, x, s, arrays.colour[j], rest):
                     wide_add(ctx.scratch, s, x)
         for s in range(1, horizon + 1):
             for w in range(W):

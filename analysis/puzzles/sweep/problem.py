@@ -1,5 +1,5 @@
 """Room Sweeper problems and routes: the tile codes, :class:`Problem`, the problem file format
-and the routes' text form (SPEC §2.4).
+and the routes' text form (docs/puzzles.md §4).
 
 Problem files: ``W H``, then H rows of W tile codes, then for boys, girls and robots in turn a
 count and that many step budgets (given to that kind's cells in reading order). Text after a
@@ -12,12 +12,14 @@ each in reading order: ``boy 2,3 RRDL`` (kind, start row and column from 1, step
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from dobutsu_tb.analysis.puzzles import PuzzleInputError
+from dobutsu_tb.analysis.textfiles import shorten, without_comments
 
-#: Tile codes of SPEC §2.4.
+#: Tile codes of docs/puzzles.md §4.
 DIRTY, CLEAN, BOY, GIRL, ROBOT, PUDDLE, APPLE, BOTTLE, BIN, BOX, OBSTACLE = range(11)
 KINDS = ("boy", "girl", "robot")
 #: A step's letter and its (row, column) offset; a direction's number is its index in DIRS.
@@ -30,6 +32,9 @@ MAX_CLEANERS = 62
 #: Largest step budget (the search keeps a row of state per step, and the key of its table of dead
 #: nodes packs a step count in 12 bits).
 MAX_BUDGET = 1000
+#: A number of a problem file: ASCII digits, an optional sign (``int`` would also take ``'1_0'``
+#: or Arabic-Indic digits).
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 @dataclass
@@ -67,7 +72,7 @@ class Problem:
 
 
 def parse_problem(text: str) -> Problem:
-    """Read the problem format of SPEC §2.4.
+    """Read the problem format of docs/puzzles.md §4.
 
     Parameters
     ----------
@@ -85,11 +90,11 @@ def parse_problem(text: str) -> Problem:
         match the board's cleaners, a budget over :data:`MAX_BUDGET`, no cleaner at all or more
         than :data:`MAX_CLEANERS`, a board of more than :data:`MAX_CELLS` cells.
     """
-    text = "\n".join(line.split("#", 1)[0] for line in text.splitlines())
-    try:
-        nums = [int(tok) for tok in text.split()]
-    except ValueError as exc:
-        raise PuzzleInputError(f"the problem holds something that is not an integer: {exc}") from None
+    tokens = "\n".join(without_comments(line) for line in text.splitlines()).split()
+    bad = next((tok for tok in tokens if not _INTEGER.fullmatch(tok)), None)
+    if bad is not None:
+        raise PuzzleInputError(f"the problem holds something that is not an integer: {shorten(bad)!r}")
+    nums = [int(tok) for tok in tokens]
     if len(nums) < 2:
         raise PuzzleInputError("the problem must start with the width and the height")
     w, h = nums[0], nums[1]

@@ -13,8 +13,8 @@ even a signal handler: it solves in a child process (:class:`SatRounds`), forked
 formula is built and kept for every round (the solver keeps what it learnt), while the command
 waits for its answers in a loop that Ctrl-C and SIGTERM interrupt; the child is then killed.
 
-The encoding (SPEC §2.4; the choices of :mod:`dobutsu_tb.analysis.puzzles.sweep` where SPEC is
-silent):
+The encoding (the rules of docs/puzzles.md §4, as :mod:`dobutsu_tb.analysis.puzzles.sweep` states
+them):
 
 - ``arrive(i, t, x)``: cleaner i steps onto cell x at its t-th step (1 <= t <= its budget). Only
   cells it can reach in exactly t steps have a variable (walking distance at most t, of the same
@@ -24,8 +24,7 @@ silent):
   straight back (not onto the cell it arrived on at step t - 2, nor onto its start cell at step
   2). A cleaner that stands still cleans and meets nothing, so where it stands needs no
   variable. (``moves`` only restates what the arrivals say, but the solver's branching on it,
-  whether a route goes on, pays: 59 s against 183 s on six generated 12 x 12 and 14 x 14
-  problems.)
+  whether a route goes on, pays on large generated problems.)
 - ``meet(t, x)``: at least two cleaners arrive on x at step t (for each cleaner, some *other*
   one arrives: n + 1 clauses over the n that could). Only cells whose 3x3 block holds dirty
   floor have one.
@@ -51,8 +50,8 @@ from typing import NamedTuple
 import numpy as np
 
 from dobutsu_tb.analysis.puzzles import PuzzleInputError
+from dobutsu_tb.analysis.puzzles.sweep.arrays import ANY, INF, NOTHING, ProblemArrays, problem_arrays
 from dobutsu_tb.analysis.puzzles.sweep.problem import DIRS, Problem
-from dobutsu_tb.analysis.puzzles.sweep.tables import ANY, INF, NOTHING, Tables, tables
 
 #: The SAT solver PySAT runs (CaDiCaL 1.9.5, by Armin Biere and others).
 SAT_SOLVER = "cadical195"
@@ -89,132 +88,165 @@ class SatResult(NamedTuple):
     decisions: int
 
 
-def _reach(tab, i):
+def _reach(arrays, i):
     """Cells cleaner ``i`` can arrive on at each of its steps: a list, index t (0 unused), of
     arrays of cell numbers (walking distance at most t, of the parity of t)."""
-    d = tab.dist[tab.start[i]]
+    d = arrays.dist[arrays.start[i]]
     return [np.flatnonzero((d <= t) & ((t - d) % 2 == 0) & (d < INF)) if t else None
-            for t in range(tab.budget[i] + 1)]
+            for t in range(arrays.budget[i] + 1)]
 
 
-def sat_size(tab: Tables) -> int:
+def sat_size(arrays: ProblemArrays) -> int:
     """The number of arrival variables of a problem's formula (see the module docstring).
 
     Parameters
     ----------
-    tab : Tables
-        The problem's :func:`~.tables.tables`.
+    arrays : ProblemArrays
+        The problem's :func:`~.arrays.problem_arrays`.
 
     Returns
     -------
     int
         Compare with :data:`MAX_ARRIVALS`.
     """
-    return sum(len(cells) for i in range(tab.kind.shape[0]) for cells in _reach(tab, i)[1:])
+    return sum(len(cells) for i in range(arrays.kind.shape[0]) for cells in _reach(arrays, i)[1:])
 
 
-def _formula(problem: Problem, tab: Tables):
-    """The clauses (lists of non-zero ints, DIMACS style), the number of variables, and the
-    arrival variables ``arrive[i][t]`` (a dict from cell to variable) to read the routes from."""
-    from pysat.card import CardEnc, EncType
+class _Cnf:
+    """A formula being built: its clauses (lists of non-zero ints, DIMACS style) and variables."""
 
-    n_cl, n = tab.kind.shape[0], tab.need.shape[0]
-    top = 0
+    def __init__(self):
+        self.clauses: list = []
+        self.top = 0
 
-    def new():
-        nonlocal top
-        top += 1
-        return top
+    def new(self) -> int:
+        """A fresh variable."""
+        self.top += 1
+        return self.top
 
-    clauses = []
-    arrive = []
-    for i in range(n_cl):
-        reach = _reach(tab, i)
-        steps = [None]
-        moved = 0  # moves(i, t - 1)
-        for t in range(1, tab.budget[i] + 1):
-            here = {int(x): new() for x in reach[t]}
-            moves = new()
-            steps.append(here)
-            lits = list(here.values())
-            clauses.append([-moves] + lits)
-            clauses += [[-a, moves] for a in lits]
-            if moved:
-                clauses.append([-moves, moved])
-            moved = moves
-            if len(lits) > 1:
-                amo = CardEnc.atmost(lits, 1, top_id=top, encoding=EncType.seqcounter if len(lits) > 6
-                                     else EncType.pairwise)
-                top = max(top, amo.nv)
-                clauses += amo.clauses
-            for x, a in here.items():
-                if t >= 2:
-                    clauses.append([-a] + [steps[t - 1][y] for y in tab.nbr[x] if y >= 0 and y in steps[t - 1]])
-                if t == 2 and x == tab.start[i]:
-                    clauses.append([-a])
-                elif t >= 3 and x in steps[t - 2]:
-                    clauses.append([-a, -steps[t - 2][x]])
-        arrive.append(steps)
-    horizon = int(tab.budget.max(initial=0))
-    dirty_block = [any(tab.block_dirt[x]) for x in range(n)]
-    meets = {}  # (t, x) -> variable
-    for t in range(1, horizon + 1):
-        for x in range(n):
-            if not dirty_block[x]:
-                continue
-            lits = [arrive[i][t][x] for i in range(n_cl) if t <= tab.budget[i] and x in arrive[i][t]]
-            if len(lits) >= 2:
-                m = meets[t, x] = new()
-                clauses.append([-m] + lits)
-                clauses += [[-m] + lits[:k] + lits[k + 1:] for k in range(len(lits))]
-    meets_at = {}
-    for (t, x), m in meets.items():
-        meets_at.setdefault(x, []).append(m)
+    def at_most_one(self, lits: list) -> None:
+        """Clauses that allow at most one of ``lits`` (pairwise for a few, a sequential counter
+        for more)."""
+        from pysat.card import CardEnc, EncType
 
-    def arrivals(y, kinds, t=None):
-        """The arrivals on cell y of the cleaners of some kinds (at step t only, if given)."""
-        return [arrive[i][u][y] for i in range(n_cl) if tab.kind[i] in kinds
-                for u in (range(1, tab.budget[i] + 1) if t is None else [t])
-                if u <= tab.budget[i] and y in arrive[i][u]]
+        if len(lits) > 1:
+            amo = CardEnc.atmost(lits, 1, top_id=self.top,
+                                 encoding=EncType.seqcounter if len(lits) > 6 else EncType.pairwise)
+            self.top = max(self.top, amo.nv)
+            self.clauses += amo.clauses
 
-    dumps_from = {}  # cleaner -> [variable per step t]: it arrives next to a bin (box) at step t or later
 
-    def dumps_at_or_after(g, t):
-        if g not in dumps_from:
-            chain = [0] * (tab.budget[g] + 2)
-            for u in range(tab.budget[g], 0, -1):
-                chain[u] = new()
-                here = [a for z, a in arrive[g][u].items() if tab.dump_adj[tab.kind[g], z]]
-                clauses.append([-chain[u]] + here + ([chain[u + 1]] if chain[u + 1] else []))
-            dumps_from[g] = chain
-        return [dumps_from[g][t]]
-
-    for y in range(n):
-        need = tab.need[y]
-        if need == NOTHING:
-            continue
-        if need == ANY:  # the meetings on the cells of its 3x3 block
+def _formula(problem: Problem, arrays: ProblemArrays):
+    """The clauses, the number of variables, and the arrival variables ``arrive[i][t]`` (a dict
+    from cell to variable) to read the routes from (module docstring)."""
+    cnf = _Cnf()
+    arrive = [_route_clauses(cnf, arrays, i) for i in range(arrays.kind.shape[0])]
+    meets_at = _meeting_clauses(cnf, arrays, arrive)
+    items = _ItemClauses(cnf, arrays, arrive)
+    for y in range(arrays.need.shape[0]):
+        need = arrays.need[y]
+        if need == ANY:  # a cleaner arrives, or a meeting on a cell of its 3x3 block
             r, c = divmod(y, problem.width)
             block = [rr * problem.width + cc for rr in range(r - 1, r + 2) for cc in range(c - 1, c + 2)
                      if 0 <= rr < problem.height and 0 <= cc < problem.width]
-            clauses.append(arrivals(y, (0, 1, 2)) + [m for x in block for m in meets_at.get(x, [])])
-            continue
-        clauses.append(arrivals(y, (need,)))
-        kin = [i for i in range(n_cl) if tab.kind[i] == need]
-        if tab.item_of[y] < 0 or not kin:
-            continue  # a puddle, or an item nobody can take (the clause above is empty)
+            cnf.clauses.append(items.arrivals(y, (0, 1, 2)) + [m for x in block for m in meets_at.get(x, [])])
+        elif need != NOTHING:  # a puddle, an apple or a bottle: a cleaner of its kind arrives
+            cnf.clauses.append(items.arrivals(y, (need,)))
+            items.dumped(y, need)
+    return cnf.clauses, cnf.top, arrive
+
+
+def _route_clauses(cnf: _Cnf, arrays: ProblemArrays, i: int) -> list:
+    """Cleaner ``i``'s ``arrive`` and ``moves`` variables and the clauses that make them a route:
+    one arrival per step it moves, from a neighbour of the last, never straight back. Returns
+    its arrival variables, a dict from cell to variable per step (index 0 unused)."""
+    reach = _reach(arrays, i)
+    steps = [None]
+    moved = 0  # moves(i, t - 1)
+    for t in range(1, arrays.budget[i] + 1):
+        here = {int(x): cnf.new() for x in reach[t]}
+        moves = cnf.new()
+        steps.append(here)
+        lits = list(here.values())
+        cnf.clauses.append([-moves] + lits)
+        cnf.clauses += [[-a, moves] for a in lits]
+        if moved:
+            cnf.clauses.append([-moves, moved])
+        moved = moves
+        cnf.at_most_one(lits)
+        for x, a in here.items():
+            if t >= 2:
+                cnf.clauses.append([-a] + [steps[t - 1][y] for y in arrays.nbr[x] if y >= 0 and y in steps[t - 1]])
+            if t == 2 and x == arrays.start[i]:
+                cnf.clauses.append([-a])
+            elif t >= 3 and x in steps[t - 2]:
+                cnf.clauses.append([-a, -steps[t - 2][x]])
+    return steps
+
+
+def _meeting_clauses(cnf: _Cnf, arrays: ProblemArrays, arrive: list) -> dict:
+    """A ``meet(t, x)`` variable for each step and cell with dirty floor in its 3x3 block that two
+    cleaners could arrive on, implying that two do. Returns each cell's meeting variables."""
+    n_cl, n = arrays.kind.shape[0], arrays.need.shape[0]
+    dirty_block = [any(arrays.block_dirt[x]) for x in range(n)]
+    meets_at = {}
+    for t in range(1, int(arrays.budget.max(initial=0)) + 1):
+        for x in range(n):
+            if not dirty_block[x]:
+                continue
+            lits = [arrive[i][t][x] for i in range(n_cl) if t <= arrays.budget[i] and x in arrive[i][t]]
+            if len(lits) >= 2:
+                m = cnf.new()
+                cnf.clauses.append([-m] + lits)
+                cnf.clauses += [[-m] + lits[:k] + lits[k + 1:] for k in range(len(lits))]
+                meets_at.setdefault(x, []).append(m)
+    return meets_at
+
+
+class _ItemClauses:
+    """The arrivals on a cell, and the clauses that make whoever first takes an apple or a bottle
+    dump it, with their two chains of helper variables (module docstring)."""
+
+    def __init__(self, cnf: _Cnf, arrays: ProblemArrays, arrive: list):
+        self.cnf, self.arrays, self.arrive = cnf, arrays, arrive
+        self.dumps_from = {}  # cleaner -> [variable per step t]: it arrives next to a bin (box) at step t or later
+
+    def arrivals(self, y: int, kinds, t: int | None = None) -> list:
+        """The arrivals on cell y of the cleaners of some kinds (at step t only, if given)."""
+        arrays, arrive = self.arrays, self.arrive
+        return [arrive[i][u][y] for i in range(arrays.kind.shape[0]) if arrays.kind[i] in kinds
+                for u in (range(1, arrays.budget[i] + 1) if t is None else [t])
+                if u <= arrays.budget[i] and y in arrive[i][u]]
+
+    def dumps_at_or_after(self, g: int, t: int) -> list:
+        """``[v]``: cleaner g arrives next to a bin (box) at step t or later."""
+        if g not in self.dumps_from:
+            chain = [0] * (self.arrays.budget[g] + 2)
+            for u in range(self.arrays.budget[g], 0, -1):
+                chain[u] = self.cnf.new()
+                here = [a for z, a in self.arrive[g][u].items() if self.arrays.dump_adj[self.arrays.kind[g], z]]
+                self.cnf.clauses.append([-chain[u]] + here + ([chain[u + 1]] if chain[u + 1] else []))
+            self.dumps_from[g] = chain
+        return [self.dumps_from[g][t]]
+
+    def dumped(self, y: int, need: int) -> None:
+        """Whoever of kind ``need`` first arrives on the item on cell ``y`` (the lowest number on a
+        tie) arrives next to where it is dumped at that step or later."""
+        arrays, arrive = self.arrays, self.arrive
+        kin = [i for i in range(arrays.kind.shape[0]) if arrays.kind[i] == need]
+        if arrays.item_of[y] < 0 or not kin:
+            return  # a puddle, or an item nobody can take (its arrival clause is empty)
         earlier = []  # [variable]: one of its kind arrived on y before step t, or nothing (t = 1)
-        for t in range(1, int(max(tab.budget[g] for g in kin)) + 1):
+        for t in range(1, int(max(arrays.budget[g] for g in kin)) + 1):
             for g in kin:
-                if t <= tab.budget[g] and y in arrive[g][t]:  # the first to arrive must dump it
-                    lower = [arrive[h][t][y] for h in kin if h < g and t <= tab.budget[h] and y in arrive[h][t]]
-                    clauses.append([-arrive[g][t][y]] + earlier + lower + dumps_at_or_after(g, t))
-            now = arrivals(y, (need,), t)
+                if t <= arrays.budget[g] and y in arrive[g][t]:
+                    lower = [arrive[h][t][y] for h in kin if h < g and t <= arrays.budget[h] and y in arrive[h][t]]
+                    self.cnf.clauses.append([-arrive[g][t][y]] + earlier + lower + self.dumps_at_or_after(g, t))
+            now = self.arrivals(y, (need,), t)
             if now:
-                v = new()
-                clauses.append([-v] + earlier + now)
+                v = self.cnf.new()
+                self.cnf.clauses.append([-v] + earlier + now)
                 earlier = [v]
-    return clauses, top, arrive
 
 
 class SatRounds:
@@ -227,8 +259,8 @@ class SatRounds:
     Parameters
     ----------
     problem : Problem
-    tab : Tables, optional
-        The problem's :func:`~.tables.tables`, if already computed.
+    arrays : ProblemArrays, optional
+        The problem's :func:`~.arrays.problem_arrays`, if already computed.
 
     Raises
     ------
@@ -236,13 +268,13 @@ class SatRounds:
         If the formula would have more than :data:`MAX_ARRIVALS` arrival variables.
     """
 
-    def __init__(self, problem: Problem, tab: Tables | None = None):
-        self.tab = tables(problem) if tab is None else tab
-        size = sat_size(self.tab)
+    def __init__(self, problem: Problem, arrays: ProblemArrays | None = None):
+        self.arrays = problem_arrays(problem) if arrays is None else arrays
+        size = sat_size(self.arrays)
         if size > MAX_ARRIVALS:
             raise FormulaTooLargeError(f"the SAT formula would have {size:,} arrival variables (at most "
                                        f"{MAX_ARRIVALS:,}); try --engine search")
-        self.clauses, self.variables, self.arrive = _formula(problem, self.tab)
+        self.clauses, self.variables, self.arrive = _formula(problem, self.arrays)
         self.trivial = any(not c for c in self.clauses)  # a cell no cleaner can ever clean
         self.solver = None if self.trivial else _SolverProcess(self.clauses)
 
@@ -274,7 +306,7 @@ class SatRounds:
         routes = None
         if answer:
             true = {v for v in model if v > 0}
-            routes = [_route(self.tab, i, self.arrive[i], true) for i in range(self.tab.kind.shape[0])]
+            routes = [_route(self.arrays, i, self.arrive[i], true) for i in range(self.arrays.kind.shape[0])]
         return SatResult(routes, answer is not None, self.variables, len(self.clauses), conflicts, decisions)
 
 
@@ -441,7 +473,7 @@ def _solve_on_request(clauses, requests: int, answers: int) -> None:
             _send(answers, f"{type(exc).__name__}: {exc}")
 
 
-def solve_sat(problem: Problem, max_conflicts: int = 0, tab: Tables | None = None) -> SatResult:
+def solve_sat(problem: Problem, max_conflicts: int = 0, arrays: ProblemArrays | None = None) -> SatResult:
     """Routes that clean the room, or a proof that none exist, by a SAT solver (see the module
     docstring).
 
@@ -450,8 +482,8 @@ def solve_sat(problem: Problem, max_conflicts: int = 0, tab: Tables | None = Non
     problem : Problem
     max_conflicts : int, optional
         Give up after about this many conflicts (0, the default: never).
-    tab : Tables, optional
-        The problem's :func:`~.tables.tables`, if already computed.
+    arrays : ProblemArrays, optional
+        The problem's :func:`~.arrays.problem_arrays`, if already computed.
 
     Returns
     -------
@@ -465,17 +497,17 @@ def solve_sat(problem: Problem, max_conflicts: int = 0, tab: Tables | None = Non
         On Ctrl-C (and after :func:`~dobutsu_tb.encoding.interrupt.install`, SIGTERM) while the
         solver runs.
     """
-    with SatRounds(problem, tab) as rounds:
+    with SatRounds(problem, arrays) as rounds:
         return rounds.run(max_conflicts)
 
 
-def _route(tab, i, steps, true) -> str:
+def _route(arrays, i, steps, true) -> str:
     """Cleaner ``i``'s route in the letters of DIRS, from the arrivals set in a model."""
-    route, at = "", int(tab.start[i])
+    route, at = "", int(arrays.start[i])
     for here in steps[1:]:
         to = next((x for x, a in here.items() if a in true), None)
         if to is None:
             break
-        route += DIRS[list(tab.nbr[at]).index(to)]
+        route += DIRS[list(arrays.nbr[at]).index(to)]
         at = to
     return route

@@ -7,7 +7,7 @@ In the search, the routes are chosen cleaner after cleaner (the next one picked 
 :func:`~.bounds.next_cleaner`, the most constrained), a step or the end of the route at each
 depth, on the shared depth-first driver
 (:func:`dobutsu_tb.encoding.search.depth_first`), whose callbacks are the ``_route_*`` functions
-below. The room is a wide bit set of the cells still to clean (:mod:`.tables`). Choosing routes
+below. The room is a wide bit set of the cells still to clean (:mod:`.arrays`). Choosing routes
 one after another is exact, because the cleaners interact only through what they clean:
 
 - dirty floor and puddles are cleaned by whoever comes, in any order;
@@ -24,7 +24,7 @@ one after another is exact, because the cleaners interact only through what they
 The search runs first without meetings (tight bounds; every solution found is valid, as
 meetings only clean more), then, if none is found, with meetings, which is complete. Bounds
 (:mod:`.bounds`) prune a node that cannot be finished; a table of dead nodes
-(:class:`~dobutsu_tb.encoding.hashtable.FingerprintSet`, keyed on everything the rest of the
+(:class:`~dobutsu_tb.encoding.search.FingerprintSet`, keyed on everything the rest of the
 search depends on) skips a node met before by another way; the nodes at a shallow depth are dealt
 out to the threads one at a time.
 """
@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from dobutsu_tb.analysis.puzzles.sweep.arrays import INF, ProblemArrays, problem_arrays
 from dobutsu_tb.analysis.puzzles.sweep.bounds import (
     NO_MEETINGS,
     UNLIMITED,
@@ -47,13 +48,17 @@ from dobutsu_tb.analysis.puzzles.sweep.bounds import (
 from dobutsu_tb.analysis.puzzles.sweep.problem import DIRS, Problem
 from dobutsu_tb.analysis.puzzles.sweep.sat import SatRounds, sat_size, solve_sat
 from dobutsu_tb.analysis.puzzles.sweep.simulator import simulate
-from dobutsu_tb.analysis.puzzles.sweep.tables import INF, Tables, tables
 from dobutsu_tb.encoding.bits import lowest_bit_word, wide_copy, wide_empty, wide_has, wide_remove
-from dobutsu_tb.encoding.config import SWEEP_DEAD_STATES, SWEEP_TASKS, THREADS
-from dobutsu_tb.encoding.hashtable import FingerprintSet, fingerprint_find, fingerprint_insert
+from dobutsu_tb.encoding.config import THREADS
 from dobutsu_tb.encoding.jit import njit_callback
 from dobutsu_tb.encoding.search import depth_first, split_depth_for
+from dobutsu_tb.encoding.search.fingerprints import FingerprintSet, fingerprint_find, fingerprint_insert
 
+#: Dead nodes a search remembers at most (16 bytes each, over the load factor).
+SWEEP_DEAD_STATES = 1 << 24
+#: Tasks per thread a search is cut into (the nodes of the shallowest depth that has that many
+#: are dealt out one at a time).
+SWEEP_TASKS = 32
 #: The option code of ending the route (0..3 are the directions of DIRS).
 STOP = 4
 #: The searches :func:`solve` runs in turn: without meetings, with the bounds allowing for at most
@@ -66,7 +71,7 @@ class _Context(NamedTuple):
     taken ``step[d]`` steps and the cleaners of ``placed[d]`` (a set) have finished their routes
     (``cur[d]`` is the number of cleaners once everyone has)."""
 
-    tab: Tables
+    arrays: ProblemArrays
     cap: int  # meetings: NO_MEETINGS, a cap on those the bounds allow for, or UNLIMITED
     room: np.ndarray  # (D + 1, W): the cells still to clean
     placed: np.ndarray  # (D + 1,)
@@ -123,25 +128,25 @@ def _route_prune(ctx, d):
     if ctx.budget[0] > 0 and ctx.visits[i] & 1023 == 0:
         if ctx.visits.sum() > ctx.budget[0]:
             ctx.budget[1] = 1
-    return ctx.budget[1] != 0 or i == ctx.tab.kind.shape[0] or hopeless(ctx, d)
+    return ctx.budget[1] != 0 or i == ctx.arrays.kind.shape[0] or hopeless(ctx, d)
 
 
 @njit_callback
 def _route_options(ctx, d):
     """The current cleaner's steps (those onto something it cleans first), then ending its route
     (with items still held only if a later route can take them over: the bounds check)."""
-    tab = ctx.tab
+    arrays = ctx.arrays
     i = ctx.cur[d]
     k = 0
-    if ctx.step[d] < tab.budget[i]:
+    if ctx.step[d] < arrays.budget[i]:
         at = ctx.pos[d]
         for pass_ in range(2):
             for c in range(4):
-                to = tab.nbr[at, c]
+                to = arrays.nbr[at, c]
                 if to < 0 or to == ctx.prev[d]:
                     continue
-                q = tab.need[to]
-                cleans = wide_has(ctx.room, d, to) and (q < 0 or q == tab.kind[i])
+                q = arrays.need[to]
+                cleans = wide_has(ctx.room, d, to) and (q < 0 or q == arrays.kind[i])
                 if cleans == (pass_ == 0):
                     ctx.opts[d, k] = c
                     k += 1
@@ -151,7 +156,7 @@ def _route_options(ctx, d):
 
 @njit_callback
 def _route_apply(ctx, d, k):
-    tab = ctx.tab
+    arrays = ctx.arrays
     i = ctx.cur[d]
     c = ctx.opts[d, k]
     wide_copy(ctx.room, d, ctx.room, d + 1)
@@ -162,20 +167,20 @@ def _route_apply(ctx, d, k):
     if c == STOP:
         ctx.length[i] = ctx.step[d]
         ctx.placed[d + 1] = ctx.placed[d] | (1 << i)
-        ctx.cur[d + 1] = tab.kind.shape[0]
+        ctx.cur[d + 1] = arrays.kind.shape[0]
         ctx.step[d + 1] = 0
         ctx.pos[d + 1] = 0
         rest = unplaced(ctx, d + 1)
         if rest:
             ctx.cur[d + 1] = next_cleaner(ctx, d + 1, rest)
-            ctx.pos[d + 1] = tab.start[ctx.cur[d + 1]]
+            ctx.pos[d + 1] = arrays.start[ctx.cur[d + 1]]
         ctx.prev[d + 1] = -1
         ctx.hold[d + 1] = 0
         ctx.met[d + 1] = ctx.met[d]
         return True
-    to = tab.nbr[ctx.pos[d], c]
+    to = arrays.nbr[ctx.pos[d], c]
     s = ctx.step[d] + 1  # the time step of this step
-    kind = tab.kind[i]
+    kind = arrays.kind[i]
     ctx.placed[d + 1] = ctx.placed[d]
     ctx.cur[d + 1] = i
     ctx.step[d + 1] = s
@@ -184,8 +189,8 @@ def _route_apply(ctx, d, k):
     ctx.hold[d + 1] = ctx.hold[d]
     ctx.met[d + 1] = ctx.met[d]
     ctx.traj[i, s] = to
-    q = tab.need[to]
-    item = tab.item_of[to]
+    q = arrays.need[to]
+    item = arrays.item_of[to]
     me = i
     if wide_has(ctx.room, d, to):
         if q < 0 or q == kind:
@@ -201,7 +206,7 @@ def _route_apply(ctx, d, k):
             ctx.taken_at[d + 1, item] = s
             ctx.taken_by[d + 1, item] = me
             ctx.dumped[d + 1, item] = False
-    if ctx.hold[d + 1] and tab.dump_adj[kind, to]:
+    if ctx.hold[d + 1] and arrays.dump_adj[kind, to]:
         ctx.hold[d + 1] = 0
         for q in range(ctx.dumped.shape[1]):
             if ctx.taken_by[d + 1, q] == me:
@@ -214,8 +219,8 @@ def _route_apply(ctx, d, k):
             if ctx.length[j] >= s and ctx.traj[j, s] == to:
                 cleaned = False
                 for w in range(ctx.room.shape[1]):
-                    cleaned |= (ctx.room[d + 1, w] & tab.block_dirt[to, w]) != 0
-                    ctx.room[d + 1, w] &= ~tab.block_dirt[to, w]
+                    cleaned |= (ctx.room[d + 1, w] & arrays.block_dirt[to, w]) != 0
+                    ctx.room[d + 1, w] &= ~arrays.block_dirt[to, w]
                 ctx.met[d + 1] += cleaned
                 break
     return True
@@ -275,46 +280,47 @@ class SweepResult:
 ENGINES = ("auto", "sat", "search")
 #: ``auto`` runs the SAT solver on formulas of at most this many arrival variables, and the search
 #: on larger ones: budgets long for the board, where the search finds routes at once and the
-#: formula is slow to solve (16 x 16, four cleaners of 300 steps: 146,684 arrival variables,
-#: search 4.6 s, SAT solver 42 s; the hardest problem we tried that the search does not finish,
-#: 16 x 16 with six cleaners of 37 steps, has 19,111).
+#: formula is slow to solve (``data/sweep/long-16x16.txt``: four cleaners of 300 steps, 146,684
+#: arrival variables; the hardest problem we tried that the search does not finish, 16 x 16 with
+#: six cleaners of 37 steps, has 19,111). docs/puzzles.md says how each engine fares.
 AUTO_SAT_ARRIVALS = 50_000
 #: ``auto``'s first round: this many conflicts of the SAT solver, then this many nodes of the
 #: search; each round after gives both four times as many. The SAT solver is strong where many
-#: meetings are needed (q64: 659 conflicts), the search at counting and long sweeps (one boy
-#: sweeping an empty 10 x 10 room in 99 steps: 190 nodes; the SAT solver has no answer in 120 s).
+#: meetings are needed (q64), the search at counting and long sweeps (one boy sweeping an empty
+#: 10 x 10 room in 99 steps), so neither waits long for the other.
 AUTO_FIRST_ROUND = (20_000, 1_000_000)
 
 
-def _context(tab: Tables, cap: int, dead: FingerprintSet, max_nodes: int) -> _Context:
-    n_cl = tab.kind.shape[0]
-    rows = 2 + int((tab.budget + 1).sum())
-    horizon = int(tab.budget.max(initial=0))
-    W = tab.remaining.shape[0]
-    n_items = tab.item_cell.shape[0]
+def _context(arrays: ProblemArrays, cap: int, dead: FingerprintSet, max_nodes: int) -> _Context:
+    n_cl = arrays.kind.shape[0]
+    rows = 2 + int((arrays.budget + 1).sum())
+    horizon = int(arrays.budget.max(initial=0))
+    W = arrays.remaining.shape[0]
+    n_items = arrays.item_cell.shape[0]
     room = np.zeros((rows, W), np.int64)
-    room[0] = tab.remaining
+    room[0] = arrays.remaining
     traj = np.full((n_cl, horizon + 1), -1, np.int64)
-    traj[:, 0] = tab.start
+    traj[:, 0] = arrays.start
     int_rows = [np.zeros(rows, np.int64) for _ in range(7)]  # placed, cur, step, pos, prev, hold, met
-    ctx = _Context(tab, cap, room, *int_rows[:4], np.full(rows, -1, np.int64), *int_rows[5:],
+    ctx = _Context(arrays, cap, room, *int_rows[:4], np.full(rows, -1, np.int64), *int_rows[5:],
                    np.full((rows, n_items), INF, np.int64), np.full((rows, n_items), -1, np.int64),
                    np.ones((rows, n_items), np.bool_), np.zeros((rows, 5), np.int64), traj,
                    np.zeros(n_cl, np.int64), np.zeros((horizon + 5, W), np.int64), np.zeros(n_cl + 6, np.int64),
-                   np.zeros(tab.need.shape[0], np.int64), dead.keys, dead.checks, dead.count, dead.limit,
+                   np.zeros(arrays.need.shape[0], np.int64), dead.keys, dead.checks, dead.count, dead.limit,
                    np.full(3, -1, np.int64), np.zeros(n_cl + 1, np.int64), np.array([max_nodes, 0], np.int64))
     ctx.cur[0] = next_cleaner(ctx, 0, (1 << n_cl) - 1)
-    ctx.pos[0] = tab.start[ctx.cur[0]]
+    ctx.pos[0] = arrays.start[ctx.cur[0]]
     return ctx
 
 
-def _routes(tab: Tables, ctx: _Context) -> list[str]:
+def _routes(arrays: ProblemArrays, ctx: _Context) -> list[str]:
     """The routes of a context that found a solution, in the problem's order of cleaners."""
     last, steps = int(ctx.found[0]), int(ctx.found[1])
     routes = []
-    for i in range(tab.kind.shape[0]):
+    for i in range(arrays.kind.shape[0]):
         n = steps if i == last else int(ctx.length[i]) if (int(ctx.found[2]) >> i) & 1 else 0
-        routes.append("".join(DIRS[list(tab.nbr[ctx.traj[i, s - 1]]).index(ctx.traj[i, s])] for s in range(1, n + 1)))
+        cells = ctx.traj[i, : n + 1]
+        routes.append("".join(DIRS[list(arrays.nbr[a]).index(b)] for a, b in zip(cells[:-1], cells[1:])))
     return routes
 
 
@@ -360,18 +366,18 @@ def solve(problem: Problem, threads: int | None = None, dead_states: int = SWEEP
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    tab = tables(problem)
+    arrays = problem_arrays(problem)
     if engine == "sat":
-        return _from_sat(problem, solve_sat(problem, max_conflicts=max_nodes, tab=tab))
-    if engine == "search" or sat_size(tab) > AUTO_SAT_ARRIVALS:
-        return _search(tab, threads, dead_states, phases, max_nodes)
+        return _from_sat(problem, solve_sat(problem, max_conflicts=max_nodes, arrays=arrays))
+    if engine == "search" or sat_size(arrays) > AUTO_SAT_ARRIVALS:
+        return _search(arrays, threads, dead_states, phases, max_nodes)
     conflicts, nodes = AUTO_FIRST_ROUND
-    with SatRounds(problem, tab) as rounds:
+    with SatRounds(problem, arrays) as rounds:
         while True:
             answer = rounds.run(min(conflicts, max_nodes) if max_nodes else conflicts)
             if answer.complete:
                 return _from_sat(problem, answer)
-            result = _search(tab, threads, dead_states, phases, min(nodes, max_nodes) if max_nodes else nodes)
+            result = _search(arrays, threads, dead_states, phases, min(nodes, max_nodes) if max_nodes else nodes)
             result.conflicts = answer.conflicts
             if result.complete or (max_nodes and nodes >= max_nodes and conflicts >= max_nodes):
                 return result
@@ -384,14 +390,14 @@ def _from_sat(problem, answer) -> SweepResult:
     return SweepResult(answer.routes, needs, answer.decisions, 0, answer.complete, [], "sat", answer.conflicts)
 
 
-def _search(tab, threads, dead_states, phases, max_nodes) -> SweepResult:
+def _search(arrays, threads, dead_states, phases, max_nodes) -> SweepResult:
     """:func:`solve` by the search of this module."""
     threads = threads or THREADS
     callbacks = (_route_goal, _route_found, _route_prune, _route_options, _route_apply)
     nodes = dead_total = 0
     for cap in phases:
         dead = FingerprintSet(dead_states)
-        contexts = [_context(tab, cap, dead, max_nodes // threads) for _ in range(threads)]
+        contexts = [_context(arrays, cap, dead, max_nodes // threads) for _ in range(threads)]
         max_depth = contexts[0].pos.shape[0] - 1
         split = split_depth_for(contexts[0], _route_goal, _route_prune, _route_options, _route_apply, max_depth,
                                 SWEEP_TASKS * threads) if threads > 1 else 0
@@ -399,10 +405,10 @@ def _search(tab, threads, dead_states, phases, max_nodes) -> SweepResult:
                                   mark_dead=_route_mark_dead, split=split)
         nodes += searched
         dead_total += len(dead)
-        visits = [int(sum(ctx.visits[i] for ctx in contexts)) for i in range(len(tab.kind))]
+        visits = [int(sum(ctx.visits[i] for ctx in contexts)) for i in range(len(arrays.kind))]
         for ctx in contexts:
             if ctx.found[0] >= 0:
-                return SweepResult(_routes(tab, ctx), cap != NO_MEETINGS, nodes, dead_total, True, visits)
+                return SweepResult(_routes(arrays, ctx), cap != NO_MEETINGS, nodes, dead_total, True, visits)
         if any(ctx.budget[1] for ctx in contexts):
             return SweepResult(None, cap != NO_MEETINGS, nodes, dead_total, False, visits)
     return SweepResult(None, True, nodes, dead_total, True, visits)

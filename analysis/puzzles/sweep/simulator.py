@@ -1,4 +1,4 @@
-"""The independent rules simulator of Room Sweeper (SPEC §2.4), in plain Python: it plays routes
+"""The independent rules simulator of Room Sweeper (docs/puzzles.md §4), in plain Python: it plays routes
 step by step and says what is wrong. ``--check`` uses it, and the tests replay every answer of the
 solver with it; it shares nothing with the solver but the problem's tiles.
 """

@@ -169,15 +169,9 @@ function boardAfterCapture(text, move) {
   return pos;
 }
 
-// Value of playing a move, for the side that plays it: {category, plies} (the Lichess API gives the child's).
-function moverValue(m) {
-  if (m.terminal === "lion captured") return { category: "win", plies: 1 };
-  if (m.category === "unknown") return { category: "unknown", plies: null };
-  if (m.category === "draw") return { category: "draw", plies: 0 };
-  return { category: m.category === "loss" ? "win" : "loss", plies: Math.abs(m.dtm) + 1 };
-}
-
-const sameValue = (a, b) => a.category === b.category && a.plies === b.plies;
+// A move's category and dtm are its value for the side that plays it (docs/rules.md §7).
+const sameValue = (a, b) => a.category === b.category && a.dtm === b.dtm;
+const signed = (n) => (n > 0 ? `+${n}` : n < 0 ? `−${-n}` : "0");
 const plies = (n) => `${n} ${n === 1 ? "ply" : "plies"}`;
 
 function describe(value, unit = false) {
@@ -489,7 +483,7 @@ function renderValue() {
   else value.textContent = "Draw with best play";
   value.classList.add(p.category);
   const note = p.terminal === "catch" ? ` (it can capture the enemy ${GAME.royal})` : p.terminal === "try" ? " (the game is over)" : "";
-  detail.textContent = `${side} to move: ${describe(p, true)} for ${side}${note}; DTM ${p.dtm > 0 ? "+" : ""}${p.dtm}.`;
+  detail.textContent = `${side} to move: ${describe(p, true)} for ${side}${note}; DTM ${signed(p.dtm)}.`;
   if (over && over.winner === null) detail.textContent += " " + over.text;
 }
 
@@ -502,17 +496,16 @@ function renderMoves() {
   // Without the values, the order would give the best move away: list the moves by name.
   const hidden = $("hide-values").checked;
   const moves = hidden ? [...state.probe.moves].sort((a, b) => (a.move < b.move ? -1 : 1)) : state.probe.moves;
-  const best = moverValue(state.probe.moves[0]);
+  const best = state.probe.moves[0];
   const clickable = canMove();
   for (const m of moves) {
-    const value = moverValue(m), isBest = sameValue(value, best);
-    const tr = html("tr", { className: `${value.category}${isBest ? " best" : ""}`, "data-move": m.move }, body);
+    const isBest = sameValue(m, best);
+    const tr = html("tr", { className: `${m.category}${isBest ? " best" : ""}`, "data-move": m.move }, body);
     html("td", { className: "mv-best", title: isBest ? "a best move" : "" }, tr, isBest ? "★" : "");
     html("td", { className: "mv-move" }, tr, m.move);
-    const result = value.category === "unknown" ? "unknown" : value.category === "draw" ? "draw" : `${value.category} in ${plies(value.plies)}`;
-    html("td", { className: "mv-result" }, tr, result);
-    html("td", { className: "mv-dtm", title: "the position after the move: signed DTM for the side then to move" }, tr,
-      m.dtm === null ? "?" : `${m.dtm > 0 ? "+" : m.dtm < 0 ? "−" : ""}${Math.abs(m.dtm)}`);
+    html("td", { className: "mv-result" }, tr, describe(m.category === "unknown" ? null : m, true));
+    html("td", { className: "mv-dtm", title: "the move's signed DTM, for the side that plays it" }, tr,
+      m.dtm === null ? "?" : signed(m.dtm));
     const royal = GAME.royal;
     const note = m.terminal === "lion captured" ? `captures the ${royal}` : m.terminal === "try" ? `the ${royal}'s try wins`
       : m.terminal === "catch" ? `leaves the ${royal} en prise` : m.category === "unknown" ? "not in this tablebase" : "";

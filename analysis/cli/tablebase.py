@@ -108,16 +108,16 @@ def cluster_options(address, workers, worker_threads, **in_process):
 @tb_option
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def probe(position, tb_path, as_json):
-    """Value of POSITION, its DTM and every move with its value, best first.
+    """Value of POSITION and of every legal move, best first.
 
-    As in the Lichess tablebase API, each move's category and DTM are those of the position
-    after it, for the side then to move: a move to a 'loss' wins.
+    A position's value is its side to move's, a move's is its player's (docs/rules.md §7): a
+    win, draw or loss, with the signed DTM in plies (+n wins in n, -n loses in n), a move's
+    counted from the position before it; so the best moves' value is the position's.
     """
-    from dobutsu_tb.analysis.lines import mover_value
     from dobutsu_tb.analysis.reports import parse_position, probe_json
     from dobutsu_tb.tablebase.game.position import SIDE_NAMES
     from dobutsu_tb.tablebase.probe import open_tablebase
-    from dobutsu_tb.tablebase.values import WDL_NAMES, describe_value
+    from dobutsu_tb.tablebase.values import Terminal, describe_value, signed_text
 
     with open_tablebase(tb_path) as tb:
         pos = parse_position(position, tb.variant)
@@ -128,17 +128,17 @@ def probe(position, tb_path, as_json):
         moves = tb.probe_moves(pos)
     side = SIDE_NAMES[pos.turn]
     royal = pos.variant.royal.name
-    note = {"catch": f" (it can capture the enemy {royal})",
-            "try": f" (the enemy {royal} has reached its home rank: the game is over)"}.get(terminal, "")
-    click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {side}{note}")
+    note = {Terminal.CATCH: f" (it can capture the enemy {royal})",
+            Terminal.TRY: f" (the enemy {royal} has reached its home rank: the game is over)"}.get(terminal, "")
+    click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {side}, DTM {signed_text(dtm)}{note}")
+    notes = {Terminal.ROYAL_CAPTURED: f"captures the {royal}", Terminal.TRY: f"the {royal} reaches the far rank",
+             Terminal.CATCH: f"leaves the {royal} to be captured"}
     for m in moves:
         if m.wdl is None:  # only after a catch-terminal position, which the tablebase never expands
-            click.echo(f"  {m.move:<9} {'unknown':<18} (not in this tablebase)")
+            click.echo(f"  {m.move:<9} {'unknown':<18}       not in this tablebase")
             continue
-        if m.terminal == "lion captured":
-            click.echo(f"  {m.move:<9} {describe_value(*mover_value(m)):<18} (captures the {royal})")
-            continue
-        click.echo(f"  {m.move:<9} {describe_value(*mover_value(m)):<18} (then {WDL_NAMES[m.wdl]}, DTM {m.dtm:+d})")
+        note = notes.get(m.terminal, "")
+        click.echo(f"  {m.move:<9} {describe_value(m.wdl, m.dtm):<18} {signed_text(m.dtm):>5}  {note}".rstrip())
 
 
 @click.command()
@@ -171,7 +171,7 @@ def line(position, tb_path, max_plies, png_dir, as_json):
     from dobutsu_tb.analysis.reports import parse_position, perfect_line_json
     from dobutsu_tb.tablebase.game.position import SIDE_NAMES
     from dobutsu_tb.tablebase.probe import open_tablebase
-    from dobutsu_tb.tablebase.values import describe_value
+    from dobutsu_tb.tablebase.values import Terminal, describe_value, signed_text
 
     with open_tablebase(tb_path) as tb:
         pos = parse_position(position, tb.variant)
@@ -183,7 +183,7 @@ def line(position, tb_path, max_plies, png_dir, as_json):
         wdl, dtm, _ = tb.value(pos)
         pv = tb.principal_variation(pos, max_plies=max_plies)
     royal = pos.variant.royal.name
-    click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {SIDE_NAMES[pos.turn]}")
+    click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {SIDE_NAMES[pos.turn]}, DTM {signed_text(dtm)}")
     click.echo(pos.diagram())
     plies = [(ply, (pos.turn + ply - 1) % 2, m.move, m.position) for ply, m in enumerate(pv, 1)]
     for (ply, side, move, _), m in zip(plies, pv):
@@ -191,16 +191,16 @@ def line(position, tb_path, max_plies, png_dir, as_json):
         click.echo(f"\n{ply}. {mover} {move}")
         if m.position is not None:
             click.echo(m.position.diagram())
-        if m.terminal == "lion captured":
+        if m.terminal == Terminal.ROYAL_CAPTURED:
             click.echo(f"  {mover} captures the {royal} and wins.")
-        elif m.terminal == "try":
+        elif m.terminal == Terminal.TRY:
             click.echo(f"  {mover}'s {royal} has reached the far rank safely and wins.")
     if wdl == 0:
         click.echo(f"\ndraw: the line stops after {len(pv)} plies")
     elif not pv:
         click.echo(f"\nthe game is already over: the enemy {royal} has reached {SIDE_NAMES[pos.turn]}'s home rank")
-    elif pv[-1].terminal not in ("lion captured", "try"):
-        click.echo(f"\nstopped early: after {len(pv)} of the {dtm} plies to the end of the game (--max-plies)")
+    elif not pv[-1].ends_game:
+        click.echo(f"\nstopped early: after {len(pv)} of the {abs(dtm)} plies to the end of the game (--max-plies)")
     if png_dir is not None:
         draw_plies(png_dir, pos, plies)
 

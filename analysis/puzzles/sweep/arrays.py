@@ -1,4 +1,4 @@
-"""What the Room Sweeper search knows of a problem, computed once: :func:`tables`.
+"""What the Room Sweeper search knows of a problem, computed once: :func:`problem_arrays`.
 
 Cells are numbered in reading order (``row * width + col``). A set of cells is a *wide bit set*:
 a row of ``W = ceil(cells / 64)`` int64 words, cell x being bit ``x % 64`` of word ``x // 64``
@@ -41,7 +41,7 @@ ANY, NOTHING = -1, -2
 WORD = 1 << WORD_SHIFT
 
 
-class Tables(NamedTuple):
+class ProblemArrays(NamedTuple):
     """The problem as arrays for the kernels (see the module docstring).
 
     Cleaners, in the problem's order: ``kind`` (0 boy, 1 girl, 2 robot), ``start`` cell,
@@ -146,7 +146,7 @@ def _distances(n, nbr, enterable):
     return dist
 
 
-def tables(problem: Problem) -> Tables:
+def problem_arrays(problem: Problem) -> ProblemArrays:
     """What the search needs to know of a problem, computed once.
 
     Parameters
@@ -157,7 +157,7 @@ def tables(problem: Problem) -> Tables:
 
     Returns
     -------
-    Tables
+    ProblemArrays
 
     Raises
     ------
@@ -226,5 +226,5 @@ def tables(problem: Problem) -> Tables:
                 r = min(budget[a], budget[b], radius)
                 pair_meet[a, b] = ball[start[a], r] & ball[start[b], r]
     remaining = bitset([x for x in range(n) if need[x] != NOTHING], W)
-    return Tables(kind, start, budget, colour, nbr, dist, need, extra, dump_adj, dump_dist, item_of,
+    return ProblemArrays(kind, start, budget, colour, nbr, dist, need, extra, dump_adj, dump_dist, item_of,
                   np.array(items + [0], np.int64)[:max(1, len(items))], can, remaining, block_dirt, ball, pair_meet)
