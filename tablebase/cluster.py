@@ -465,6 +465,7 @@ class _Cluster:
         self.workers: list = []
         self.infos: list = []
         self.address = options.address
+        self._printer = None
 
     def __enter__(self) -> "_Cluster":
         try:
@@ -472,6 +473,7 @@ class _Cluster:
         except ImportError:
             raise ClusterError("a build on a cluster needs Ray: pip install 'dobutsu-tablebase[cluster]'") from None
         self.ray = ray
+        self._quiet_raylet()
         try:
             self._connect()
             self._start_workers()
@@ -498,6 +500,7 @@ class _Cluster:
                 ray.init(num_cpus=max(cpus, threads * options.workers), include_dashboard=False,
                          object_store_memory=options.object_store_memory or config.CLUSTER_OBJECT_STORE, **quiet)
             else:
+                _reachable(options.address)
                 ray.init(address=options.address, **quiet)
         except Exception as exc:  # noqa: BLE001 (Ray raises many kinds: one line says which)
             where = "start a local Ray instance" if options.address == LOCAL else \
@@ -508,6 +511,26 @@ class _Cluster:
                 for s, h in handlers.items():  # ray.init sets its own SIGTERM handler: ours stay
                     signal.signal(s, h if h is not None else signal.SIG_DFL)
         self.started = True
+
+    def _quiet_raylet(self) -> None:
+        """Ray's driver prints the raylet's error messages (a worker that died, with advice) to
+        stdout as they come; the build says what failed in its own one line (:meth:`get`), so
+        they are dropped while it runs. (Ray's private ``print_to_stdstream``, looked up by its
+        listening thread at each message; left alone if a version of Ray has none.)"""
+        try:
+            from ray._private import worker as ray_worker
+        except ImportError:
+            return
+        printer = getattr(ray_worker, "print_to_stdstream", None)
+        if printer is None:
+            return
+
+        def without_raylet(data, *args, **kwargs):
+            if data.get("pid") != "raylet":
+                printer(data, *args, **kwargs)
+
+        self._printer = printer
+        ray_worker.print_to_stdstream = without_raylet
 
     def _start_workers(self) -> None:
         ray, options = self.ray, self.options
@@ -535,6 +558,10 @@ class _Cluster:
         if self.started:
             ray.shutdown()
             self.started = False
+        if self._printer is not None:
+            from ray._private import worker as ray_worker
+
+            ray_worker.print_to_stdstream, self._printer = self._printer, None
 
     def _which(self, exc) -> str:
         """The worker an error names, for the message."""
@@ -624,6 +651,24 @@ class _SerialCluster:
 
     def get(self, results, timeout: float | None = None):
         return results
+
+
+#: Seconds to wait for a cluster's head to accept a connection before Ray is asked to join it.
+CONNECT_SECONDS = 10.0
+
+
+def _reachable(address: str) -> None:
+    """Raise ``ConnectionError`` unless the head at ``HOST:PORT`` accepts a TCP connection within
+    :data:`CONNECT_SECONDS` (Ray itself retries an absent head for many minutes, printing warnings;
+    other addresses, ``auto`` or ``ray://...``, are left to Ray)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or "/" in address or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_SECONDS).close()
+    except OSError as exc:
+        raise ConnectionError(f"nothing answers at {address} ({exc.strerror or type(exc).__name__}); is "
+                              f"'ray start --head' running there?") from None
 
 
 def _last_line(exc) -> str:
