@@ -134,7 +134,7 @@ def ours(start: str | None, out: str, env: dict | None = None, variant: str = "d
 def print_phases(report: dict, wall: float, peak: int) -> None:
     work = {"enumeration": report["reachable"], "terminal": report["reachable"] - report["nonterminal"],
             "retrograde": report["nonterminal"], "sort": report["nonterminal"], "write": report["nonterminal"],
-            "check": 0}
+            "check": 0, "start": 0, "stop": 0}
     print(f"start {report['start']}: {report['reachable']:,} reachable, {report['nonterminal']:,} non-terminal; "
           f"start value wdl={report['start_wdl']} dtm={report['start_dtm']}")
     print(f"{'phase':<12}{'seconds':>10}{'positions/s':>16}{'peak RSS GiB':>14}")

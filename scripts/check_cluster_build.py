@@ -69,13 +69,14 @@ def main() -> None:
             out = Path(tmp) / f"cluster-{n}.h5"
             options = ClusterOptions(args.cluster, n, object_store_memory=parse_size(args.object_store))
             t = time.perf_counter()
-            build_tablebase(out, args.start, progress=False, variant=variant, cluster=options)
+            result = build_tablebase(out, args.start, progress=False, variant=variant, cluster=options)
             wall = time.perf_counter() - t
             got = digest(out)
             same = got == want
             different += not same
             print(f"{n} workers: {got[0]['nonterminal']:,} positions in {wall:.1f} s, values {got[1]}, keys sha256 "
                   f"{got[2][:16]}, values sha256 {got[3][:16]}: {'the same' if same else 'DIFFERENT'}", flush=True)
+            print(f"  {result.cluster.describe()}", flush=True)
             if not same:
                 print(f"  counts {got[0]}\n  want   {want[0]}", flush=True)
             out.unlink()

@@ -338,7 +338,8 @@ def build_tablebase(out, start=None, progress: bool | None = None,
         Progress bars and per-ply lines on stderr: True, False, or None for "only on a terminal".
     on_phase : callable, optional
         Called with each phase's name as it starts (``"enumeration"``, ``"terminal"``,
-        ``"retrograde"``, ``"sort"``, ``"write"``, ``"check"``) and with ``"done"`` at the end.
+        ``"retrograde"``, ``"sort"``, ``"write"``, ``"check"``; a build on a cluster has ``"start"``
+        first and ``"stop"`` last) and with ``"done"`` at the end.
     force : bool, optional
         Replace an existing ``out`` even if it is not a dobutsu tablebase.
     memory_check : bool, optional

@@ -697,7 +697,8 @@ def build_on_cluster(tmp, game: Game, start: Position, expected, progress, phase
     progress : bool or None
         As for ``build_tablebase``.
     phase : callable
-        Called with each phase's name as it starts.
+        Called with each phase's name as it starts: ``"start"`` (connecting to Ray, starting the
+        workers), those of the in-process build, then ``"stop"`` as the workers end.
     options : ClusterOptions
     out : Path, optional
         The file the user asked for, for the error messages.
@@ -714,8 +715,11 @@ def build_on_cluster(tmp, game: Game, start: Position, expected, progress, phase
         After SIGINT or SIGTERM (checked between rounds).
     """
     try:
+        phase("start")  # connecting to Ray (or starting a local instance) and starting the workers
         with (_SerialCluster if options.address == SERIAL else _Cluster)(options, game, expected, out) as cluster:
-            return _run(cluster, tmp, game, start, expected, progress, phase, options)
+            meta, report = _run(cluster, tmp, game, start, expected, progress, phase, options)
+            phase("stop")  # the workers end (and a local Ray instance stops) as the block is left
+        return meta, report
     except ClusterError as exc:
         raise ClusterError(f"{exc}; the build stopped{f', {out} was not written' if out else ''}") from None
 
