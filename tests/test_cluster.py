@@ -21,7 +21,7 @@ from dobutsu_tb.encoding import compact_layout, config
 from dobutsu_tb.encoding.compact_layout import key_hash, make_layout
 from dobutsu_tb.tablebase import retrograde
 from dobutsu_tb.tablebase.build import build_tablebase
-from dobutsu_tb.tablebase.cluster import SERIAL, ClusterError, ClusterOptions
+from dobutsu_tb.tablebase.cluster import SERIAL, ClusterOptions
 from dobutsu_tb.tablebase.cluster_kernels import owner_of, owners_of
 from dobutsu_tb.tablebase.game.variant import get_variant
 from dobutsu_tb.tablebase.reader import TablebaseFile
@@ -112,11 +112,16 @@ def test_serial_workers_with_dtms_too_long_for_a_byte(tmp_path, monkeypatch, lio
     assert_same_tablebase(result.path, lion_chick_tb.path)
 
 
-def test_without_ray_the_cluster_build_is_one_error(tmp_path, monkeypatch):
+def test_without_ray_the_cluster_build_is_one_error_and_the_plain_build_works(cli, tmp_path, monkeypatch,
+                                                                             lion_chick_tb):
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
-    with pytest.raises(ClusterError, match=r"needs Ray: pip install 'dobutsu-tablebase\[cluster\]'.*not written"):
-        build_tablebase(tmp_path / "x.h5", LION_CHICK, progress=False, cluster=ClusterOptions("local", 2))
+    result = cli("build", "--start", LION_CHICK, "--out", tmp_path / "x.h5", "--cluster", "local")
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert result.output.startswith("error: a build on a cluster needs Ray: pip install 'dobutsu-tablebase[cluster]'")
     assert list(tmp_path.iterdir()) == []
+    result = cli("build", "--start", LION_CHICK, "--out", tmp_path / "x.h5", "--quiet")  # Ray is optional
+    assert result.exit_code == 0, result.output
+    assert_same_tablebase(tmp_path / "x.h5", lion_chick_tb.path)
 
 
 def test_cluster_options_are_checked(cli, tmp_path):
