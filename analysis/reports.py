@@ -181,7 +181,10 @@ def stats_json(stats) -> dict:
         The :func:`metadata_json` fields; ``dtm_wins`` and ``dtm_losses``, stored positions per
         DTM (list index = plies); ``material``, rows of ``on_board``, ``in_hand`` (pieces other
         than the lions), ``positions``, ``wins``, ``draws``, ``losses``; ``longest``, the longest
-        wins as ``position`` and ``dtm`` (plies).
+        wins as ``position`` and ``dtm`` (plies); ``jh85``, all reachable positions counted as
+        jh85/dobutsushogi does (``wins``, ``draws``, ``losses``, terminal ones included, positions
+        without a move undecided; ``no_moves`` and ``changed``, the positions and values that
+        differ from ours).
     """
     material = []
     for board in range(stats.material.shape[0]):
@@ -195,4 +198,15 @@ def stats_json(stats) -> dict:
         "dtm_wins": [int(x) for x in stats.dtm_wins], "dtm_losses": [int(x) for x in stats.dtm_losses],
         "material": material,
         "longest": [{"position": p.text(), "dtm": int(d)} for p, d in stats.longest],
+        "jh85": _jh85_json(stats),
     }
+
+
+def _jh85_json(stats) -> dict:
+    m, j = stats.metadata, stats.jh85
+    if j is None:
+        return {"wins": m.wins + m.catch_terminal, "draws": m.draws, "losses": m.losses + m.try_terminal,
+                "no_moves": [], "changed": []}
+    return {"wins": j.wins, "draws": j.draws, "losses": j.losses, "no_moves": [p.text() for p in j.no_moves],
+            "changed": [{"position": c.position.text(), "wdl": c.wdl, "dtm": c.dtm, "jh85_wdl": c.undecided_wdl}
+                        for c in j.changes]}

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dobutsu_tb.analysis.no_moves import Jh85Counts, jh85_counts, no_move_keys
 from dobutsu_tb.analysis.textfiles import write_atomically
 from dobutsu_tb.encoding import config
 from dobutsu_tb.encoding.binding import kernel_options
@@ -17,6 +18,7 @@ from dobutsu_tb.tablebase.game.game import game_of
 from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import CELL_BITS, COUNT_BITS, COUNT_MASK, N_CELLS, N_SLOTS, PIECE_MASK, ROYAL
 from dobutsu_tb.tablebase.game.position import Position
+from dobutsu_tb.tablebase.probe import open_tablebase
 from dobutsu_tb.tablebase.reader import TablebaseFile
 from dobutsu_tb.tablebase.schema import HISTOGRAM_STEP, Metadata, code_histogram
 
@@ -60,6 +62,9 @@ class Stats:
         WDL (index 0 loss, 1 draw, 2 win); m is the army's number of pieces besides the royals.
     longest : list of (Position, int)
         The longest wins, with their DTM in plies.
+    jh85 : Jh85Counts or None
+        With positions without a move, the counts as jh85/dobutsushogi's solver makes them
+        (:mod:`~dobutsu_tb.analysis.no_moves`); None without them (the counts above are its).
     """
 
     metadata: Metadata
@@ -67,6 +72,7 @@ class Stats:
     dtm_losses: np.ndarray
     material: np.ndarray
     longest: list
+    jh85: Jh85Counts | None = None
 
     def text(self) -> str:
         """The tables, for people."""
@@ -85,6 +91,12 @@ class Stats:
         for name, count in (("wins", m.wins + m.catch_terminal), ("draws", m.draws),
                             ("losses", m.losses + m.try_terminal)):
             out.append(f"{'    ' + name:<28}{count:>14,}  {100 * count / reachable:6.2f} %")
+        if self.jh85 is not None:
+            j = self.jh85
+            out += [f"  jh85's solver leaves the {len(j.no_moves)} positions without a move undecided (draws), and "
+                    f"{len(j.changes) - len(j.no_moves)} values", "  hinge on them; its counts:"]
+            for name, count in (("wins", j.wins), ("draws", j.draws), ("losses", j.losses)):
+                out.append(f"{'    ' + name:<28}{count:>14,}  {100 * count / reachable:6.2f} %")
         out += ["", "positions per DTM (plies):", f"{'DTM':>5}{'wins':>14}{'losses':>14}"]
         top = max(len(self.dtm_wins), len(self.dtm_losses))
         wins = np.pad(self.dtm_wins, (0, top - len(self.dtm_wins)))
@@ -190,4 +202,8 @@ def tablebase_stats(path, longest: int = 10) -> Stats:
     game.jitted(sys.modules[__name__])._material_table(keys, values, table)
     best = [(Position.from_key(int(keys[i]), meta.variant), int(values[i]) - 1)
             for i in _longest_wins(values, per_code, longest)]
-    return Stats(meta, wins, losses, table.sum(axis=0), best)
+    jh85 = None
+    if meta.no_moves:
+        with open_tablebase(path) as tb:
+            jh85 = jh85_counts(tb, no_move_keys(keys, values))
+    return Stats(meta, wins, losses, table.sum(axis=0), best, jh85)

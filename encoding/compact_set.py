@@ -117,17 +117,25 @@ def _set_add_many(buf, layout, n_shards, counts, hashes, out):
 
 
 @njit
+def set_hash_at(buf, layout, s):
+    """The hash held by entry ``s`` of a set's buffer (its home from the stored displacement,
+    then the remainder), or -1 if the entry is empty."""
+    r = layout[L_R]
+    v = entry_at(buf, layout[L_ENTRY], s)
+    if v == 0:
+        return np.int64(-1)
+    size_mask = (np.int64(1) << layout[L_SHARD_BITS]) - 1
+    home = (s & ~size_mask) + ((s - ((v >> r) - 1)) & size_mask)
+    return (home << r) | (v & layout[L_REM_MASK])
+
+
+@njit
 def _set_rehash(old, old_layout, new, new_layout, counts):
-    r = old_layout[L_R]
-    nbytes = old_layout[L_ENTRY]
-    size_mask = (np.int64(1) << old_layout[L_SHARD_BITS]) - 1
     failed = 0
-    for s in range(old.shape[0] // nbytes):
-        v = entry_at(old, nbytes, s)
-        if v == 0:
+    for s in range(old.shape[0] // old_layout[L_ENTRY]):
+        h = set_hash_at(old, old_layout, s)
+        if h < 0:
             continue
-        home = (s & ~size_mask) + ((s - ((v >> r) - 1)) & size_mask)
-        h = (home << r) | (v & old_layout[L_REM_MASK])
         a = set_add(new, new_layout, h)
         if a < 0:
             failed += 1

@@ -100,13 +100,13 @@ def _describe(name: str, path: Path) -> tuple:
     draws = int(np.count_nonzero(wdl == 0))
     losses = int(np.count_nonzero(wdl == -1))
     longest = int(dtm[wdl == 1].max()) if wins else 0
-    start = {1: "win", 0: "draw", -1: "loss"}[m.start_wdl] + (f" in {m.start_dtm}" if m.start_wdl else "")
+    start = {1: "win", 0: "draw", -1: "loss"}[m.start_wdl] + (f" in {m.start_dtm} plies" if m.start_wdl else "")
     print(f"{name}  ({path})")
     print(f"  reachable {m.reachable:,}, non-terminal {m.nonterminal:,} (catch-terminal {m.catch_terminal:,}, "
           f"try-terminal {m.try_terminal:,})")
     print(f"  non-terminal: {wins:,} wins, {draws:,} draws, {losses:,} losses; with the terminal positions: "
           f"{wins + m.catch_terminal:,} / {draws:,} / {losses + m.try_terminal:,} (W/D/L for the side to move)")
-    print(f"  start {m.start}: {start} plies for the side to move; longest win {longest} plies")
+    print(f"  start {m.start}: {start} for the side to move; longest win {longest} plies")
     return keys, wdl, dtm, m
 
 

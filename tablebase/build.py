@@ -59,6 +59,8 @@ class BuildResult:
     cluster : ClusterReport or None
         A build on a cluster: its workers, their peak memory and the bytes they sent
         (:class:`~dobutsu_tb.tablebase.cluster.ClusterReport`).
+    no_move_keys : numpy.ndarray of int64, shape (metadata.no_moves,)
+        The canonical keys of the positions without a legal move (losses in 0), ascending.
     """
 
     path: Path
@@ -66,6 +68,7 @@ class BuildResult:
     plan: BuildPlan | None = None
     profile: dict = dataclasses.field(default_factory=dict)
     cluster: object | None = None
+    no_move_keys: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
 
     def summary(self) -> str:
         """A few lines for people: counts and the start position's value."""
@@ -78,6 +81,9 @@ class BuildResult:
             f"  catch-terminal:      {m.catch_terminal:>13,}",
             f"  try-terminal:        {m.try_terminal:>13,}",
             f"non-terminal values:   {m.wins:,} wins, {m.draws:,} draws, {m.losses:,} losses",
+            f"all reachable, terminal ones included (a catch-terminal position a win, a try-terminal one a loss, "
+            f"as jh85 counts): {m.wins + m.catch_terminal:,} wins, {m.draws:,} draws, "
+            f"{m.losses + m.try_terminal:,} losses",
             f"start position {m.start}: {value} for the side to move",
             f"written to {self.path} ({secs})",
         ] + ([self.cluster.describe()] if self.cluster is not None else []))
@@ -414,12 +420,13 @@ def build_tablebase(out, start=None, progress: bool | None = None,
                 if cluster is not None:
                     from dobutsu_tb.tablebase.cluster import build_on_cluster
 
-                    meta, report = build_on_cluster(target.tmp, game, start, expected, progress,
-                                                    on_phase or (lambda name: None), cluster, out)
+                    meta, report, no_move_keys = build_on_cluster(target.tmp, game, start, expected, progress,
+                                                                  on_phase or (lambda name: None), cluster, out)
                 else:
                     with WorkFolder(base, plan.spill) as folder:
-                        meta, plan, profile = _build(target.tmp, game, start, expected, progress,
-                                                     on_phase or (lambda name: None), plan, sizes, folder)
+                        meta, plan, profile, no_move_keys = _build(target.tmp, game, start, expected, progress,
+                                                                   on_phase or (lambda name: None), plan, sizes,
+                                                                   folder)
                 interrupt.check()  # a signal during the build: nothing is written
                 target.commit()
     except interrupt.Interrupted as exc:
@@ -427,13 +434,26 @@ def build_tablebase(out, start=None, progress: bool | None = None,
             raise interrupt.Interrupted(exc.signum, f"{exc}, after {out} was written (complete)") from None
         raise interrupt.Interrupted(exc.signum, f"{exc}: the build stopped, {out} was not written") from None
     (on_phase or (lambda name: None))("done")
-    return BuildResult(out, meta, plan, profile, report)
+    return BuildResult(out, meta, plan, profile, report, no_move_keys)
+
+
+@njit
+def _keys_with_value(slots, layout, values, code, out):
+    """The keys of the occupied slots whose value byte is ``code`` into ``out`` (at most its
+    length); returns how many there are."""
+    n = 0
+    for s in range(values.shape[0]):
+        if values[s] == code and slots[s] != 0:
+            if n < out.shape[0]:
+                out[n] = table_key_at(slots, layout, s)
+            n += 1
+    return n
 
 
 def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, plan: BuildPlan, sizes: Sizes,
-           folder: "WorkFolder") -> tuple[Metadata, BuildPlan, dict]:
-    """The build's phases, writing into ``tmp``; returns the metadata written, the plan followed
-    and the profile (:attr:`BuildResult.profile`)."""
+           folder: "WorkFolder") -> tuple[Metadata, BuildPlan, dict, np.ndarray]:
+    """The build's phases, writing into ``tmp``; returns the metadata written, the plan followed,
+    the profile (:attr:`BuildResult.profile`) and the keys of the positions without a move."""
     quiet = progress is False
     disable = None if progress is None else not progress
     budget = None if plan.budget is None else plan.budget - BASE_MEMORY
@@ -494,6 +514,11 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     table = enum.table
     del enum  # the counters go; the table and the values make the records
     solution.values = np.ascontiguousarray(solution.values)  # the value bytes alone: the counters' half is freed
+    no_move_keys = np.zeros(counts["no_moves"], np.int64)  # losses in 0: value byte 1
+    if counts["no_moves"] and _keys_with_value(table.slots, table.layout, solution.values, 1,
+                                               no_move_keys) != counts["no_moves"]:
+        raise AssertionError("the positions without a move are not the losses in 0")
+    no_move_keys.sort()
     value_bits = WIDE_VALUE_BITS if solution.long_slots.shape[0] else RECORD_VALUE_BITS
     blocks = record_blocks(table, solution, game.layout["KEY_SHIFT"], value_bits, check_plan.record_passes)
     found = value_counts(value_histogram(table, solution, value_bits))
@@ -512,7 +537,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
         _log(f"written in {meta.seconds['write']:.1f} s; {_peak_memory()}")
     phase("check")
     check_start_value(tmp, start, start_wdl, start_dtm)
-    return meta, check_plan, profile
+    return meta, check_plan, profile, no_move_keys
 
 
 def check_start_value(tmp: Path, start: Position, start_wdl: int, start_dtm: int) -> None:

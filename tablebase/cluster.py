@@ -49,6 +49,7 @@ from dobutsu_tb.encoding.compact_set import CompactSet
 from dobutsu_tb.tablebase import cluster_kernels as ck
 from dobutsu_tb.tablebase.build import (
     LOG_EVERY,
+    _keys_with_value,
     _log,
     check_start_value,
     range_bounds,
@@ -431,6 +432,13 @@ class ShardWorker:
         self._threaded()
         return value_histogram(self.table, self.solution, value_bits)
 
+    def no_move_keys(self, count: int) -> np.ndarray:
+        """The keys of its ``count`` positions without a move (losses in 0: value byte 1), unsorted."""
+        keys = np.zeros(count, np.int64)
+        if count and _keys_with_value(self.table.slots, self.table.layout, self.solution.values, 1, keys) != count:
+            raise AssertionError("the positions without a move are not the losses in 0")
+        return keys
+
     def value_of(self, key: int) -> tuple[int, int]:
         """(WDL, DTM) of a position this worker owns."""
         return self.solution.dtm_of(int(self.table.lookup([key])[0]))
@@ -682,7 +690,7 @@ def _first_line(exc) -> str:
 
 
 def build_on_cluster(tmp, game: Game, start: Position, expected, progress, phase, options: ClusterOptions,
-                     out=None) -> tuple[Metadata, ClusterReport]:
+                     out=None) -> tuple[Metadata, ClusterReport, np.ndarray]:
     """The phases of a build on a cluster, writing into ``tmp`` (module docstring); called by
     :func:`~dobutsu_tb.tablebase.build.build_tablebase`, which holds the output.
 
@@ -705,7 +713,9 @@ def build_on_cluster(tmp, game: Game, start: Position, expected, progress, phase
 
     Returns
     -------
-    (Metadata, ClusterReport)
+    (Metadata, ClusterReport, numpy.ndarray)
+        The metadata written, what the cluster did, and the keys of the positions without a
+        move (``BuildResult.no_move_keys``).
 
     Raises
     ------
@@ -717,15 +727,15 @@ def build_on_cluster(tmp, game: Game, start: Position, expected, progress, phase
     try:
         phase("start")  # connecting to Ray (or starting a local instance) and starting the workers
         with (_SerialCluster if options.address == SERIAL else _Cluster)(options, game, expected, out) as cluster:
-            meta, report = _run(cluster, tmp, game, start, expected, progress, phase, options)
+            meta, report, no_move_keys = _run(cluster, tmp, game, start, expected, progress, phase, options)
             phase("stop")  # the workers end (and a local Ray instance stops) as the block is left
-        return meta, report
+        return meta, report, no_move_keys
     except ClusterError as exc:
         raise ClusterError(f"{exc}; the build stopped{f', {out} was not written' if out else ''}") from None
 
 
 def _run(cluster: _Cluster, tmp, game: Game, start: Position, expected, progress, phase,
-         options: ClusterOptions) -> tuple[Metadata, ClusterReport]:
+         options: ClusterOptions) -> tuple[Metadata, ClusterReport, np.ndarray]:
     quiet = progress is False
     disable = None if progress is None else not progress
     n = len(cluster.workers)
@@ -801,6 +811,8 @@ def _run(cluster: _Cluster, tmp, game: Game, start: Position, expected, progress
     value_bits = WIDE_VALUE_BITS if any(cluster.get(cluster.calls("finish"))) else RECORD_VALUE_BITS
     found = value_counts(sum(cluster.get(cluster.calls("histogram", value_bits))))
     start_wdl, start_dtm = cluster.get(cluster.call(home, "value_of", start_key))
+    no_move_keys = np.sort(_joined(cluster.get([cluster.call(i, "no_move_keys", s["no_moves"])
+                                                for i, s in enumerate(seeded)]), np.int64))
     sample = np.sort(np.concatenate(cluster.get(cluster.calls("sample", SAMPLE))))
     bounds = range_bounds(sample, math.ceil(counts["nonterminal"] / config.CLUSTER_RANGE_RECORDS))
     ranges = list(zip(bounds[:-1], bounds[1:]))
@@ -831,7 +843,7 @@ def _run(cluster: _Cluster, tmp, game: Game, start: Position, expected, progress
     report = ClusterReport(cluster.address, cluster.get(cluster.calls("report")), rounds)
     phase("check")
     check_start_value(tmp, start, start_wdl, start_dtm)
-    return meta, report
+    return meta, report, no_move_keys
 
 
 __all__ = ["ClusterError", "ClusterOptions", "ClusterReport", "ShardWorker", "build_on_cluster", "LOCAL", "SERIAL"]

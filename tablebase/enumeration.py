@@ -35,16 +35,13 @@ from dobutsu_tb.encoding.bits import find_bytes
 from dobutsu_tb.encoding.compact import FULL, CompactTable, table_insert, table_key_at
 from dobutsu_tb.encoding.compact_layout import (
     L_ENTRY,
-    L_R,
-    L_REM_MASK,
-    L_SHARD_BITS,
     CompactTableFullError,
     hash_key,
     home_slot,
     key_hash,
     shard_of,
 )
-from dobutsu_tb.encoding.compact_set import CompactSet, entry_at, set_add
+from dobutsu_tb.encoding.compact_set import CompactSet, set_add, set_hash_at
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase.game.game import Game
 from dobutsu_tb.tablebase.game.key import decode_key
@@ -138,14 +135,9 @@ def _expand_range(slots, layout, batch, lo, hi, tags, nt, term, counts, part_shi
         win1 = False
         distinct = 0
         for k in range(n):  # drop repeated children (symmetric moves), deal out the others
-            key = keys[k]
-            repeat = False
-            for e in range(k):
-                if keys[e] == key:
-                    repeat = True
-                    break
-            if repeat:
+            if repeated(keys, k):
                 continue
+            key = keys[k]
             cls = classes[k]
             h = key_hash(key, layout)
             shard = shard_of(h, layout)
@@ -260,17 +252,9 @@ def _terminal_range(slots, layout, batch, lo, hi, part_shift, part, term, counts
         n = child_keys(board, hand, moves, keys, classes)
         for k in range(n):
             cls = classes[k]
-            if cls == NONTERMINAL:
+            if cls == NONTERMINAL or repeated(keys, k):
                 continue
-            key = keys[k]
-            repeat = False
-            for e in range(k):
-                if keys[e] == key:
-                    repeat = True
-                    break
-            if repeat:
-                continue
-            h = key_hash(key, layout)
+            h = key_hash(keys[k], layout)
             if h >> part_shift != part:
                 continue
             shard = shard_of(h, layout)
@@ -293,16 +277,11 @@ def _keep_partition_zero(old, old_layout, new, new_layout, counts, part_shift, d
     """Copy the keys of a terminal set whose hash lies in partition 0 (``hash >> part_shift``)
     into a new set; count the others by terminal class into ``dropped`` (their positions are
     decoded and classified: the set keeps no class). Returns the keys that did not fit."""
-    r = old_layout[L_R]
-    nbytes = old_layout[L_ENTRY]
-    size_mask = (np.int64(1) << old_layout[L_SHARD_BITS]) - 1
     failed = 0
-    for s in range(old.shape[0] // nbytes):
-        v = entry_at(old, nbytes, s)
-        if v == 0:
+    for s in range(old.shape[0] // old_layout[L_ENTRY]):
+        h = set_hash_at(old, old_layout, s)
+        if h < 0:
             continue
-        home = (s & ~size_mask) + ((s - ((v >> r) - 1)) & size_mask)
-        h = (home << r) | (v & old_layout[L_REM_MASK])
         if h >> part_shift == 0:
             a = set_add(new, new_layout, h)
             if a < 0:
@@ -313,6 +292,16 @@ def _keep_partition_zero(old, old_layout, new, new_layout, counts, part_shift, d
             board, hand = decode_key(hash_key(h, old_layout))
             dropped[classify(board, hand)] += 1
     return failed
+
+
+@njit
+def repeated(keys, k):
+    """Whether ``keys[k]`` is among ``keys[:k]``: a child reached by two moves (symmetric ones)."""
+    key = keys[k]
+    for e in range(k):
+        if keys[e] == key:
+            return True
+    return False
 
 
 @njit

@@ -339,12 +339,13 @@ def reachable(game, start_text):
     return seen, len(terminal)
 
 
-def solve(game, start_text):
+def solve(game, start_text, no_move_loses=True):
     """The (wdl, dtm) of every non-terminal position reachable from a start, straight from the
     definitions (slow: for tiny variants): round n decides the positions whose value is at
     distance n. A win in n (n odd) has a child lost in n - 1, found in an earlier round; a loss in
     n (n even) has only winning children, all decided, the slowest in n - 1; no move at all loses
-    at once; what no round decides is a draw.
+    at once (unless ``no_move_loses`` is false: then it is never decided, as jh85/dobutsushogi's
+    solver leaves it); what no round decides is a draw.
 
     Returns
     -------
@@ -366,7 +367,7 @@ def solve(game, start_text):
         return value.get(ck)
 
     for k, kids in children.items():
-        if not kids:
+        if not kids and no_move_loses:
             value[k] = (-1, 0)
     n, last = 1, 0
     while n <= last + 2:
@@ -377,7 +378,8 @@ def solve(game, start_text):
             vals = [child_value(c, ck) for c, ck in kids]
             if n % 2 == 1 and any(v == (-1, n - 1) for v in vals):
                 decided[k] = (1, n)
-            elif n % 2 == 0 and all(v is not None and v[0] == 1 for v in vals) and max(v[1] for v in vals) == n - 1:
+            elif (n % 2 == 0 and vals and all(v is not None and v[0] == 1 for v in vals)
+                  and max(v[1] for v in vals) == n - 1):
                 decided[k] = (-1, n)
         value.update(decided)
         if decided:

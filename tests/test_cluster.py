@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ from dobutsu_tb.tablebase import retrograde
 from dobutsu_tb.tablebase.build import build_tablebase
 from dobutsu_tb.tablebase.cluster import SERIAL, ClusterOptions
 from dobutsu_tb.tablebase.cluster_kernels import owner_of, owners_of
-from dobutsu_tb.tablebase.game.variant import get_variant
+from dobutsu_tb.tablebase.game.variant import get_variant, load_variant_file
 from dobutsu_tb.tablebase.reader import TablebaseFile
 
 
@@ -267,3 +268,27 @@ def test_a_signal_stops_a_cluster_build_and_leaves_no_file(tmp_path, request, ad
         build_tablebase(out, LION_CHICK, progress=False, on_phase=on_phase,
                         cluster=ClusterOptions(address, 2, batch=1000, frontier=1000))
     assert list(tmp_path.iterdir()) == []
+
+
+#: A 3x3 board whose lions can be walled in by their own rocks: positions without a move.
+ROCKS = Path(__file__).parent / "data" / "rocks.toml"
+
+
+@pytest.mark.parametrize("address", [SERIAL, "local"])
+def test_positions_without_a_move_on_a_cluster(cli_split, tmp_path, request, address):
+    """The keys of the positions without a move (losses in 0) are the in-process build's, and so
+    is the command's line of jh85's counts."""
+    if address == "local":
+        request.getfixturevalue("ray_session")
+    reference = tmp_path / "plain.h5"
+    code, plain, _ = cli_split("build", "--variant-file", ROCKS, "--out", reference, "--quiet")
+    assert code == 0 and "positions without a move" in plain
+    code, clustered, _ = cli_split("build", "--variant-file", ROCKS, "--out", tmp_path / "c.h5", "--quiet",
+                                   "--cluster", address, "--workers", "3")
+    assert code == 0
+    assert clustered.splitlines()[-1] == plain.splitlines()[-1]  # the line of jh85's counts
+    v = load_variant_file(ROCKS)
+    want = build_tablebase(tmp_path / "p.h5", progress=False, variant=v)
+    got = build_tablebase(tmp_path / "q.h5", progress=False, variant=v, cluster=ClusterOptions(address, 3))
+    assert got.metadata.no_moves == 4 and got.no_move_keys.tolist() == want.no_move_keys.tolist()
+    assert_same_tablebase(got.path, want.path)

@@ -343,7 +343,9 @@ def test_ctrl_c(lion_chick_tb):
     while proc.stdout.readline().strip() != "uciok":
         pass
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    proc.wait(timeout=60)  # stdin stays open: the signal alone must end the engine (no end of input racing it)
+    err = proc.stderr.read()
+    proc.stdin.close()
     assert proc.returncode == 130 and err.strip() in ("error: interrupted", "error: interrupted by SIGINT")
 
 

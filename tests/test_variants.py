@@ -3,6 +3,7 @@ small variants solved value by value against the naive reference."""
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -271,3 +272,39 @@ def test_two_variants_in_one_process_share_no_kernel(tmp_path):
     assert a.perft(sa, 3) == 123 and b.perft(sb, 3) == 87
     assert a.jitted().canonical_key(np.int64(sa[0]), np.int64(sa[1])) == Position.start().key()
     assert b.jitted().canonical_key(np.int64(sb[0]), np.int64(sb[1])) == Position.start(b.variant).key()
+
+
+def test_positions_without_a_move_and_jh85s_counts(tmp_path, cli):
+    """On a board where a lion can be walled in by its own rocks: the build finds the positions
+    without a move (losses in 0), and the values that change when they are left undecided, as
+    jh85/dobutsushogi's solver leaves them, are the naive solver's with that rule."""
+    from dobutsu_tb.analysis.no_moves import jh85_counts, scan_no_move_keys
+
+    path = Path(__file__).parent / "data" / "rocks.toml"
+    v = load_variant_file(path)
+    result = build_tablebase(tmp_path / "rocks.h5", progress=False, variant=v)
+    m = result.metadata
+    game = naive.NaiveGame(v.to_dict())
+    positions, _ = naive.reachable(game, v.start)
+    no_moves = sorted(k for k, p in positions.items() if not list(naive.moves(p)))
+    assert m.no_moves == len(no_moves) == 4
+    assert result.no_move_keys.tolist() == no_moves == scan_no_move_keys(result.path).tolist()
+    ours, theirs = naive.solve(game, v.start), naive.solve(game, v.start, no_move_loses=False)
+    changed = {k: (ours[k][0], theirs[k][0]) for k in ours if ours[k][0] != theirs[k][0]}
+    with open_tablebase(result.path) as tb:
+        counts = jh85_counts(tb, result.no_move_keys)
+        with pytest.raises(ValueError):
+            jh85_counts(tb, result.no_move_keys[1:])
+    assert {c.position.key(): (c.wdl, c.undecided_wdl) for c in counts.changes} == changed
+    assert len(changed) > len(no_moves) and any(w == 1 for w, _ in changed.values())  # a win hinges on them too
+    wdl = [w for w, _ in theirs.values()]
+    assert (counts.wins, counts.draws, counts.losses) == (
+        wdl.count(1) + m.catch_terminal, wdl.count(0), wdl.count(-1) + m.try_terminal)
+    # the build and stats print them
+    built = cli("build", "--variant-file", path, "--out", tmp_path / "again.h5", "-q")
+    assert built.exit_code == 0
+    line = f"{counts.wins:,} wins, {counts.draws:,} draws, {counts.losses:,} losses"
+    assert f"4 positions without a move and the {len(changed) - 4} values that hinge on them" in built.output
+    assert line in built.output
+    stats = cli("stats", "--tb", tmp_path / "again.h5")
+    assert stats.exit_code == 0 and f"{counts.draws:>14,}" in stats.output and "jh85's solver" in stats.output

@@ -83,6 +83,21 @@ def build(start, variant, variant_file, out, max_memory, work_dir, quiet, force,
                              memory_check=not ignore_memory, variant=game, max_memory=budget, work_dir=work_dir,
                              cluster=options)
     click.echo(result.summary())
+    if result.metadata.no_moves:
+        click.echo(jh85_line(result.path, result.no_move_keys))
+
+
+def jh85_line(path, no_move_keys) -> str:
+    """The counts of all reachable positions as jh85/dobutsushogi's solver makes them, which
+    leaves the positions without a move undecided (:mod:`~dobutsu_tb.analysis.no_moves`)."""
+    from dobutsu_tb.analysis.no_moves import jh85_counts
+    from dobutsu_tb.tablebase.probe import open_tablebase
+
+    with open_tablebase(path) as tb:
+        c = jh85_counts(tb, no_move_keys)
+    others = len(c.changes) - len(c.no_moves)
+    return (f"with the {len(c.no_moves)} positions without a move and the {others} values that hinge on them "
+            f"undecided, as jh85's solver leaves them: {c.wins:,} wins, {c.draws:,} draws, {c.losses:,} losses")
 
 
 def cluster_options(address, workers, worker_threads, **in_process):
