@@ -49,3 +49,11 @@ CHUNK_CACHE = 1024
 DEAD_STATES = 1 << 24
 #: numba cache folders kept (one per version of the sources; the least recently used go first).
 KEEP_CACHES = 8
+#: The build on a cluster (tablebase/cluster.py): fresh positions each worker expands per
+#: enumeration round, positions of a ply's frontier each worker unmoves per retrograde round (a
+#: round's messages are these times the children or predecessors per position, 8 bytes each),
+#: records the driver merges and writes per key range, and the object store of a local cluster.
+CLUSTER_BATCH = 1 << 18
+CLUSTER_FRONTIER = 1 << 18
+CLUSTER_RANGE_RECORDS = 1 << 24
+CLUSTER_OBJECT_STORE = 1 << 30

@@ -7,6 +7,8 @@ Usage::
     python scripts/bench_build.py [--variant NAME] [--start POSITION] [--out PATH] [--compile]
     python scripts/bench_build.py --peer PATH_TO_GENTB [--runs N]
     python scripts/bench_build.py --scaling [--variant NAME] [--start POSITION]
+    python scripts/bench_build.py --cluster local --workers N [--worker-threads T] [--compare] [--variant NAME]
+                                  [--start POSITION]
 
 Without ``--peer`` it builds the full tablebase from the standard start in a child process and
 prints each phase (wall seconds, positions per second, peak RSS sampled every 20 ms from
@@ -22,6 +24,12 @@ and prints both wall times, both peak RSS and the ratio ours/peer of each pair.
 Each build's report ends with its profile: the wall seconds of the phases' parts (children
 generated and inserted, predecessors propagated, ...). ``--scaling`` builds with 1 thread, then
 with every CPU (``NUMBA_NUM_THREADS``), and prints each phase's and part's speed-up.
+
+With ``--cluster ADDRESS --workers N`` the build runs on a Ray cluster (``local``: one started on
+this machine; tablebase/cluster.py): it prints the phases as above (the driver's own RSS), then
+the bytes the workers sent each other per phase (and per non-terminal position), the records
+sent to the driver, and each worker's peak RSS. ``--compare`` first runs the in-process build,
+then the cluster build, and prints the ratio of their wall times.
 """
 
 from __future__ import annotations
@@ -75,20 +83,30 @@ class PhaseMonitor:
         self._thread.join()
 
 
-def child(variant: str, start: str | None, out: str) -> None:
+def child(variant: str, start: str | None, out: str, cluster: str | None = None, workers: int = 2,
+          worker_threads: int | None = None) -> None:
     """Run one build in this process and print its phases as JSON (the parent measures the rest)."""
     from dobutsu_tb.tablebase.build import build_tablebase
     from dobutsu_tb.tablebase.game.variant import get_variant
 
+    options = None
+    if cluster is not None:
+        from dobutsu_tb.tablebase.cluster import ClusterOptions
+
+        options = ClusterOptions(cluster, workers, worker_threads)
     monitor = PhaseMonitor()
-    result = build_tablebase(out, start, progress=False, on_phase=monitor, variant=get_variant(variant))
+    result = build_tablebase(out, start, progress=False, on_phase=monitor, variant=get_variant(variant),
+                             cluster=options)
     monitor.stop()
     m = result.metadata
     phases = {name: {"seconds": monitor.ended[name] - monitor.started[name], "peak": monitor.peak[name]}
               for name in monitor.ended if name != "done"}
     print(json.dumps({"start": m.start, "reachable": m.reachable, "nonterminal": m.nonterminal,
                       "start_wdl": m.start_wdl, "start_dtm": m.start_dtm, "phases": phases,
-                      "profile": result.profile, "file_bytes": Path(out).stat().st_size}))
+                      "profile": result.profile, "file_bytes": Path(out).stat().st_size,
+                      "cluster": None if result.cluster is None else {
+                          "address": result.cluster.address, "workers": result.cluster.workers,
+                          "rounds": result.cluster.rounds, "sent": result.cluster.sent}}))
 
 
 def run(argv: list[str], env: dict | None = None, capture: bool = True) -> tuple[float, int, str]:
@@ -105,9 +123,10 @@ def run(argv: list[str], env: dict | None = None, capture: bool = True) -> tuple
     return wall, usage.ru_maxrss * 1024, out
 
 
-def ours(start: str | None, out: str, env: dict | None = None, variant: str = "dobutsu") -> tuple[float, int, dict]:
+def ours(start: str | None, out: str, env: dict | None = None, variant: str = "dobutsu",
+         cluster: list[str] | None = None) -> tuple[float, int, dict]:
     argv = [sys.executable, __file__, "--child", "--out", out, "--variant", variant] + (
-        ["--start", start] if start else [])
+        ["--start", start] if start else []) + (cluster or [])
     wall, peak, text = run(argv, env)
     return wall, peak, json.loads(text)
 
@@ -115,7 +134,7 @@ def ours(start: str | None, out: str, env: dict | None = None, variant: str = "d
 def print_phases(report: dict, wall: float, peak: int) -> None:
     work = {"enumeration": report["reachable"], "terminal": report["reachable"] - report["nonterminal"],
             "retrograde": report["nonterminal"], "sort": report["nonterminal"], "write": report["nonterminal"],
-            "check": 0}
+            "check": 0, "start": 0, "stop": 0}
     print(f"start {report['start']}: {report['reachable']:,} reachable, {report['nonterminal']:,} non-terminal; "
           f"start value wdl={report['start_wdl']} dtm={report['start_dtm']}")
     print(f"{'phase':<12}{'seconds':>10}{'positions/s':>16}{'peak RSS GiB':>14}")
@@ -126,7 +145,21 @@ def print_phases(report: dict, wall: float, peak: int) -> None:
           f"loading cached kernels; kernel's peak RSS)")
     print(f"file: {report['file_bytes'] / 2**20:.1f} MiB, {os.cpu_count()} CPUs, "
           f"numba threads {os.environ.get('NUMBA_NUM_THREADS', 'default')}")
-    print("profile (wall seconds): " + ", ".join(f"{k} {v:.1f}" for k, v in report["profile"].items()))
+    if report["profile"]:
+        print("profile (wall seconds): " + ", ".join(f"{k} {v:.1f}" for k, v in report["profile"].items()))
+    cluster = report.get("cluster")
+    if cluster:
+        workers = cluster["workers"]
+        print(f"cluster {cluster['address']}: {len(workers)} workers; rounds: "
+              + ", ".join(f"{k} {v}" for k, v in cluster["rounds"].items()))
+        print(f"{'bytes sent':<24}{'MiB':>12}{'per position':>14}  (per non-terminal position)")
+        for phase, sent in cluster["sent"].items():
+            what = "records to the driver" if phase == "records" else f"{phase} (between workers)"
+            print(f"{what:<24}{sent / 2**20:>12,.1f}{sent / report['nonterminal']:>14.1f}")
+        print(f"{'worker':<8}{'host':<20}{'pid':>8}{'threads':>8}{'positions':>14}{'peak RSS GiB':>14}")
+        for i, w in enumerate(workers):
+            print(f"{i:<8}{w['host'][:19]:<20}{w['pid']:>8}{w['threads']:>8}{w['positions']:>14,}"
+                  f"{w['peak_rss'] / 2**30:>14.2f}")
 
 
 def scaling(variant: str, start: str | None, out: str) -> None:
@@ -167,10 +200,15 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true", help="measure numba's compile time first")
     parser.add_argument("--peer", default=None, metavar="GENTB", help="a built gentb to run side by side")
     parser.add_argument("--runs", type=int, default=1, help="pairs of runs with --peer (default 1)")
+    parser.add_argument("--cluster", default=None, metavar="ADDRESS", help="build on a Ray cluster ('local')")
+    parser.add_argument("--workers", type=int, default=2, help="workers with --cluster (default 2)")
+    parser.add_argument("--worker-threads", type=int, default=None, help="threads of each worker with --cluster")
+    parser.add_argument("--compare", action="store_true", help="with --cluster: the in-process build first, and the "
+                                                               "ratio of the wall times")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.variant, args.start, args.out)
+        child(args.variant, args.start, args.out, args.cluster, args.workers, args.worker_threads)
         return
 
     tmp = Path(tempfile.mkdtemp())
@@ -180,6 +218,20 @@ def main() -> None:
     ours(LION_CHICK, str(tmp / "warm.h5"))  # fill the kernel cache
     if args.scaling:
         scaling(args.variant, args.start, out)
+    elif args.cluster:
+        cluster = ["--cluster", args.cluster, "--workers", str(args.workers)] + (
+            ["--worker-threads", str(args.worker_threads)] if args.worker_threads else [])
+        ours(LION_CHICK, str(tmp / "warm.h5"), cluster=cluster)  # the workers' kernels too
+        if args.compare:
+            wall0, peak0, report0 = ours(args.start, out, variant=args.variant)
+            print("in this process:")
+            print_phases(report0, wall0, peak0)
+            print()
+        wall, peak, report = ours(args.start, out, variant=args.variant, cluster=cluster)
+        print(f"on the cluster ({args.cluster}, {args.workers} workers):")
+        print_phases(report, wall, peak)
+        if args.compare:
+            print(f"\nratio cluster / in-process wall time: {wall / wall0:.2f} ({wall:.1f} s / {wall0:.1f} s)")
     elif not args.peer:
         wall, peak, report = ours(args.start, out, variant=args.variant)
         print_phases(report, wall, peak)

@@ -50,12 +50,15 @@ class BuildResult:
         The file written.
     metadata : Metadata
         Counts, the start position's value and the seconds of each phase (also in the file).
-    plan : BuildPlan
+    plan : BuildPlan or None
         How the build fitted its memory budget: the terminal partitions it ended with, the
-        record passes, whether lists were spilled to disk.
+        record passes, whether lists were spilled to disk (None for a build on a cluster).
     profile : dict of str to float
         Wall seconds of the phases' parts (``enumeration.expand``, ``enumeration.insert``,
         ``retrograde.propagate``, ...), for benchmarks (``scripts/bench_build.py``).
+    cluster : ClusterReport or None
+        A build on a cluster: its workers, their peak memory and the bytes they sent
+        (:class:`~dobutsu_tb.tablebase.cluster.ClusterReport`).
     no_move_keys : numpy.ndarray of int64, shape (metadata.no_moves,)
         The canonical keys of the positions without a legal move (losses in 0), ascending.
     """
@@ -64,6 +67,7 @@ class BuildResult:
     metadata: Metadata
     plan: BuildPlan | None = None
     profile: dict = dataclasses.field(default_factory=dict)
+    cluster: object | None = None
     no_move_keys: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
 
     def summary(self) -> str:
@@ -82,7 +86,7 @@ class BuildResult:
             f"{m.losses + m.try_terminal:,} losses",
             f"start position {m.start}: {value} for the side to move",
             f"written to {self.path} ({secs})",
-        ])
+        ] + ([self.cluster.describe()] if self.cluster is not None else []))
 
 
 #: Positions known in advance, to size the tables and plan the memory: (variant, start) ->
@@ -145,6 +149,40 @@ def _sample_codes(slots, layout, key_shift, step, out):
     return n
 
 
+def sample_codes(table, key_shift: int, m: int = 1 << 20) -> np.ndarray:
+    """The codes (``key >> key_shift``, int64, ascending) of at most ``m`` occupied slots of a table,
+    taken at even steps: a sample for splitting the keys into ranges of about equal size."""
+    sample = np.empty(m, np.int64)
+    n = _sample_codes(table.slots, table.layout, key_shift, max(1, table.capacity // m), sample)
+    return np.sort(sample[:n])
+
+
+def range_bounds(sample: np.ndarray, passes: int) -> list[int]:
+    """Bounds ``[0, b1, ..., 2**62]`` of about ``passes`` key ranges of about equal size, at the
+    quantiles of a sorted sample of codes (equal quantiles merge, so there may be fewer)."""
+    m = sample.shape[0]
+    if passes <= 1 or m == 0:
+        return [0, 1 << 62]
+    bounds = [0] + [int(sample[int(m * k / passes)]) for k in range(1, passes)] + [1 << 62]
+    return sorted(set(bounds))
+
+
+def records_between(table, solution, key_shift: int, value_bits: int, lo: int, hi: int) -> np.ndarray:
+    """The sort records of the positions of a solved table whose code lies in ``[lo, hi)``, sorted
+    (uint64, shape (n,)); arguments as for :func:`record_blocks`."""
+    counts = np.zeros(BLOCKS, np.int64)
+    offsets = np.zeros(BLOCKS + 1, np.int64)
+    empty = np.zeros(0, np.uint64)
+    _records_kernel(table.slots, table.layout, solution.values, solution.long_slots, solution.long_dtm,
+                    key_shift, value_bits, lo, hi, offsets, empty, True, counts)
+    np.cumsum(counts, out=offsets[1:])
+    out = np.empty(int(offsets[-1]), np.uint64)
+    _records_kernel(table.slots, table.layout, solution.values, solution.long_slots, solution.long_dtm,
+                    key_shift, value_bits, lo, hi, offsets, out, False, counts)
+    out.sort()
+    return out
+
+
 def record_blocks(table, solution, key_shift: int, value_bits: int, passes: int) -> RecordBlocks:
     """The sort records (:func:`~dobutsu_tb.tablebase.writer.pack_records`) of every position of a
     solved table, in ``passes`` key ranges of about equal size (split at quantiles of a sample of
@@ -167,33 +205,16 @@ def record_blocks(table, solution, key_shift: int, value_bits: int, passes: int)
     -------
     RecordBlocks
     """
-    n_blocks = BLOCKS
-    total = len(table)
-    bounds = [0, 1 << 62]
-    if passes > 1:
-        sample = np.empty(1 << 20, np.int64)
-        m = _sample_codes(table.slots, table.layout, key_shift, max(1, table.capacity // (1 << 20)), sample)
-        sample = np.sort(sample[:m])
-        bounds = [0] + [int(sample[int(m * k / passes)]) for k in range(1, passes)] + [1 << 62]
-        bounds = sorted(set(bounds))
+    bounds = range_bounds(sample_codes(table, key_shift), passes) if passes > 1 else [0, 1 << 62]
 
     def blocks():
-        empty = np.zeros(0, np.uint64)
         for lo, hi in zip(bounds[:-1], bounds[1:]):
             interrupt.check()
-            counts = np.zeros(n_blocks, np.int64)
-            offsets = np.zeros(n_blocks + 1, np.int64)
-            _records_kernel(table.slots, table.layout, solution.values, solution.long_slots, solution.long_dtm,
-                            key_shift, value_bits, lo, hi, offsets, empty, True, counts)
-            np.cumsum(counts, out=offsets[1:])
-            out = np.empty(int(offsets[-1]), np.uint64)
-            _records_kernel(table.slots, table.layout, solution.values, solution.long_slots, solution.long_dtm,
-                            key_shift, value_bits, lo, hi, offsets, out, False, counts)
-            out.sort()
+            out = records_between(table, solution, key_shift, value_bits, lo, hi)
             yield out
             del out
 
-    return RecordBlocks(total, blocks)
+    return RecordBlocks(len(table), blocks)
 
 
 def sorted_records(table, values: np.ndarray, key_shift: int) -> np.ndarray:
@@ -216,8 +237,9 @@ def _histogram(slots, values, n_blocks, out):
                 out[b, values[s]] += 1
 
 
-def _value_histogram(table, solution, value_bits: int) -> np.ndarray:
-    """Positions per value code (int64, shape (2**value_bits,)): DTM + 1, 0 for draws."""
+def value_histogram(table, solution, value_bits: int) -> np.ndarray:
+    """Positions of a solved table per value code (int64, shape (2**value_bits,)): DTM + 1, 0 for
+    draws."""
     per_block = np.zeros((64, 256), np.int64)
     _histogram(table.slots, solution.values, 64, per_block)
     counts = np.zeros(1 << value_bits, np.int64)
@@ -302,7 +324,7 @@ def estimate_memory(nonterminal: int, terminal: int, game: Game | None = None) -
 def build_tablebase(out, start=None, progress: bool | None = None,
                     on_phase: Callable[[str], None] | None = None, force: bool = False,
                     memory_check: bool = True, variant: Variant | None = None, max_memory: int | None = None,
-                    work_dir=None, spill: bool | None = None) -> BuildResult:
+                    work_dir=None, spill: bool | None = None, cluster=None) -> BuildResult:
     """Build the tablebase of every position reachable from ``start`` and write it to ``out``.
 
     Nothing is lost, whatever happens (:class:`~dobutsu_tb.tablebase.output.ReservedOutput`):
@@ -322,7 +344,8 @@ def build_tablebase(out, start=None, progress: bool | None = None,
         Progress bars and per-ply lines on stderr: True, False, or None for "only on a terminal".
     on_phase : callable, optional
         Called with each phase's name as it starts (``"enumeration"``, ``"terminal"``,
-        ``"retrograde"``, ``"sort"``, ``"write"``, ``"check"``) and with ``"done"`` at the end.
+        ``"retrograde"``, ``"sort"``, ``"write"``, ``"check"``; a build on a cluster has ``"start"``
+        first and ``"stop"`` last) and with ``"done"`` at the end.
     force : bool, optional
         Replace an existing ``out`` even if it is not a dobutsu tablebase.
     memory_check : bool, optional
@@ -338,6 +361,9 @@ def build_tablebase(out, start=None, progress: bool | None = None,
         own is made inside and removed at the end, whatever happens.
     spill : bool, optional
         Spill the retrograde analysis's lists to disk, or not, whatever the plan says.
+    cluster : ClusterOptions, optional
+        Build on a Ray cluster (:mod:`~dobutsu_tb.tablebase.cluster`, docs/cluster.md) instead of
+        in this process; the memory options then do not apply (each worker holds a share).
 
     Returns
     -------
@@ -358,6 +384,9 @@ def build_tablebase(out, start=None, progress: bool | None = None,
         file there that is not a tablebase, a full disk); nothing is written then.
     dobutsu_tb.encoding.interrupt.Interrupted
         On SIGINT or SIGTERM; nothing is written.
+    dobutsu_tb.tablebase.cluster.ClusterError
+        With ``cluster``: Ray is not installed, the cluster cannot be reached or is too small, or a
+        worker died; nothing is written.
     """
     if variant is None:
         variant = start.variant if isinstance(start, Position) else standard_variant()
@@ -375,19 +404,29 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     planned = expected or (config.DEFAULT_EXPECTED, config.DEFAULT_EXPECTED)
     base = Path(work_dir) if work_dir is not None else (out.parent if str(out.parent) else Path("."))
     source = "--max-memory" if max_memory is not None else "MemAvailable in /proc/meminfo"
-    plan = make_plan(sizes, *planned, budget, base, spill, known=expected is not None, source=source)
+    plan = None if cluster is not None else make_plan(sizes, *planned, budget, base, spill,
+                                                      known=expected is not None, source=source)
+    report = None
+    profile = {}
     target = None
     try:
         with reserve_output(out, force) as target:
             if target.removed and progress is not False:
                 _log(f"removed {len(target.removed)} leftover file(s) of an interrupted build: "
                      + ", ".join(p.name for p in target.removed))
-            if progress is not False and expected is not None:
+            if progress is not False and expected is not None and plan is not None:
                 _log(plan.describe())
             with interrupt.stop_on_signals():  # the commit too: a signal never cuts it in two
-                with WorkFolder(base, plan.spill) as folder:
-                    meta, plan, profile, no_move_keys = _build(target.tmp, game, start, expected, progress,
-                                                               on_phase or (lambda name: None), plan, sizes, folder)
+                if cluster is not None:
+                    from dobutsu_tb.tablebase.cluster import build_on_cluster
+
+                    meta, report, no_move_keys = build_on_cluster(target.tmp, game, start, expected, progress,
+                                                                  on_phase or (lambda name: None), cluster, out)
+                else:
+                    with WorkFolder(base, plan.spill) as folder:
+                        meta, plan, profile, no_move_keys = _build(target.tmp, game, start, expected, progress,
+                                                                   on_phase or (lambda name: None), plan, sizes,
+                                                                   folder)
                 interrupt.check()  # a signal during the build: nothing is written
                 target.commit()
     except interrupt.Interrupted as exc:
@@ -395,7 +434,7 @@ def build_tablebase(out, start=None, progress: bool | None = None,
             raise interrupt.Interrupted(exc.signum, f"{exc}, after {out} was written (complete)") from None
         raise interrupt.Interrupted(exc.signum, f"{exc}: the build stopped, {out} was not written") from None
     (on_phase or (lambda name: None))("done")
-    return BuildResult(out, meta, plan, profile, no_move_keys)
+    return BuildResult(out, meta, plan, profile, report, no_move_keys)
 
 
 @njit
@@ -482,7 +521,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     no_move_keys.sort()
     value_bits = WIDE_VALUE_BITS if solution.long_slots.shape[0] else RECORD_VALUE_BITS
     blocks = record_blocks(table, solution, game.layout["KEY_SHIFT"], value_bits, check_plan.record_passes)
-    found = value_counts(_value_histogram(table, solution, value_bits))
+    found = value_counts(value_histogram(table, solution, value_bits))
     meta = Metadata(start=start.text(), variant=game.variant, wins=found["wins"], draws=found["draws"],
                     losses=found["losses"], start_wdl=start_wdl, start_dtm=start_dtm, max_dtm=found["max_dtm"],
                     seconds={"enumeration": enum_seconds, "retrograde": solution.seconds}, **counts)
@@ -496,8 +535,14 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     meta.seconds["write"] = time.perf_counter() - t
     if not quiet:
         _log(f"written in {meta.seconds['write']:.1f} s; {_peak_memory()}")
-    # Read the start position's value back through the probing code: a check of the file written.
     phase("check")
+    check_start_value(tmp, start, start_wdl, start_dtm)
+    return meta, check_plan, profile, no_move_keys
+
+
+def check_start_value(tmp: Path, start: Position, start_wdl: int, start_dtm: int) -> None:
+    """Read the start position's value back from the file written, through the probing code: a
+    check of the file (a mismatch is a defect, raised as RuntimeError)."""
     interrupt.check()
     from dobutsu_tb.tablebase.probe import open_tablebase
     with open_tablebase(tmp) as tb:
@@ -505,4 +550,3 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     if found != (start_wdl, start_dtm):  # pragma: no cover - a defect, not an input error
         raise RuntimeError(f"{tmp}: the start position reads back as {found}, "
                            f"not {(start_wdl, start_dtm)}")
-    return meta, check_plan, profile, no_move_keys

@@ -1,4 +1,5 @@
-"""The full tablebase from the standard start (slow: minutes and about 4 GiB).
+"""The full tablebase from the standard start (slow: minutes and about 4 GiB), in this process and
+on a local Ray cluster.
 
 Run with ``python -m pytest -m slow``.
 """
@@ -38,3 +39,24 @@ def test_start_position_probes(full_tb):
 
 def test_no_position_without_moves(full_tb):
     assert full_tb.metadata.no_moves == 0  # docs/rules.md §6
+
+
+def test_a_local_ray_cluster_of_two_workers_builds_the_same_file(full_tb, tmp_path):
+    """The standard game on a local Ray instance with two workers: every key and value, and the
+    counts, of the in-process file (docs/cluster.md, "Same answer"; skipped without Ray:
+    ``pip install -e '.[test,cluster]'``; ``scripts/check_cluster_build.py`` does 2, 3 and 4)."""
+    pytest.importorskip("ray")
+    import numpy as np
+
+    from dobutsu_tb.tablebase.cluster import ClusterOptions
+    from dobutsu_tb.tablebase.reader import TablebaseFile
+
+    result = build_tablebase(tmp_path / "cluster.h5", progress=False,
+                             cluster=ClusterOptions("local", 2, object_store_memory=1 << 29))
+    assert len(result.cluster.workers) == 2
+    with TablebaseFile(full_tb.path) as f, TablebaseFile(result.path) as g:
+        (keys, values), (got_keys, got_values) = f.read_all(), g.read_all()
+    assert np.array_equal(keys, got_keys) and np.array_equal(values, got_values)
+    counts = ("reachable", "nonterminal", "catch_terminal", "try_terminal", "no_moves", "wins", "draws", "losses",
+              "start_wdl", "start_dtm", "max_dtm")
+    assert [getattr(result.metadata, k) for k in counts] == [getattr(full_tb.metadata, k) for k in counts]

@@ -88,6 +88,7 @@ EXPECTED_ERRORS = (("dobutsu_tb.tablebase.game.position", "PositionError"),
                    ("dobutsu_tb.encoding.hashtable", "HashTableFullError"),
                    ("dobutsu_tb.encoding.compact_layout", "CompactTableFullError"),
                    ("dobutsu_tb.tablebase.enumeration", "StartPositionError"),
+                   ("dobutsu_tb.tablebase.cluster", "ClusterError"),
                    ("dobutsu_tb.analysis.puzzles", "PuzzleInputError"),
                    ("dobutsu_tb.analysis.textfiles", "InputFileError"))
 

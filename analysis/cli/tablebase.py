@@ -47,7 +47,15 @@ def default_output(variant, position) -> Path:
                    "removed at the end.")
 @click.option("--ignore-memory", is_flag=True,
               help="Build even when the estimated memory need exceeds what the machine has available.")
-def build(start, variant, variant_file, out, max_memory, work_dir, quiet, force, ignore_memory):
+@click.option("--cluster", default=None, metavar="ADDRESS",
+              help="Build on a Ray cluster (pip install 'dobutsu-tablebase[cluster]'; docs/cluster.md): 'local' "
+                   "starts one on this machine, else the address of a running cluster (HOST:6379, auto).")
+@click.option("--workers", default=None, type=click.IntRange(1, 4096), metavar="N",
+              help="With --cluster: the workers that share the positions (default 2).")
+@click.option("--worker-threads", default=None, type=click.IntRange(1, 256), metavar="T",
+              help="With --cluster: the threads (and CPUs) of each worker (default: the cluster's CPUs shared).")
+def build(start, variant, variant_file, out, max_memory, work_dir, quiet, force, ignore_memory, cluster, workers,
+          worker_threads):
     """Enumerate every position reachable from a start, solve them all, write an HDF5 file.
 
     Prints the counts and the start position's value. The full build from the standard start
@@ -65,12 +73,15 @@ def build(start, variant, variant_file, out, max_memory, work_dir, quiet, force,
             budget = parse_size(max_memory)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="'--max-memory'") from None
+    options = cluster_options(cluster, workers, worker_threads, max_memory=max_memory, work_dir=work_dir,
+                              ignore_memory=ignore_memory)
     game = resolve_variant(variant, variant_file)
     position = Position.start(game) if start is None else parse_position(start, game)
     if out is None:
         out = default_output(game, position)
     result = build_tablebase(out, position, progress=False if quiet else None, force=force,
-                             memory_check=not ignore_memory, variant=game, max_memory=budget, work_dir=work_dir)
+                             memory_check=not ignore_memory, variant=game, max_memory=budget, work_dir=work_dir,
+                             cluster=options)
     click.echo(result.summary())
     if result.metadata.no_moves:
         click.echo(jh85_line(result.path, result.no_move_keys))
@@ -87,6 +98,24 @@ def jh85_line(path, no_move_keys) -> str:
     others = len(c.changes) - len(c.no_moves)
     return (f"with the {len(c.no_moves)} positions without a move and the {others} values that hinge on them "
             f"undecided, as jh85's solver leaves them: {c.wins:,} wins, {c.draws:,} draws, {c.losses:,} losses")
+
+
+def cluster_options(address, workers, worker_threads, **in_process):
+    """The :class:`~dobutsu_tb.tablebase.cluster.ClusterOptions` of ``build --cluster`` (None
+    without it); usage errors for options that need it or that only an in-process build takes."""
+    if address is None:
+        for name, value in (("--workers", workers), ("--worker-threads", worker_threads)):
+            if value is not None:
+                raise click.UsageError(f"{name} needs --cluster")
+        return None
+    if not address.strip():
+        raise click.BadParameter("the address is empty", param_hint="'--cluster'")
+    for name, value in in_process.items():
+        if value:
+            raise click.UsageError(f"--{name.replace('_', '-')} applies to a build in this process, not to --cluster")
+    from dobutsu_tb.tablebase.cluster import ClusterOptions
+
+    return ClusterOptions(address.strip(), workers or 2, worker_threads)
 
 
 @click.command()
