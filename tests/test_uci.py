@@ -318,9 +318,18 @@ def test_stream_limits_and_eof(lion_chick_tb):
 
 # --- the command, as GUIs run it ---------------------------------------------------------------
 
+def _default_signals():
+    """SIGINT and SIGTERM at their defaults in the engine's process, as at a terminal: a test run
+    started in the background of a shell inherits SIGINT ignored, and the command line keeps an
+    ignored signal ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _spawn(path):
     return subprocess.Popen([sys.executable, "-m", "dobutsu_tb.analysis.cli", "uci", "--tb", str(path)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_signals)
 
 
 def test_command_end_to_end(lion_chick_tb):
