@@ -62,7 +62,7 @@ from dobutsu_tb.tablebase.game.layout import CATCH, TRY
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.game.variant import variant_from_json
 from dobutsu_tb.tablebase.memory import InsufficientMemoryError
-from dobutsu_tb.tablebase.retrograde import Solution, slot_dtype, value_code
+from dobutsu_tb.tablebase.retrograde import Solution, seed_cells, slot_dtype, value_code
 from dobutsu_tb.tablebase.schema import Metadata, value_counts
 from dobutsu_tb.tablebase.values import LONG
 from dobutsu_tb.tablebase.writer import RECORD_VALUE_BITS, WIDE_VALUE_BITS, RecordBlocks, write_file
@@ -357,7 +357,7 @@ class ShardWorker:
         self._buffers.clear()
         self.cells = np.zeros(self.table.capacity, np.uint16)
         values, counters = self.cells.view(np.uint8)[0::2], self.cells.view(np.uint8)[1::2]
-        ck.seed_cells(self.table.slots, self.tags, values, counters, 4 * self.threads)
+        seed_cells(self.table.slots, self.tags, values, counters, 4 * self.threads)
         self.tags = None
         self.terminal = None  # counted: the set goes
         self.dtype = slot_dtype(self.table.capacity)

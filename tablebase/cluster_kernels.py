@@ -17,8 +17,8 @@ in-process build with the children and predecessors dealt out by owner instead o
   counters of the predecessors of wins (a loss at zero), as the in-process analysis does.
 
 :func:`_expand_range` and :func:`_predecessors_range` repeat the loops of their in-process
-counterparts (enumeration.py and retrograde.py, which deal out by shard); :func:`seed_cells`
-repeats ``retrograde._seed``.
+counterparts (enumeration.py and retrograde.py, which deal out by shard); the seeding is
+``retrograde.seed_cells``, the repeated children ``enumeration.repeated``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from dobutsu_tb.encoding.compact import FULL, table_find, table_insert, table_ke
 from dobutsu_tb.encoding.compact_layout import L_ENTRY, home_slot, key_hash, shard_of
 from dobutsu_tb.encoding.compact_set import set_add
 from dobutsu_tb.encoding.jit import njit, prange
-from dobutsu_tb.tablebase.enumeration import TAG_FRESH, TAG_NO_MOVES, TAG_WIN1
+from dobutsu_tb.tablebase.enumeration import TAG_FRESH, TAG_NO_MOVES, TAG_WIN1, repeated
 from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import MAX_MOVES, MAX_UNMOVES, NONTERMINAL, TRY
 from dobutsu_tb.tablebase.game.rules import child_keys
@@ -92,14 +92,9 @@ def _expand_range(slots, layout, batch, lo, hi, tags, n_workers, nt, term, count
         win1 = False
         distinct = 0
         for k in range(n):  # drop repeated children (symmetric moves), deal out the others
-            key = keys[k]
-            repeat = False
-            for e in range(k):
-                if keys[e] == key:
-                    repeat = True
-                    break
-            if repeat:
+            if repeated(keys, k):
                 continue
+            key = keys[k]
             cls = classes[k]
             h = key_hash(key, layout)
             o = owner_of(h, n_workers)
@@ -203,26 +198,6 @@ def insert_terminal(buf, layout, set_counts, items, starts, by_class):
                 bad += 1
         failed += bad
     return failed
-
-
-@njit(parallel=True)
-def seed_cells(slots, tags, values, counters, n_blocks):
-    """The values and counters the analysis starts from (``retrograde._seed``): the counter is the
-    tag; a win in 1 (a try), a loss in 0 (no moves), a loss in 2 (counter 0) are decided."""
-    size = slots.shape[0]
-    per = (size + n_blocks - 1) // n_blocks
-    for t in prange(n_blocks):
-        for s in range(t * per, min(size, (t + 1) * per)):
-            if slots[s] == 0:
-                continue
-            tag = tags[s]
-            counters[s] = tag
-            if tag == TAG_WIN1:
-                values[s] = 1 + 1
-            elif tag == TAG_NO_MOVES:
-                values[s] = 0 + 1
-            elif tag == 0:
-                values[s] = 2 + 1
 
 
 def _predecessors_range(slots, layout, frontier, lo, hi, n_workers, out, counts):

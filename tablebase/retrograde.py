@@ -49,7 +49,10 @@ __kernels__ = ("_propagate_range", "_propagate")
 
 
 @njit(parallel=True)
-def _seed(slots, tags, values, counters, n_threads):
+def seed_cells(slots, tags, values, counters, n_threads):
+    """The values and counters the analysis starts from: the counter is the tag; a win in 1 (a
+    try), a loss in 0 (no moves), a loss in 2 (counter 0) are decided. Also the cluster
+    workers' (:mod:`~dobutsu_tb.tablebase.cluster_kernels`)."""
     size = slots.shape[0]
     per = (size + n_threads - 1) // n_threads
     for t in prange(n_threads):
@@ -179,7 +182,7 @@ def seed_values(enum: Enumeration) -> np.ndarray:
     from them (module docstring). The enumeration's tags are copied and dropped."""
     cells = np.zeros(enum.table.capacity, np.uint16)
     values, counters = value_bytes(cells), counter_bytes(cells)
-    _seed(enum.table.slots, enum.tags, values, counters, config.THREADS)
+    seed_cells(enum.table.slots, enum.tags, values, counters, config.THREADS)
     enum.tags = None
     return cells
 
