@@ -184,6 +184,37 @@ def test_a_users_variant_builds_and_its_file_reads_without_the_toml(cli, tmp_pat
     _check_against_naive(out, naive.NaiveGame(v.to_dict()), v.start)
 
 
+LIONS_ONLY = """
+name = "lions"
+files = 3
+ranks = 3
+start = "S/-l-/---/-L-/-"
+drops = false
+
+[[pieces]]
+letter = "L"
+name = "lion"
+royal = true
+steps = ["f", "b", "l", "r", "fl", "fr", "bl", "br"]
+"""
+
+
+def test_a_variant_of_two_lions_builds(cli, tmp_path):
+    """Two lions on a 3x3 board: the shortest keys any variant has (11 code bits, fewer than the
+    hash table's smallest geometry needs; they are widened). Every value is the naive solver's."""
+    toml = tmp_path / "lions.toml"
+    toml.write_text(LIONS_ONLY, encoding="utf-8")
+    out = tmp_path / "lions.h5"
+    result = cli("build", "--variant-file", toml, "--out", out, "-q")
+    assert result.exit_code == 0, result.output
+    v = TablebaseFile(out).metadata.variant
+    assert game_of(v).layout["MAX_KEY_BITS"] == 24
+    n = _check_against_naive(out, naive.NaiveGame(v.to_dict()), v.start)
+    assert n == TablebaseFile(out).metadata.nonterminal == 8  # as the naive solver finds
+    probe = cli("probe", "S/-l-/---/-L-/-", "--tb", out)
+    assert probe.exit_code == 0 and probe.output.startswith("S/-l-/---/-L-/-: "), probe.output
+
+
 def _check_against_naive(path, game, start):
     """Every stored key and value is the naive solver's."""
     want = naive.solve(game, start)

@@ -50,6 +50,11 @@ OPPONENT = 8
 PIECE_MASK = OPPONENT - 1
 #: The key's first code bit.
 KEY_TOP_BIT = 62
+#: The fewest code bits a key is given: the hash structures need at least 2**16 slots and
+#: 8 bits of remainder (encoding/compact_layout.py). The code is left-aligned, so a wider code
+#: only moves KEY_SHIFT: every key stays the same int64. Only variants with very few pieces
+#: (two lions on a 3x3 board: 11 bits) are widened.
+MIN_KEY_BITS = 24
 #: Terminal classes (docs/rules.md), for the side to move of a normalised state.
 NONTERMINAL, CATCH, TRY = 0, 1, 2
 #: Width of the length field of a packed rank code (RANK_PACKED).
@@ -202,7 +207,7 @@ def derive(variant) -> dict:
         count_decode.append(row)
     t["COUNT_PEEK"] = count_peek
     t["COUNT_DECODE"] = np.array(count_decode, np.int64)
-    t["MAX_KEY_BITS"] = _max_key_bits(variant, codes)
+    t["MAX_KEY_BITS"] = max(_max_key_bits(variant, codes), MIN_KEY_BITS)
     t["KEY_SHIFT"] = KEY_TOP_BIT + 1 - t["MAX_KEY_BITS"]
 
     rank_bits = t["RANK_BITS"]
