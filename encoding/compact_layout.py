@@ -14,9 +14,12 @@ import numpy as np
 
 from dobutsu_tb.encoding.jit import njit, prange
 
-#: Fields of a layout array.
-L_BITS, L_SHIFT, L_MASK, L_XS, L_M1, L_M2, L_I1, L_I2, L_R, L_REM_MASK, L_SHARD_BITS, L_DISP_MAX, L_ENTRY = range(13)
-LAYOUT_FIELDS = 13
+#: Fields of a layout array. A set's (:func:`make_set_layout`) also has its slots a shard
+#: (``L_SHARD_SLOTS``, any number) and the width of an entry's low part, remainder and
+#: preimage bit (``L_TAG_BITS``); a table's slots a shard are a power of two.
+(L_BITS, L_SHIFT, L_MASK, L_XS, L_M1, L_M2, L_I1, L_I2, L_R, L_REM_MASK, L_SHARD_BITS, L_DISP_MAX, L_ENTRY,
+ L_SHARD_SLOTS, L_TAG_BITS) = range(15)
+LAYOUT_FIELDS = 15
 #: Multipliers of the scramble (odd; masked to the code width).
 _M1 = 0x9E3779B97F4A7C15
 _M2 = 0xBF58476D1CE4E5B9
@@ -74,6 +77,52 @@ def make_layout(code_bits: int, shift: int, slot_bits: int, n_shards: int, disp_
     layout[L_SHARD_BITS] = slot_bits - (n_shards.bit_length() - 1)
     layout[L_DISP_MAX] = (1 << disp_bits) - 2
     layout[L_ENTRY] = (r + disp_bits + 7) // 8
+    layout[L_SHARD_SLOTS] = 1 << int(layout[L_SHARD_BITS])
+    layout[L_TAG_BITS] = r
+    return layout
+
+
+def make_set_layout(code_bits: int, shift: int, slots: int, n_shards: int, disp_bits: int) -> np.ndarray:
+    """The layout of a set of ``slots`` slots, any multiple of ``n_shards``: a set can be sized to
+    the keys it will hold instead of the next power of two.
+
+    Each shard's hashes are spread over its ``m = slots / n_shards`` slots by
+    ``home = (t * m) >> k``, where ``t`` is the ``k = ceil(log2 m)`` bits of the hash after the
+    shard bits; the lower ``r = code_bits - shard bits - k`` bits are the remainder. At most two
+    values of ``t`` share a home (``m > 2**(k-1)``), so an entry stores the remainder, one bit
+    saying which of them it is (none when ``m`` is a power of two) and the displacement: the
+    hash is given back exactly (:func:`~dobutsu_tb.encoding.compact_set.set_hash_at`).
+
+    Parameters
+    ----------
+    code_bits, shift : int
+        As for :func:`make_layout`.
+    slots : int
+        Slots of the set, a multiple of ``n_shards``.
+    n_shards : int
+        A power of two.
+    disp_bits : int
+        Fewest bits of the displacement field; entries are whole bytes, so it may get more.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (LAYOUT_FIELDS,)
+
+    Raises
+    ------
+    ValueError
+        If the sizes are inconsistent.
+    """
+    if n_shards < 1 or n_shards & (n_shards - 1) or slots < n_shards or slots % n_shards:
+        raise ValueError(f"a set's slots must be a positive multiple of its shards, got {slots} for {n_shards}")
+    per = slots // n_shards
+    k = max(1, (per - 1).bit_length())
+    layout = make_layout(code_bits, shift, k + n_shards.bit_length() - 1, n_shards, disp_bits)
+    r = int(layout[L_R])
+    tag = r + (0 if per == 1 << k else 1)
+    entry = (tag + disp_bits + 7) // 8
+    layout[L_ENTRY], layout[L_TAG_BITS], layout[L_SHARD_SLOTS] = entry, tag, per
+    layout[L_DISP_MAX] = min((1 << (8 * entry - tag)) - 2, (1 << 62) - 1)
     return layout
 
 

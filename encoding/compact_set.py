@@ -14,17 +14,28 @@ from dobutsu_tb.encoding.compact_layout import (
     L_R,
     L_REM_MASK,
     L_SHARD_BITS,
+    L_SHARD_SLOTS,
+    L_TAG_BITS,
+    MAX_SLOT_BITS,
+    CompactTableFullError,
     hash_keys,
-    make_layout,
+    make_set_layout,
     shard_of,
     shards_for,
-    slot_bits_for,
 )
 from dobutsu_tb.encoding.config import SET_LOAD_FACTOR
 from dobutsu_tb.encoding.jit import njit, prange
 
-#: Bits of an entry's displacement field.
-SET_DISP_BITS = 8
+#: Fewest bits of an entry's displacement field (displacements up to 126; at 90 % load the
+#: largest of 15 M random keys was 58).
+SET_DISP_BITS = 7
+#: A set's slots are a multiple of this many a shard (sizes are rounded up to it).
+SET_SLOT_GRAIN = 1 << 12
+#: The fewest slots of a set.
+MIN_SET_SLOTS = 1 << 16
+#: How full a set may get before it grows, whatever load it was sized for: a set made for a
+#: known count at its load factor must not grow for a few keys more in one shard.
+SET_FILL_LIMIT = 0.95
 
 
 @njit
@@ -45,53 +56,81 @@ def _put_entry(buf, nbytes, s, v):
 
 
 @njit
+def set_home(h, layout):
+    """The home slot of hash ``h`` in a set (:func:`~dobutsu_tb.encoding.compact_layout.make_set_layout`)."""
+    r, per = layout[L_R], layout[L_SHARD_SLOTS]
+    k = layout[L_SHARD_BITS]
+    t = (h >> r) & ((np.int64(1) << k) - 1)
+    return (h >> (r + k)) * per + ((t * per) >> k)
+
+
+@njit
+def _set_tag(h, layout):
+    """The low part of hash ``h``'s entry: its remainder, and above it the preimage bit (1 when
+    the ``t`` just below this one has the same home: :func:`make_set_layout`)."""
+    r, per = layout[L_R], layout[L_SHARD_SLOTS]
+    k = layout[L_SHARD_BITS]
+    rem = h & layout[L_REM_MASK]
+    if layout[L_TAG_BITS] == r:
+        return rem
+    t = (h >> r) & ((np.int64(1) << k) - 1)
+    if t > 0 and ((t - 1) * per) >> k == (t * per) >> k:
+        return (np.int64(1) << r) | rem
+    return rem
+
+
+@njit
 def set_add(buf, layout, h):
     """Add the key with hash ``h`` to a :class:`CompactSet`'s ``buf``: 1 if it is new, 0 if it
     was there, -1 (nothing changed) when a displacement would not fit: grow the set and add again.
 
     Robin Hood probing: the key goes to the first slot of its probe sequence whose entry is
     nearer to its own home, and the run of entries from there to the next empty slot moves one
-    slot on; this keeps every displacement short. Only the owner of the key's shard
-    (:func:`shard_of`) may call this."""
-    r = layout[L_R]
+    slot on; this keeps every displacement short. Probes wrap around within the key's shard.
+    Only the owner of the key's shard (:func:`shard_of`) may call this."""
+    tag_bits = layout[L_TAG_BITS]
     nbytes = layout[L_ENTRY]
-    rem_mask = layout[L_REM_MASK]
+    tag_mask = (np.int64(1) << tag_bits) - 1
     disp_max = layout[L_DISP_MAX]
-    rem = h & rem_mask
-    size_mask = (np.int64(1) << layout[L_SHARD_BITS]) - 1
-    home = h >> r
-    base = home & ~size_mask
-    s = home
+    tag = _set_tag(h, layout)
+    per = layout[L_SHARD_SLOTS]
+    s = set_home(h, layout)
+    base = (h >> (layout[L_R] + layout[L_SHARD_BITS])) * per
+    end = base + per
     d = np.int64(0)
     while True:  # find the key, or where it goes
         v = entry_at(buf, nbytes, s)
         if v == 0:
             break
-        vd = (v >> r) - 1
-        if vd == d and (v & rem_mask) == rem:
+        vd = (v >> tag_bits) - 1
+        if vd == d and (v & tag_mask) == tag:
             return 0
         if vd < d:
             break
         d += 1
         if d > disp_max:
             return -1
-        s = base + ((s + 1) & size_mask)
+        s += 1
+        if s == end:
+            s = base
     t = s  # the run from s to the next empty slot moves on by one; check it fits first
     while True:
         v = entry_at(buf, nbytes, t)
         if v == 0:
             break
-        if (v >> r) > disp_max:
+        if (v >> tag_bits) > disp_max:
             return -1
-        t = base + ((t + 1) & size_mask)
+        t += 1
+        if t == end:
+            t = base
         if t == s:
             return -1
-    one = np.int64(1) << r
+    one = np.int64(1) << tag_bits
     while t != s:
-        prev = base + ((t - 1) & size_mask)
+        prev = t - 1 if t > base else end - 1
         _put_entry(buf, nbytes, t, entry_at(buf, nbytes, prev) + one)
         t = prev
-    _put_entry(buf, nbytes, s, ((d + 1) << r) | rem)
+    _put_entry(buf, nbytes, s, ((d + 1) << tag_bits) | tag)
     return 1
 
 
@@ -119,14 +158,31 @@ def _set_add_many(buf, layout, n_shards, counts, hashes, out):
 @njit
 def set_hash_at(buf, layout, s):
     """The hash held by entry ``s`` of a set's buffer (its home from the stored displacement,
-    then the remainder), or -1 if the entry is empty."""
-    r = layout[L_R]
+    the hash bits that chose the home from the home and the preimage bit, then the remainder),
+    or -1 if the entry is empty."""
+    r, per, k = layout[L_R], layout[L_SHARD_SLOTS], layout[L_SHARD_BITS]
+    tag_bits = layout[L_TAG_BITS]
     v = entry_at(buf, layout[L_ENTRY], s)
     if v == 0:
         return np.int64(-1)
-    size_mask = (np.int64(1) << layout[L_SHARD_BITS]) - 1
-    home = (s & ~size_mask) + ((s - ((v >> r) - 1)) & size_mask)
-    return (home << r) | (v & layout[L_REM_MASK])
+    shard = s // per
+    home = (s - shard * per - ((v >> tag_bits) - 1)) % per
+    t = ((home << k) + per - 1) // per  # the smallest t whose home this is
+    if tag_bits > r:
+        t += (v >> r) & 1
+    return (((shard << k) | t) << r) | (v & layout[L_REM_MASK])
+
+
+@njit
+def _set_hashes(buf, layout, out):
+    n = 0
+    for s in range(buf.shape[0] // layout[L_ENTRY]):
+        h = set_hash_at(buf, layout, s)
+        if h >= 0:
+            if n < out.shape[0]:
+                out[n] = h
+            n += 1
+    return n
 
 
 @njit
@@ -144,11 +200,43 @@ def _set_rehash(old, old_layout, new, new_layout, counts):
     return failed
 
 
+def set_slots_for(expected: int, load_factor: float, n_shards: int, code_bits: int) -> int:
+    """Slots of a set for ``expected`` keys under ``load_factor``: the fewest that keep it below
+    the load factor, rounded up to :data:`SET_SLOT_GRAIN` a shard, at least :data:`MIN_SET_SLOTS`;
+    a multiple of ``n_shards``, not necessarily a power of two (unless the next power of two a
+    shard takes fewer bytes).
+
+    Raises
+    ------
+    CompactTableFullError
+        If that is more than ``2**MAX_SLOT_BITS`` slots or the hash can address.
+    """
+    need = max(MIN_SET_SLOTS, int(np.ceil(max(expected, 1) / load_factor)))
+    grain = SET_SLOT_GRAIN * n_shards
+    slots = -(-need // grain) * grain
+    most = 1 << min(code_bits, MAX_SLOT_BITS)
+    if slots > most:
+        raise CompactTableFullError(f"hash table is full: {expected:,} keys would need {slots:,} slots, "
+                                    f"more than {most:,}")
+    whole = n_shards << max(0, (slots // n_shards - 1).bit_length())  # the next power of two a shard
+    if whole <= most and _entry_bytes(code_bits, whole, n_shards) * whole < _entry_bytes(code_bits, slots,
+                                                                                           n_shards) * slots:
+        return whole  # a remainder bit less makes the entries a byte shorter: fewer bytes in all
+    return slots
+
+
+def _entry_bytes(code_bits: int, slots: int, n_shards: int) -> int:
+    return int(make_set_layout(code_bits, 0, slots, n_shards, SET_DISP_BITS)[L_ENTRY])
+
+
 class CompactSet(ShardedKeys):
     """A set of keys ``code << shift`` that counts distinct keys (Robin Hood probing).
 
-    Entries take ``ceil((code_bits - q + 8) / 8)`` bytes at ``2**q`` slots: 3 bytes for 44-bit
-    codes at ``2**28`` slots.
+    The set has any number of slots (a multiple of :data:`SET_SLOT_GRAIN` a shard), so it is
+    sized to its keys (:func:`~dobutsu_tb.encoding.compact_layout.make_set_layout`). Entries take
+    ``ceil((r + p + 7) / 8)`` bytes, with ``r = code_bits - ceil(log2 slots)`` remainder bits and
+    ``p`` one preimage bit (none when the slots a shard are a power of two): 3 bytes for 44-bit
+    codes at 2**27 to 2**28 slots.
 
     Parameters
     ----------
@@ -166,23 +254,34 @@ class CompactSet(ShardedKeys):
     buf : numpy.ndarray of uint8, shape (capacity * entry_bytes,)
     layout : numpy.ndarray of int64
     counts : numpy.ndarray of int64, shape (n_shards,)
+
+    Raises
+    ------
+    CompactTableFullError
+        If no set can hold ``expected`` keys.
     """
 
     def __init__(self, expected: int, code_bits: int, shift: int, load_factor: float = SET_LOAD_FACTOR,
                  n_shards: int = 1):
         self.code_bits, self.shift, self.load_factor = int(code_bits), int(shift), float(load_factor)
         self.n_shards = shards_for(n_shards)
-        self._allocate(slot_bits_for(expected, load_factor, self.n_shards, self.code_bits))
+        self._allocate(set_slots_for(expected, load_factor, self.n_shards, self.code_bits))
 
-    def _allocate(self, bits: int) -> None:
-        self.layout = make_layout(self.code_bits, self.shift, bits, self.n_shards, SET_DISP_BITS)
-        self.buf = np.zeros((1 << bits) * int(self.layout[L_ENTRY]), np.uint8)
+    def _allocate(self, slots: int) -> None:
+        self.layout = make_set_layout(self.code_bits, self.shift, slots, self.n_shards, SET_DISP_BITS)
+        self.buf = np.zeros(slots * int(self.layout[L_ENTRY]), np.uint8)
         self.counts = np.zeros(self.n_shards, np.int64)
 
     @property
     def capacity(self) -> int:
         """Number of slots."""
-        return self.buf.shape[0] // int(self.layout[L_ENTRY])
+        return int(self.layout[L_SHARD_SLOTS]) * self.n_shards
+
+    @property
+    def limit(self) -> int:
+        """Most keys one shard may hold before the set grows: :data:`SET_FILL_LIMIT` of its slots
+        (the load factor sizes the set; the last few percent are slack)."""
+        return int(self.capacity // self.n_shards * max(self.load_factor, SET_FILL_LIMIT))
 
     @property
     def entry_bytes(self) -> int:
@@ -192,6 +291,13 @@ class CompactSet(ShardedKeys):
     @property
     def nbytes(self) -> int:
         return self.buf.nbytes
+
+    def hashes(self) -> np.ndarray:
+        """The hashes of the keys held, in slot order (int64, shape (len(self),))."""
+        out = np.empty(len(self), np.int64)
+        if _set_hashes(self.buf, self.layout, out) != out.shape[0]:
+            raise AssertionError("the set's counts disagree with its entries")  # pragma: no cover
+        return out
 
     def add_hashes(self, hashes) -> np.ndarray:
         """Add keys given by their hashes (:func:`key_hash`); returns 1 where a key was new, else 0."""
@@ -217,10 +323,21 @@ class CompactSet(ShardedKeys):
             If the set cannot grow (the hash has no more bits).
         """
         old_buf, old_layout = self.buf, self.layout
-        for bits in self._grown_bits(expected):
-            self._allocate(bits)
+        most = 1 << min(self.code_bits, MAX_SLOT_BITS)
+        slots = 2 * self.capacity
+        try:
+            slots = max(slots, set_slots_for(max(int(expected), 2 * len(self)), self.load_factor, self.n_shards,
+                                             self.code_bits))
+        except CompactTableFullError:
+            slots = most + 1
+        while True:
+            if slots > most:
+                raise CompactTableFullError(f"hash table is full: {len(self):,} keys, and it cannot grow beyond "
+                                            f"{most:,} slots")
+            self._allocate(slots)
             if _set_rehash(old_buf, old_layout, self.buf, self.layout, self.counts) == 0:
                 return
+            slots *= 2
 
 
 def set_nbytes(expected: int, code_bits: int, shift: int, load_factor: float = SET_LOAD_FACTOR,
@@ -233,5 +350,6 @@ def set_nbytes(expected: int, code_bits: int, shift: int, load_factor: float = S
     CompactTableFullError
         If no set can hold that many keys.
     """
-    bits = slot_bits_for(expected, load_factor, shards_for(n_shards), code_bits)
-    return (1 << bits) * int(make_layout(code_bits, shift, bits, shards_for(n_shards), SET_DISP_BITS)[L_ENTRY])
+    shards = shards_for(n_shards)
+    slots = set_slots_for(expected, load_factor, shards, code_bits)
+    return slots * int(make_set_layout(code_bits, shift, slots, shards, SET_DISP_BITS)[L_ENTRY])

@@ -23,8 +23,9 @@ def _threads() -> int:
 THREADS = _threads()
 #: Fraction of hash table slots in use at most.
 LOAD_FACTOR = 0.75
-#: The same for the compact sets that only count keys (Robin Hood probing).
-SET_LOAD_FACTOR = 0.6
+#: The same for the compact sets that only count keys (Robin Hood probing; any size, so a set
+#: made for a known count is this full at the end).
+SET_LOAD_FACTOR = 0.85
 #: The load a build's set of terminal positions may go up to, before the plan splits it into
 #: partitions (Robin Hood probing keeps displacements short even so full; a pass over the table
 #: costs more than the longer probes).

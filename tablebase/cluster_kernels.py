@@ -30,7 +30,7 @@ from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.encoding.bits import sort_prefix
 from dobutsu_tb.encoding.compact import FULL, table_find, table_insert, table_key_at
 from dobutsu_tb.encoding.compact_layout import L_ENTRY, home_slot, key_hash, shard_of
-from dobutsu_tb.encoding.compact_set import set_add
+from dobutsu_tb.encoding.compact_set import set_add, set_home
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase.enumeration import TAG_FRESH, TAG_NO_MOVES, TAG_WIN1, repeated
 from dobutsu_tb.tablebase.game.key import decode_key
@@ -189,7 +189,7 @@ def insert_terminal(buf, layout, set_counts, items, starts, by_class):
         bad = 0
         for i in range(lo, hi):
             if i + _AHEAD < hi:
-                prefetch(buf, home_slot(items[i + _AHEAD] >> CLASS_BITS, layout) * entry)
+                prefetch(buf, set_home(items[i + _AHEAD] >> CLASS_BITS, layout) * entry)
             a = set_add(buf, layout, items[i] >> CLASS_BITS)
             if a == 1:
                 set_counts[shard] += 1

@@ -41,7 +41,7 @@ from dobutsu_tb.encoding.compact_layout import (
     key_hash,
     shard_of,
 )
-from dobutsu_tb.encoding.compact_set import CompactSet, set_add, set_hash_at
+from dobutsu_tb.encoding.compact_set import CompactSet, set_add, set_hash_at, set_home
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase.game.game import Game
 from dobutsu_tb.tablebase.game.key import decode_key
@@ -116,11 +116,12 @@ class Enumeration:
         return self.nonterminal + self.catch_terminal + self.try_terminal
 
 
-def _expand_range(slots, layout, batch, lo, hi, tags, nt, term, counts, part_shift):
+def _expand_range(slots, layout, batch, lo, hi, tags, nt, term, counts, part_mask):
     """:func:`_expand` for ``batch[lo:hi]``: the children go to the dense lists ``nt[shard]``
-    and ``term[shard]`` (this thread's; terminal children of partition 0 only: ``hash >>
-    part_shift`` zero), their lengths to ``counts[shard]``; returns the positions without moves
-    among them. The slots and tags of positions a few ahead are prefetched."""
+    and ``term[shard]`` (this thread's; terminal children of partition 0 only: ``hash &
+    part_mask`` zero, the low bits, so that a partition spreads over every shard), their lengths
+    to ``counts[shard]``; returns the positions without moves among them. The slots and tags of
+    positions a few ahead are prefetched."""
     moves = np.empty(MAX_MOVES, np.int64)
     keys = np.empty(MAX_MOVES, np.int64)
     classes = np.empty(MAX_MOVES, np.int64)
@@ -147,7 +148,7 @@ def _expand_range(slots, layout, batch, lo, hi, tags, nt, term, counts, part_shi
                 distinct += 1
             else:
                 win1 |= cls == TRY
-                if h >> part_shift == 0:
+                if h & part_mask == 0:
                     term[shard, counts[shard, 1]] = (h << _CLASS_BITS) | cls
                     counts[shard, 1] += 1
         if n == 0:
@@ -161,7 +162,7 @@ def _expand_range(slots, layout, batch, lo, hi, tags, nt, term, counts, part_shi
 
 
 @kernel_options(parallel=True)
-def _expand(slots, layout, batch, tags, nt, term, counts, part_shift):
+def _expand(slots, layout, batch, tags, nt, term, counts, part_mask):
     """Expand the positions at ``batch``, one thread t per ``nt[t]``: the hashes of each
     position's distinct canonical non-terminal children go to ``nt[t, shard]``, of its distinct
     terminal children (with the class below) to ``term[t, shard]``, their numbers to
@@ -172,13 +173,13 @@ def _expand(slots, layout, batch, tags, nt, term, counts, part_shift):
     for t in prange(n_threads):
         counts[t, :, :] = 0
         no_moves += _expand_range(slots, layout, batch, t * per, min(batch.shape[0], (t + 1) * per), tags,
-                                  nt[t], term[t], counts[t], part_shift)
+                                  nt[t], term[t], counts[t], part_mask)
     return no_moves
 
 
 @njit
 def _insert_shard(shard, slots, layout, table_counts, tags, nt, term, counts, setbuf, set_layout, set_counts,
-                  new_by_class, part_shift):
+                  new_by_class, part_mask):
     """:func:`_insert` for one shard; returns (table failures, set failures). Keys are inserted
     with each one's slot prefetched a few keys ahead, so the cache misses of consecutive
     insertions overlap; new slots are tagged fresh afterwards, prefetched likewise."""
@@ -209,8 +210,8 @@ def _insert_shard(shard, slots, layout, table_counts, tags, nt, term, counts, se
         m = counts[t, shard, 1]
         for i in range(m):
             if i + _PREFETCH_AHEAD < m:
-                prefetch(setbuf, home_slot(row[i + _PREFETCH_AHEAD] >> _CLASS_BITS, set_layout) * entry)
-            if (row[i] >> _CLASS_BITS) >> part_shift != 0:
+                prefetch(setbuf, set_home(row[i + _PREFETCH_AHEAD] >> _CLASS_BITS, set_layout) * entry)
+            if (row[i] >> _CLASS_BITS) & part_mask != 0:
                 continue  # no longer partition 0's (the partitions doubled meanwhile)
             a = set_add(setbuf, set_layout, row[i] >> _CLASS_BITS)
             if a == 1:
@@ -223,7 +224,7 @@ def _insert_shard(shard, slots, layout, table_counts, tags, nt, term, counts, se
 
 @njit(parallel=True)
 def _insert(slots, layout, table_counts, tags, nt, term, counts, setbuf, set_layout, set_counts, new_by_class,
-            part_shift):
+            part_mask):
     """Insert a batch's children, one task per shard: new non-terminal children are tagged
     fresh; terminal ones are added to the set and counted by class in ``new_by_class[shard]``.
     Returns the insertions that found no room in the table and in the set (the caller grows
@@ -232,15 +233,15 @@ def _insert(slots, layout, table_counts, tags, nt, term, counts, setbuf, set_lay
     failed_set = 0
     for shard in prange(nt.shape[1]):
         bad, bad_set = _insert_shard(shard, slots, layout, table_counts, tags, nt, term, counts, setbuf, set_layout,
-                                     set_counts, new_by_class, part_shift)
+                                     set_counts, new_by_class, part_mask)
         failed_table += bad
         failed_set += bad_set
     return failed_table, failed_set
 
 
-def _terminal_range(slots, layout, batch, lo, hi, part_shift, part, term, counts):
+def _terminal_range(slots, layout, batch, lo, hi, part_mask, part, term, counts):
     """The distinct terminal children of the positions at ``batch[lo:hi]`` whose hash lies in
-    partition ``part`` (``hash >> part_shift``), into this thread's lists ``term[shard]`` (class
+    partition ``part`` (``hash & part_mask``), into this thread's lists ``term[shard]`` (class
     below the hash) and their lengths into ``counts[shard, 1]``."""
     moves = np.empty(MAX_MOVES, np.int64)
     keys = np.empty(MAX_MOVES, np.int64)
@@ -255,7 +256,7 @@ def _terminal_range(slots, layout, batch, lo, hi, part_shift, part, term, counts
             if cls == NONTERMINAL or repeated(keys, k):
                 continue
             h = key_hash(keys[k], layout)
-            if h >> part_shift != part:
+            if h & part_mask != part:
                 continue
             shard = shard_of(h, layout)
             term[shard, counts[shard, 1]] = (h << _CLASS_BITS) | cls
@@ -263,18 +264,18 @@ def _terminal_range(slots, layout, batch, lo, hi, part_shift, part, term, counts
 
 
 @kernel_options(parallel=True)
-def _terminals(slots, layout, batch, part_shift, part, term, counts):
+def _terminals(slots, layout, batch, part_mask, part, term, counts):
     """:func:`_terminal_range` of ``batch``, one thread t per ``term[t]``."""
     n_threads = term.shape[0]
     per = (batch.shape[0] + n_threads - 1) // n_threads
     for t in prange(n_threads):
         counts[t, :, :] = 0
-        _terminal_range(slots, layout, batch, t * per, min(batch.shape[0], (t + 1) * per), part_shift, part, term[t],
+        _terminal_range(slots, layout, batch, t * per, min(batch.shape[0], (t + 1) * per), part_mask, part, term[t],
                         counts[t])
 
 
-def _keep_partition_zero(old, old_layout, new, new_layout, counts, part_shift, dropped):
-    """Copy the keys of a terminal set whose hash lies in partition 0 (``hash >> part_shift``)
+def _keep_partition_zero(old, old_layout, new, new_layout, counts, part_mask, dropped):
+    """Copy the keys of a terminal set whose hash lies in partition 0 (``hash & part_mask``)
     into a new set; count the others by terminal class into ``dropped`` (their positions are
     decoded and classified: the set keeps no class). Returns the keys that did not fit."""
     failed = 0
@@ -282,7 +283,7 @@ def _keep_partition_zero(old, old_layout, new, new_layout, counts, part_shift, d
         h = set_hash_at(old, old_layout, s)
         if h < 0:
             continue
-        if h >> part_shift == 0:
+        if h & part_mask == 0:
             a = set_add(new, new_layout, h)
             if a < 0:
                 failed += 1
@@ -403,7 +404,7 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
         parts *= 2
         smaller = CompactSet(max(1, len(terminal) // 2), bits, shift, set_load_factor, threads)
         if kernels._keep_partition_zero(terminal.buf, terminal.layout, smaller.buf, smaller.layout, smaller.counts,
-                                        bits - (parts.bit_length() - 1), dropped):
+                                        parts - 1, dropped):
             raise CompactTableFullError("the terminal set could not be rebuilt")  # pragma: no cover
         terminal = smaller
 
@@ -439,9 +440,9 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
             scan, swept_fresh = 0, False
             continue
         swept_fresh = True
-        part_shift = bits - (parts.bit_length() - 1)
+        part_mask = parts - 1
         t_expand = time.perf_counter()
-        no_moves += kernels._expand(table.slots, table.layout, batch[:n], tags, nt, term, counts, part_shift)
+        no_moves += kernels._expand(table.slots, table.layout, batch[:n], tags, nt, term, counts, part_mask)
         t_insert = time.perf_counter()
         expand_seconds += t_insert - t_expand
         expanded += n
@@ -454,9 +455,9 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
                 scan = 0  # slots moved: rescan (expanded positions are no longer fresh)
             if terminal.room() < n_term:
                 grow_set(len(terminal) + max(n_term, len(terminal)))
-            part_shift = bits - (parts.bit_length() - 1)
+            part_mask = parts - 1
             failed_table, failed_set = _insert(table.slots, table.layout, table.counts, tags, nt, term, counts,
-                                               terminal.buf, terminal.layout, terminal.counts, by_class, part_shift)
+                                               terminal.buf, terminal.layout, terminal.counts, by_class, part_mask)
             if failed_table == 0 and failed_set == 0:
                 break
             # A displacement did not fit: grow what overflowed, then insert the batch again.
@@ -501,7 +502,7 @@ def count_terminal_partitions(enum: Enumeration, progress: Callable[[int], None]
     kernels = game.jitted(sys.modules[__name__])
     bits, shift = game.layout["MAX_KEY_BITS"], game.layout["KEY_SHIFT"]
     threads = config.THREADS
-    part_shift = bits - (enum.terminal_parts.bit_length() - 1)
+    part_mask = enum.terminal_parts - 1
     batch = np.empty(config.ENUM_BATCH, np.int64)
     per_thread = -(-config.ENUM_BATCH // threads) * game.layout["MAX_MOVES"]
     term = np.empty((threads, table.n_shards, per_thread), np.int64)
@@ -517,13 +518,13 @@ def count_terminal_partitions(enum: Enumeration, progress: Callable[[int], None]
             n, start = _occupied(table.slots, start, batch)
             if n == 0:
                 break
-            kernels._terminals(table.slots, table.layout, batch[:n], part_shift, part, term, counts)
+            kernels._terminals(table.slots, table.layout, batch[:n], part_mask, part, term, counts)
             n_term = int(counts[:, :, 1].sum())
             while True:
                 if terminal.room() < n_term:
                     terminal.grow(len(terminal) + max(n_term, len(terminal)))
                 _, failed = _insert(table.slots, table.layout, table.counts, enum.tags, no_nt, term, counts,
-                                    terminal.buf, terminal.layout, terminal.counts, by_class, bits)
+                                    terminal.buf, terminal.layout, terminal.counts, by_class, 0)
                 if failed == 0:
                     break
                 terminal.grow(2 * len(terminal))

@@ -75,8 +75,41 @@ def test_set_counts_distinct_keys(shards):
 
 
 def test_set_entry_width_follows_the_remainder():
-    assert compact_set.CompactSet(100_000_000, BITS, SHIFT).entry_bytes == 3  # 2**28 slots
-    assert compact_set.CompactSet(1000, BITS, SHIFT).entry_bytes == 5          # 2**16 slots
+    # 147 M keys (the standard game's terminal positions) at 85 %: 173 M slots (not 2**28) of
+    # 16 remainder bits, a preimage bit and 7 of displacement
+    s = compact_set.CompactSet(147_000_000, BITS, SHIFT, load_factor=0.85, n_shards=2)
+    assert s.entry_bytes == 3 and s.capacity == 172_941_312 and s.nbytes < 0.65 * 3 * 2**28
+    # 100 M keys: 2**27 slots of 3 bytes (17 + 7 bits) take fewer bytes than 118 M of 4
+    assert compact_set.CompactSet(100_000_000, BITS, SHIFT, load_factor=0.75).capacity == 2**27
+    assert compact_set.CompactSet(1000, BITS, SHIFT).entry_bytes == 5  # 2**16 slots: 28 + 7 bits
+
+
+@pytest.mark.parametrize("slots,shards", [(1 << 16, 1), (3 << 15, 1), (5 << 14, 2), (100_000, 4), (7 << 13, 4)])
+def test_a_set_of_any_size_gives_back_its_hashes(slots, shards):
+    """Sets of any number of slots (a power of two a shard or not) hold every key once and give
+    back exactly the hashes added, from each entry's home, preimage bit and remainder; full to
+    90 %, so displacements are long."""
+    layout = compact_layout.make_set_layout(BITS, SHIFT, slots, shards, compact_set.SET_DISP_BITS)
+    s = compact_set.CompactSet(1, BITS, SHIFT, load_factor=0.95, n_shards=shards)
+    s._allocate(slots)
+    assert (s.layout == layout).all() and s.capacity == slots
+    keys = np.unique(random_keys(int(0.9 * slots), seed=slots + shards, dup=0))
+    hashes = compact_layout.hash_keys(keys, s.layout)
+    out = np.zeros(len(hashes), np.int64)
+    assert compact_set._set_add_many(s.buf, s.layout, shards, s.counts, hashes, out) == 0  # all fitted
+    assert out.sum() == len(keys) == len(s)
+    assert compact_set._set_add_many(s.buf, s.layout, shards, s.counts, hashes[::7], out[::7]) == 0
+    assert out[::7].sum() == 0 and len(s) == len(keys)
+    assert sorted(s.hashes().tolist()) == sorted(hashes.tolist())
+
+
+def test_a_set_grows_from_any_size():
+    s = compact_set.CompactSet(70_000, BITS, SHIFT, load_factor=0.85, n_shards=2)
+    assert s.capacity & (s.capacity - 1)  # not a power of two
+    keys = random_keys(400_000, seed=12)
+    s.add(keys)
+    want = set(compact_layout.hash_keys(keys, s.layout).tolist())
+    assert len(s) == len(want) and set(s.hashes().tolist()) == want and s.capacity >= len(want) / 0.85
 
 
 def test_bad_keys_are_refused():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import LION_CHICK
-from dobutsu_tb.encoding import compact_layout, config
+from dobutsu_tb.encoding import compact_layout, compact_set, config
 from dobutsu_tb.tablebase import memory, retrograde, writer
 from dobutsu_tb.tablebase.build import build_tablebase, record_blocks
 from dobutsu_tb.tablebase.enumeration import enumerate_positions
@@ -28,11 +28,13 @@ def small_tables(monkeypatch):
     """Tables that start tiny and grow, so that a budget of a few hundred KiB bites."""
     monkeypatch.setattr(config, "DEFAULT_EXPECTED", 1024)
     monkeypatch.setattr(compact_layout, "MIN_SLOT_BITS", 14)
+    monkeypatch.setattr(compact_set, "MIN_SET_SLOTS", 1024)
+    monkeypatch.setattr(compact_set, "SET_SLOT_GRAIN", 256)
 
 
 def test_a_tiny_budget_gives_the_same_file(tmp_path, small_tables, lion_chick_tb):
     work = tmp_path / "work"
-    result = build_tablebase(tmp_path / "small.h5", LION_CHICK, progress=False, max_memory=memory.BASE_MEMORY + 250_000,
+    result = build_tablebase(tmp_path / "small.h5", LION_CHICK, progress=False, max_memory=memory.BASE_MEMORY + 200_000,
                              work_dir=work, spill=True)
     assert result.plan.terminal_parts >= 2 and result.plan.spill
     keys, values, meta = _contents(result.path)
