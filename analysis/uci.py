@@ -463,7 +463,7 @@ class UciEngine:
         limits, searchmoves = _parse_go_args(args, self.error)
         self.stop_search(finish=True)  # a go before the last one's bestmove: that one ends first
         depth = limits.get("depth")
-        job = _Job(self._game, self.multipv, depth if depth is None else max(depth, 1), searchmoves,
+        job = _Job(self._game, self.multipv, depth, searchmoves,
                    wait=bool(limits.get("infinite") or limits.get("ponder")))
         if self._game is None:
             self.error(f"no position to search: {self._error}")
@@ -628,7 +628,10 @@ def _parse_go_args(args: list[str], error: Callable[[str], None]) -> tuple[dict,
             limits[token] = True
         elif token in _GO_VALUES:
             value = args[i + 1] if i + 1 < len(args) else ""
-            if re.fullmatch(r"-?[0-9]{1,18}", value):
+            if token == "depth" and re.fullmatch(r"-?[0-9]{1,18}", value) and int(value) < 1:
+                error(f"go depth needs at least 1 ply, not {value}; ignored")
+                i += 1
+            elif re.fullmatch(r"-?[0-9]{1,18}", value):
                 limits[token] = int(value)
                 i += 1
             else:

@@ -300,6 +300,10 @@ def test_hostile_lines(engine):
     assert best.split()[1] in ("b1c2", "b2b3") and sum("error" in line for line in info) == 2
     info, best = engine.search(f"position fen {LC_FEN}", "go depth 3")
     assert len(_scores(info)[1][1]) == 3
+    for bad in ("-1", "0"):  # not read as 1: an error, and the whole line
+        info, best = engine.search(f"position fen {LC_FEN}", f"go depth {bad}")
+        assert f"info string error: go depth needs at least 1 ply, not {bad}; ignored" in info
+        assert len(_scores(info)[1][1]) > 3
 
 
 def test_stream_limits_and_eof(lion_chick_tb):
