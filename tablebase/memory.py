@@ -44,17 +44,27 @@ class InsufficientMemoryError(MemoryError):
     budget; the message says how much is needed and available."""
 
 
-def available_memory() -> int | None:
-    """``MemAvailable`` of ``/proc/meminfo`` in bytes (memory that can be had without swapping),
-    or None where there is no such file."""
+def _meminfo(field: str) -> int | None:
+    """A field of ``/proc/meminfo`` in bytes, or None where there is no such file or field."""
     try:
         with open("/proc/meminfo", encoding="ascii") as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def available_memory() -> int | None:
+    """``MemAvailable`` of ``/proc/meminfo`` in bytes (memory that can be had without swapping),
+    or None where there is no such file."""
+    return _meminfo("MemAvailable")
+
+
+def total_memory() -> int | None:
+    """``MemTotal`` of ``/proc/meminfo`` in bytes (this machine's memory), or None if unknown."""
+    return _meminfo("MemTotal")
 
 
 def resident_memory() -> int:

@@ -237,6 +237,8 @@ def test_too_little_memory_is_said_before_the_build(cli, tmp_path, monkeypatch):
         assert result.exit_code == 1 and "but the budget is 1.0 GiB (--max-memory)" in result.output
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "lots")
         assert result.exit_code == 2 and "'lots' is not a size like 20G" in result.output
+        result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "1000T")
+        assert result.exit_code == 2 and "'1000T' is more than this machine has" in result.output
     assert leftovers(tmp_path) == []
     # As the tables grow (a start whose counts are not known in advance).
     from dobutsu_tb.encoding import compact_layout, config

@@ -65,7 +65,7 @@ def build(start, variant, variant_file, out, max_memory, work_dir, quiet, force,
     from dobutsu_tb.analysis.reports import parse_position
     from dobutsu_tb.tablebase.build import build_tablebase
     from dobutsu_tb.tablebase.game.position import Position
-    from dobutsu_tb.tablebase.memory import parse_size
+    from dobutsu_tb.tablebase.memory import gib, parse_size, total_memory
 
     budget = None
     if max_memory is not None:
@@ -73,6 +73,10 @@ def build(start, variant, variant_file, out, max_memory, work_dir, quiet, force,
             budget = parse_size(max_memory)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="'--max-memory'") from None
+        total = total_memory()
+        if cluster is None and total is not None and budget > total:
+            raise click.BadParameter(f"{max_memory!r} is more than this machine has ({gib(total)} in all); the "
+                                     f"build would be killed before it used it", param_hint="'--max-memory'")
     options = cluster_options(cluster, workers, worker_threads, max_memory=max_memory, work_dir=work_dir,
                               ignore_memory=ignore_memory)
     game = resolve_variant(variant, variant_file)
