@@ -34,15 +34,27 @@ def parse_position(text: str, variant=None) -> Position:
     ------
     dobutsu_tb.tablebase.game.position.PositionError
         If the text is malformed or the position impossible (for a variant other than the
-        standard game, the message names it and its board).
+        standard game, or a text with another number of ranks, the message names the variant
+        and its board).
     """
     try:
         return Position.from_fen(text, variant) if "[" in text else Position.from_text(text, variant)
     except PositionError as exc:
-        if variant is None or variant == standard_variant():
-            raise
+        standard = variant is None or variant == standard_variant()
+        if standard and _ranks_given(text) in (None, standard_variant().ranks):
+            raise  # the standard game's board: the message alone
+        variant = variant or standard_variant()
         raise PositionError(f"{exc} (a position of {variant.name}: {variant.files} files, {variant.ranks} ranks, "
                             f"e.g. {variant.start})") from None
+
+
+def _ranks_given(text: str) -> int | None:
+    """How many ranks a position's text has (our notation or a FEN), None if it cannot tell."""
+    if "[" in text:
+        board = text.strip().split()[0].split("[")[0] if text.strip() else ""
+        return len(board.split("/")) if board else None
+    fields = text.strip().split("/")
+    return len(fields) - 2 if len(fields) >= 3 else None
 
 
 def move_json(m: MoveValue) -> dict:

@@ -277,7 +277,10 @@ def test_a_position_of_another_board_is_one_error_line(cli, five_by_three, lion_
     assert result.exit_code == 1 and result.output.count("\n") == 1
     assert "expected 7 fields" in result.output and "a position of dobutsu-5x3: 3 files, 5 ranks" in result.output
     result = cli("probe", "S/-l-/-c-/---/-C-/-L-/-", "--tb", lion_chick_tb.path)
-    assert result.exit_code == 1 and "expected 6 fields" in result.output
+    assert result.exit_code == 1 and result.output.count("\n") == 1
+    assert "expected 6 fields" in result.output and "a position of dobutsu: 3 files, 4 ranks" in result.output
+    result = cli("probe", "S/-l-/-c-/-C/-L-/-", "--tb", lion_chick_tb.path)  # the right board: no hint
+    assert result.output == "error: 'S/-l-/-c-/-C/-L-/-': rank 3 must have 3 cells, got '-C'\n"
     with open_tablebase(five_by_three.path) as tb:
         with pytest.raises(PositionError, match="is a position of dobutsu; this tablebase is of dobutsu-5x3"):
             tb.probe_wdl(Position.start())
