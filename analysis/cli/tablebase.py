@@ -49,9 +49,11 @@ def default_output(variant, position) -> Path:
               help="Build even when the estimated memory need exceeds what the machine has available.")
 @click.option("--cluster", default=None, metavar="ADDRESS",
               help="Build on a Ray cluster (pip install 'dobutsu-tablebase[cluster]'; docs/cluster.md): 'local' "
-                   "starts one on this machine, else the address of a running cluster (HOST:6379, auto).")
+                   "starts one on this machine, else the address of a running cluster (HOST:6379, auto, "
+                   "ray://HOST:10001).")
 @click.option("--workers", default=None, type=click.IntRange(1, 4096), metavar="N",
-              help="With --cluster: the workers that share the positions (default 2).")
+              help="With --cluster: the workers that share the positions (default 2; with 'local', their threads "
+                   "at most twice the CPUs).")
 @click.option("--worker-threads", default=None, type=click.IntRange(1, 256), metavar="T",
               help="With --cluster: the threads (and CPUs) of each worker (default: the cluster's CPUs shared).")
 def build(start, variant, variant_file, out, max_memory, work_dir, quiet, force, ignore_memory, cluster, workers,
@@ -117,8 +119,12 @@ def cluster_options(address, workers, worker_threads, **in_process):
     for name, value in in_process.items():
         if value:
             raise click.UsageError(f"--{name.replace('_', '-')} applies to a build in this process, not to --cluster")
-    from dobutsu_tb.tablebase.cluster import ClusterOptions
+    from dobutsu_tb.tablebase.cluster import ClusterOptions, check_address
 
+    try:
+        check_address(address.strip())
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--cluster'") from None
     return ClusterOptions(address.strip(), workers or 2, worker_threads)
 
 
