@@ -61,7 +61,7 @@ def build(start, variant, variant_file, out, max_memory, work_dir, quiet, force,
     """Enumerate every position reachable from a start, solve them all, write an HDF5 file.
 
     Prints the counts and the start position's value. The full build from the standard start
-    takes a few minutes and about 2 GiB of memory. The file appears only when complete; Ctrl-C
+    takes a minute or two and about 1.4 GiB of memory. The file appears only when complete; Ctrl-C
     or SIGTERM stops the build (exit code 130 or 143) and leaves nothing behind.
     """
     from dobutsu_tb.analysis.reports import parse_position
