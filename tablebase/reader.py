@@ -18,10 +18,10 @@ Adler-32 fails, if it inflates to the wrong size, if its keys are out of order o
 the index, or if a value byte is out of range. Whole-file reads (verify, statistics, in-memory
 probing) also check each chunk's fletcher32 (it covers the same bytes as the zlib checks, so a
 single probe skips it) and the counts of the metadata. The verifier (``dobutsu-tb verify``)
-reads the layout through h5py even when the header is there, compares the header with it, and
-checks HDF5's own chunk index against the chunk table, filter masks included, so that any HDF5
-reader reads what we read. Each failure raises
-:class:`~dobutsu_tb.tablebase.schema.TablebaseFileError` naming the place.
+reads the layout through h5py even when the header is there, compares the header with it (when
+it still describes the file: probes read it), and checks HDF5's own chunk index against the
+chunk table, filter masks included, so that any HDF5 reader reads what we read. Each failure
+raises :class:`~dobutsu_tb.tablebase.schema.TablebaseFileError` naming the place.
 """
 
 from __future__ import annotations
@@ -127,7 +127,8 @@ class TablebaseFile:
     value_dtype : numpy.dtype
         uint8, or uint16 for two-byte values (made on first use).
     header_problems : list of str
-        Where the probe header disagrees with HDF5's metadata (only when opened with ``hdf5``).
+        Where the probe header, still describing the file (probes read it), disagrees with
+        HDF5's metadata (only when opened with ``hdf5``).
 
     Raises
     ------
@@ -288,15 +289,19 @@ class TablebaseFile:
     def _from_hdf5(self) -> None:
         """Open through h5py (a file without the probe header, or one an HDF5 tool changed after
         the build): every piece of the layout checked against the schema. A file of format
-        version 5 or later must have the header; where it disagrees with HDF5 goes to
-        :attr:`header_problems`."""
+        version 5 or later must have the header; where a header that still describes the file
+        disagrees with HDF5 goes to :attr:`header_problems`."""
         self._file = self._open_hdf5()
         payload = self._header()  # (again: h5py may have found the file replaced and reopened it)
         self.metadata = read_metadata(self._file, self._check_counts)
         if self.metadata.format_version >= HEADER_VERSION and payload is None:
             raise self._fail("the probe header at the start of the file is missing: the file is damaged")
         self._check_layout()
-        if payload is not None and self.metadata.format_version >= HEADER_VERSION:
+        # A header that still describes the file (its regions unchanged) is what probes read: it
+        # must say what HDF5 says. One that no longer does (an HDF5 tool changed the file after
+        # the build) is not read, and may differ.
+        if (payload is not None and self.metadata.format_version >= HEADER_VERSION
+                and header.regions_match(self._fd, payload, self._size, crc32)):
             self.header_problems = self._header_disagreements(payload)
 
     def _header_disagreements(self, p: dict) -> list[str]:

@@ -316,7 +316,10 @@ def test_a_damaged_probe_header_is_refused(cli, bad_copy):
 
 def test_a_file_changed_by_an_hdf5_tool_is_read_through_hdf5(lion_chick_tb, bad_copy):
     """An HDF5 tool's change after the build (here a resealed attribute) leaves the header
-    describing another file: the reader goes through h5py, and verify names the difference."""
+    describing another file: the reader goes through h5py and reads the new attribute; the stale
+    header is not read, and verify, which reads HDF5, passes."""
+    from dobutsu_tb.analysis.verify import verify_file
+
     with h5py.File(bad_copy, "a") as f:
         f.attrs.create("created", data=b"2000-01-01T00:00:00+00:00", dtype=h5py.string_dtype("utf-8", 25))
         reseal(f)
@@ -324,11 +327,7 @@ def test_a_file_changed_by_an_hdf5_tool_is_read_through_hdf5(lion_chick_tb, bad_
     with TablebaseFile(bad_copy) as f:
         assert f._file is not None and f.metadata.created == "2000-01-01T00:00:00+00:00"
     assert _every_answer_right_or_refused(bad_copy, keys, values) == 0
-    from dobutsu_tb.analysis.verify import verify_file
-
-    report = verify_file(bad_copy)
-    assert not report.ok
-    assert any(p.where == "probe header" and "'created'" in p.message for p in report.problems), report.problems
+    assert verify_file(bad_copy).ok
 
 
 def test_a_forged_probe_header_is_read_and_verify_finds_it(lion_chick_tb, bad_copy):
