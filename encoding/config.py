@@ -44,7 +44,7 @@ VALUE_CHUNK = 1 << 10
 #: zlib level of the HDF5 chunks.
 GZIP_LEVEL = 4
 #: Decompressed chunks a lazily opened tablebase keeps per dataset.
-CHUNK_CACHE = 64
+CHUNK_CACHE = 1024
 #: Dead states a depth-first search remembers by default.
 DEAD_STATES = 1 << 24
 #: numba cache folders kept (one per version of the sources; the least recently used go first).
