@@ -8,7 +8,11 @@ other copies: the copies run as plain Python, which is how probing uses them wit
 :func:`dobutsu_tb.encoding.jit.bind_jitted` makes the same copies and compiles them with numba,
 which freezes the tables into the machine code.
 
-This module knows no game and does not import numba.
+Tables of two or more dimensions are :class:`Grid` objects: a kernel reads them as
+``TABLE[i, j]`` in either form (a dictionary look-up by the tuple in plain Python, quicker than
+indexing an array there; an int64 array once jitted).
+
+This module knows no game and imports neither numba nor numpy.
 """
 
 from __future__ import annotations
@@ -18,6 +22,40 @@ import types
 #: ``range`` for plain kernels whose loop runs in parallel once jitted: :func:`~dobutsu_tb.encoding.jit.bind_jitted`
 #: puts ``numba.prange`` in its place (import it under this name).
 prange = range
+
+
+class Grid(dict):
+    """A table of ints of two or more dimensions, for kernels that index it as ``table[i, j]``.
+
+    In plain Python it is a dictionary from index tuples to ints (the quickest look-up by
+    several indices there, and no numpy); :func:`~dobutsu_tb.encoding.jit.bind_jitted` turns
+    it into an int64 array of :attr:`shape` (``rows`` as nested lists).
+
+    Parameters
+    ----------
+    rows : list of list of int (nested to any depth)
+        The table as nested lists, all of one length at each depth.
+
+    Attributes
+    ----------
+    rows : list
+        ``rows`` as given (do not change it: the dictionary is filled once).
+    shape : tuple of int
+    """
+
+    def __init__(self, rows: list):
+        super().__init__()
+        self.rows = rows
+        shape = []
+        level = rows
+        while isinstance(level, list):
+            shape.append(len(level))
+            level = level[0] if level else None
+        self.shape = tuple(shape)
+        entries = [((), rows)]
+        for _ in shape:
+            entries = [(at + (i,), sub) for at, row in entries for i, sub in enumerate(row)]
+        self.update(entries)
 
 
 def kernel_options(**options):

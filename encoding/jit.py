@@ -205,7 +205,14 @@ def njit_driver(func=None, **options):
 
 
 def _as_arrays(value, arrays: dict):
-    """A module-level list of ints as an int64 array (numba freezes global arrays into the code)."""
+    """A module-level list of ints, or a :class:`~dobutsu_tb.encoding.binding.Grid`, as an int64
+    array (numba freezes global arrays into the code)."""
+    from dobutsu_tb.encoding.binding import Grid
+
+    if isinstance(value, Grid):
+        if id(value) not in arrays:
+            arrays[id(value)] = np.asarray(value.rows, np.int64).reshape(value.shape)
+        return arrays[id(value)]
     if isinstance(value, list) and value and all(type(v) is int for v in value[:16]):
         if id(value) not in arrays:
             arrays[id(value)] = np.asarray(value, np.int64)
@@ -219,7 +226,8 @@ def bind_jitted(modules, names: dict | None = None, cache_key: str | None = None
 
     Each kernel is copied (:func:`~dobutsu_tb.encoding.binding.copy_kernels`) with the globals
     of ``names`` in place of its module's, and every kernel it calls replaced by that kernel's
-    jitted copy; lists of ints among the globals become int64 arrays. Compilation happens on a
+    jitted copy; lists of ints and :class:`~dobutsu_tb.encoding.binding.Grid` tables among the
+    globals become int64 arrays. Compilation happens on a
     kernel's first call. Its numba options come from
     :func:`~dobutsu_tb.encoding.binding.kernel_options`.
 

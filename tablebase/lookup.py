@@ -36,6 +36,7 @@ def probe_keys(tb, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         stored, values = tb._all
         _find_in_memory(stored, values, tb._file.index, tb._file.key_chunk, keys, codes, found)
         return codes, found
+    tb._file.check_index()  # (what a key not found relies on)
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
     f = tb._file
@@ -45,7 +46,9 @@ def probe_keys(tb, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         c = int(chunk_ids[lo])
         if c < 0 or lo == hi:
             continue
-        chunk_keys = tb._cached(tb._key_cache, c, f.read_keys)
+        cached = tb._cached(tb._key_cache, c, f.chunk_keys)
+        f.check_order(c, cached)  # (the cache holds chunks whose order only probes' finds checked)
+        chunk_keys = np.frombuffer(cached, np.int64)
         part = sorted_keys[lo:hi]
         i = np.searchsorted(chunk_keys, part)
         inside = i < chunk_keys.shape[0]

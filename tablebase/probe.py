@@ -15,17 +15,17 @@ methods, and gives ``default`` from the ``get_*`` methods (python-chess's conven
 Lookups go through ``/index`` (the first key of each chunk of ``/keys``, read and checked on
 open) to one small chunk of ``/keys`` and one of ``/values``; every chunk is checked as it is
 read (:class:`~dobutsu_tb.tablebase.reader.TablebaseFile`) and kept in a small cache, and nothing
-here imports numba. ``open_tablebase(path, in_memory=True)`` reads the whole file instead (about
-11 bytes per position), after which :meth:`Tablebase.probe_many` looks up many keys at once.
+here imports numba, nor numpy (but ``in_memory`` and :meth:`Tablebase.probe_many`).
+``open_tablebase(path, in_memory=True)`` reads the whole file instead (about 11 bytes per
+position), after which :meth:`Tablebase.probe_many` looks up many keys at once.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
 
 from dobutsu_tb.encoding.config import CHUNK_CACHE
 from dobutsu_tb.tablebase.game.game import game_of
@@ -114,7 +114,7 @@ class MoveValue:
 
 def _to_position(position, variant) -> Position:
     if isinstance(position, Position):
-        if position.variant != variant:
+        if position.variant is not variant and position.variant.canonical_json != variant.canonical_json:
             raise PositionError(f"{position.text()} is a position of {position.variant.name}; this tablebase is of "
                                 f"{variant.name} ({variant.files} files, {variant.ranks} ranks)")
         return position
@@ -176,7 +176,7 @@ class Tablebase:
     # --- raw lookups ---------------------------------------------------------------------
 
     @staticmethod
-    def _cached(cache: OrderedDict, c: int, read) -> np.ndarray:
+    def _cached(cache: OrderedDict, c: int, read):
         arr = cache.get(c)
         if arr is None:
             arr = cache[c] = read(c)
@@ -190,25 +190,27 @@ class Tablebase:
         """Index of a canonical key among the stored keys, or -1."""
         if self._all is not None:
             keys = self._all[0]
-            i = int(np.searchsorted(keys, key))
+            i = int(keys.searchsorted(key))
             return i if i < keys.shape[0] and keys[i] == key else -1
-        c = self._file.chunk_of(key)
+        f = self._file
+        c = bisect_right(f._index, key) - 1  # (f.chunk_of, inlined: the probes' own path)
         if c < 0:
+            f.check_index()
             return -1
         keys = self._key_cache.get(c)
         if keys is None:
-            keys = self._cached(self._key_cache, c, self._file.read_keys)
-        i = int(keys.searchsorted(key))
-        if i >= keys.shape[0] or keys[i] != key:
-            return -1
-        return c * self._file.key_chunk + i
+            keys = self._cached(self._key_cache, c, f.chunk_keys)
+        return f.find(c, keys, key)
 
     def _value_byte(self, i: int) -> int:
         if self._all is not None:
             return int(self._all[1][i])
-        chunk = self._file.value_chunk
-        code = int(self._cached(self._value_cache, i // chunk, self._file.read_values)[i % chunk])
-        return self._file.check_value(code, i)
+        f = self._file
+        c, j = divmod(i, f.value_chunk)
+        values = self._value_cache.get(c)
+        if values is None:
+            values = self._cached(self._value_cache, c, f.values_of_chunk)
+        return f.check_value(values[j], i)
 
     def lookup_key(self, key: int) -> tuple[int, int] | None:
         """``(wdl, dtm)`` stored for a canonical key (the position with Sente to move; signed DTM
@@ -225,7 +227,7 @@ class Tablebase:
         wdl, dtm = decode_value(self._value_byte(i))
         return wdl, signed_dtm(wdl, dtm)
 
-    def probe_many(self, positions_or_keys) -> tuple[np.ndarray, np.ndarray]:
+    def probe_many(self, positions_or_keys) -> tuple:
         """WDL and DTM of many positions at once (for training data and bulk checks).
 
         Parameters
@@ -249,6 +251,8 @@ class Tablebase:
         ValueError
             If an array of keys is not one-dimensional int64.
         """
+        import numpy as np
+
         from dobutsu_tb.tablebase.lookup import probe_keys
 
         arr = positions_or_keys
@@ -285,7 +289,8 @@ class Tablebase:
         MissingPositionError
             If the tablebase does not cover the position.
         """
-        position = self.position(position)
+        if type(position) is not Position or position.variant is not self.variant:
+            position = self.position(position)
         state = position.state()
         found = self.lookup_key(self.game.key_of(state))  # terminal positions are never stored
         if found is not None:
@@ -370,9 +375,9 @@ class Tablebase:
         if cls == NONTERMINAL:
             self.value(position)  # raises MissingPositionError for a position not covered
         out = []
-        for mv in game.legal_moves(state):
-            child = play_move(position, int(mv))
-            text = move_text(position, int(mv))
+        for mv in game.legal_move_list(state):
+            child = play_move(position, mv)
+            text = move_text(position, mv)
             if child is None:  # the move captures the royal piece
                 out.append(MoveValue.after(text, None, LOSS, 0, Terminal.ROYAL_CAPTURED))
                 continue

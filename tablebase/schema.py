@@ -1,4 +1,4 @@
-"""The tablebase file's layout, format version 4 (one HDF5 file that any HDF5 reader can read),
+"""The tablebase file's layout, format version 5 (one HDF5 file that any HDF5 reader can read),
 and the checks of its metadata.
 
 Layout::
@@ -25,11 +25,17 @@ seconds of each build phase, and ``metadata_crc32``, the CRC-32 of all the other
 group's object header, so every byte of HDF5's own metadata is covered by one of HDF5's
 checksums (superblock, object headers, the chunk index) and the file has no global heap (HDF5
 can loop forever on a damaged one). Terminal positions are not stored: the rules answer them.
+The file starts with HDF5's user block, which holds the probe header
+(:mod:`~dobutsu_tb.tablebase.header`): the attributes and the places of /index and /chunk_table
+again, so that a probe opens the file without h5py or numpy.
+
+Version 5 differs from version 4 only by the probe header (and by the keys' chunks, deflated
+with fixed Huffman codes: any inflater reads them); a file of version 4 is read through h5py.
 Version 4 differs from version 3 only by the chunk table's third column: in a file of version 3
 or 2 a chunk moved, swapped or copied over another of the same stored size (a /values chunk
 above all: its bytes say nothing of their place) is read as if it were in place, and only
 ``dobutsu-tb verify``, which re-derives every value, finds it. Version 3 differs from version 2
-only by ``metadata_crc32`` and the string attributes' storage. Files of versions 2 and 3 are
+only by ``metadata_crc32`` and the string attributes' storage. Files of versions 2 to 4 are
 still read, with every check their layout allows.
 
 The chunks' bytes are :mod:`~dobutsu_tb.tablebase.chunks`' to encode and decode; files are
@@ -42,15 +48,11 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 
-import h5py
-import numpy as np
-from h5py import h5z
-
 from dobutsu_tb.tablebase.game.variant import Variant, VariantError, standard_variant, variant_from_json
 from dobutsu_tb.tablebase.values import MAX_WIDE_DTM
 
 FORMAT = "dobutsu-tablebase"
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 RULES = ("dobutsu shogi and its variants (docs/rules.md): catch and try (Tanaka's convention: catch-terminal and "
          "try-terminal positions are not stored), side to move normalised, mirrors folded when the variant is "
          "mirror-symmetric; the variant's description is the attribute 'variant'")
@@ -58,17 +60,19 @@ KEY_LAYOUT = "Huffman-style 64-bit canonical key derived from the variant, first
 VALUE_LAYOUT = "uint8: 0 draw, otherwise DTM + 1 in plies; an odd DTM is a win, an even one a loss"
 #: The same in two bytes, for a variant whose longest DTM is 254 plies or more.
 WIDE_VALUE_LAYOUT = "uint16: 0 draw, otherwise DTM + 1 in plies; an odd DTM is a win, an even one a loss"
-#: The dtypes of /keys and /values.
-KEY_DTYPE, VALUE_DTYPE = np.dtype("<i8"), np.dtype("u1")
+#: The dtypes of /keys and /values (numpy's names).
+KEY_DTYPE, VALUE_DTYPE = "<i8", "u1"
 
 
 #: Datasets of a tablebase file, at the root and in /stats.
 MEMBERS = {"keys", "values", "index", "chunk_table", "stats"}
 STATS_MEMBERS = {"dtm_wins", "dtm_losses"}
+#: HDF5's identifiers of the filters we use (H5Zpublic.h; h5py.h5z.FILTER_DEFLATE, ...).
+FILTER_DEFLATE, FILTER_SHUFFLE, FILTER_FLETCHER32 = 1, 2, 3
 #: The filter pipelines of /keys and /values, in order (what encode_chunks applies).
-KEY_FILTERS = (h5z.FILTER_SHUFFLE, h5z.FILTER_DEFLATE, h5z.FILTER_FLETCHER32)
-VALUE_FILTERS = (h5z.FILTER_DEFLATE, h5z.FILTER_FLETCHER32)
-FILTER_NAMES = {h5z.FILTER_SHUFFLE: "shuffle", h5z.FILTER_DEFLATE: "deflate", h5z.FILTER_FLETCHER32: "fletcher32"}
+KEY_FILTERS = (FILTER_SHUFFLE, FILTER_DEFLATE, FILTER_FLETCHER32)
+VALUE_FILTERS = (FILTER_DEFLATE, FILTER_FLETCHER32)
+FILTER_NAMES = {FILTER_SHUFFLE: "shuffle", FILTER_DEFLATE: "deflate", FILTER_FLETCHER32: "fletcher32"}
 #: Most entries in a chunk of a file we read (ours have KEY_CHUNK and VALUE_CHUNK).
 MAX_CHUNK = 1 << 16
 
@@ -131,7 +135,7 @@ COUNT_FIELDS = ("reachable", "nonterminal", "catch_terminal", "try_terminal", "n
 HISTOGRAM_STEP = 1 << 22
 
 
-def code_histogram(codes: np.ndarray, size: int = 256) -> np.ndarray:
+def code_histogram(codes, size: int = 256):
     """Positions per value code, counted in slices (``np.bincount`` of the whole array would make
     an int64 copy of it: 11.5 GB for the 5x3 game's 1.44 G values).
 
@@ -145,6 +149,8 @@ def code_histogram(codes: np.ndarray, size: int = 256) -> np.ndarray:
     -------
     numpy.ndarray of int64, shape (max(size, codes.max() + 1),)
     """
+    import numpy as np
+
     counts = np.zeros(size, np.int64)
     for lo in range(0, codes.shape[0], HISTOGRAM_STEP):
         part = np.bincount(codes[lo:lo + HISTOGRAM_STEP], minlength=counts.shape[0])
@@ -154,7 +160,7 @@ def code_histogram(codes: np.ndarray, size: int = 256) -> np.ndarray:
     return counts
 
 
-def value_counts(per_code: np.ndarray) -> dict:
+def value_counts(per_code) -> dict:
     """What the metadata say about the values, from the number of positions per value byte.
 
     Parameters
@@ -168,6 +174,8 @@ def value_counts(per_code: np.ndarray) -> dict:
         ``wins``, ``draws``, ``losses``, ``no_moves`` (losses in 0: the positions without a
         legal move) and ``max_dtm`` (plies), as ints.
     """
+    import numpy as np
+
     decided = per_code[1:]
     dtm = np.arange(decided.shape[0])
     return {"wins": int(decided[dtm % 2 == 1].sum()), "draws": int(per_code[0]),
@@ -212,7 +220,11 @@ def _attribute(value, name: str, kind: type, filename: str):
         value = value.decode("utf-8")
     if kind is str:
         ok = isinstance(value, str)
+    elif type(value) in (int, float, bool, str):  # JSON's (the probe header's) types: no numpy needed
+        ok = type(value) is int or (kind is float and type(value) is float)
     else:
+        import numpy as np
+
         ok = (np.ndim(value) == 0 and not isinstance(value, (bool, np.bool_, str))
               and isinstance(value, (int, np.integer) if kind is int else (int, float, np.integer, np.floating)))
     if not ok:
@@ -227,11 +239,11 @@ _INT_ATTRS = ("format_version", *COUNT_FIELDS, "index_crc32", "chunk_table_crc32
 #: with every other check); version 4 names its variant (files of versions 2 and 3 are dobutsu
 #: shogi's). A new version with attributes of its own adds a row here, and its
 #: number to READABLE_VERSIONS through it.
-VERSION_ATTRS = {2: (), 3: ("metadata_crc32",), 4: ("metadata_crc32", "variant")}
+VERSION_ATTRS = {2: (), 3: ("metadata_crc32",), 4: ("metadata_crc32", "variant"), 5: ("metadata_crc32", "variant")}
 READABLE_VERSIONS = tuple(VERSION_ATTRS)
 #: Columns of /chunk_table by format version: offset and size, and from version 4 the CRC-32
 #: of each chunk's place and bytes.
-CHUNK_TABLE_COLUMNS = {2: 2, 3: 2, 4: 3}
+CHUNK_TABLE_COLUMNS = {2: 2, 3: 2, 4: 3, 5: 3}
 #: Attributes that a file may lack (their value is then "").
 _OPTIONAL_ATTRS = ("created",)
 
@@ -241,11 +253,55 @@ def _attribute_kind(name: str) -> type:
     return str if name in _STRING_ATTRS or name == "variant" else float if name.startswith("seconds_") else int
 
 
-def read_metadata(f: h5py.File, check_counts: bool = True) -> Metadata:
-    """The :class:`Metadata` of an open tablebase file, checked: the attributes' names and types,
-    their CRC-32 (``metadata_crc32``, format versions 3 and 4), the start position, and (unless
+def raw_attributes(f) -> dict:
+    """The root attributes of an open h5py file as plain Python values (strings decoded, numpy
+    scalars as int or float, arrays as lists): what the probe header holds.
+
+    Raises
+    ------
+    Exception
+        Whatever h5py raises for damaged attribute headers.
+    """
+    out = {}
+    for k in f.attrs.keys():
+        value = f.attrs[k]
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        out[k] = value.tolist() if hasattr(value, "tolist") else value
+    return out
+
+
+def read_metadata(f, check_counts: bool = True) -> Metadata:
+    """The :class:`Metadata` of a tablebase file open with h5py (h5py.File), checked as by
+    :func:`metadata_from_attrs`.
+
+    Raises
+    ------
+    TablebaseFileError
+        As :func:`metadata_from_attrs`, or if HDF5 cannot read the attributes.
+    """
+    try:
+        a = f.attrs
+        raw = {k: a[k] for k in a.keys()}
+    except Exception as exc:  # h5py raises assorted types for damaged attribute headers
+        raise TablebaseFileError(f"{f.filename}: unreadable metadata ({' '.join(str(exc).split())})") from None
+    return metadata_from_attrs(raw, f.filename, check_counts)
+
+
+def metadata_from_attrs(raw: dict, name: str, check_counts: bool = True) -> Metadata:
+    """The :class:`Metadata` of a file's root attributes, checked: their names and types, their
+    CRC-32 (``metadata_crc32``, format versions 3 and later), the start position, and (unless
     ``check_counts`` is false, as the verifier asks, to report the details itself) that the
     counts agree with each other.
+
+    Parameters
+    ----------
+    raw : dict
+        The attributes by name: as h5py reads them, or as the probe header holds them
+        (:mod:`~dobutsu_tb.tablebase.header`).
+    name : str
+        The file's name, for the messages.
+    check_counts : bool, optional
 
     Raises
     ------
@@ -253,10 +309,7 @@ def read_metadata(f: h5py.File, check_counts: bool = True) -> Metadata:
         If the file is not a tablebase of a readable format version, or its attributes are
         missing, unknown, of the wrong type, damaged or contradict each other.
     """
-    name = f.filename
     try:
-        a = f.attrs
-        raw = {k: a[k] for k in a.keys()}
         fmt = raw.get("format")
         if isinstance(fmt, bytes):
             fmt = fmt.decode("utf-8", "replace")
@@ -279,7 +332,7 @@ def read_metadata(f: h5py.File, check_counts: bool = True) -> Metadata:
             raise TablebaseFileError(f"{name}: the metadata fail their CRC-32 check: the file is damaged")
     except TablebaseFileError:
         raise
-    except Exception as exc:  # h5py raises assorted types for damaged attribute headers
+    except Exception as exc:  # damaged values (h5py raises assorted types for damaged headers)
         raise TablebaseFileError(f"{name}: unreadable metadata ({' '.join(str(exc).split())})") from None
     try:
         variant = variant_from_json(attrs["variant"], "its variant") if version >= 4 else standard_variant()

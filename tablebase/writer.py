@@ -17,6 +17,7 @@ import h5py
 import numpy as np
 
 from dobutsu_tb.encoding import config, interrupt
+from dobutsu_tb.tablebase import header
 from dobutsu_tb.tablebase.chunks import encode_chunks, hdf5_chunk_table, place_crc
 from dobutsu_tb.tablebase.output import OutputError, ReservedOutput, describe_os_error
 from dobutsu_tb.tablebase.schema import (
@@ -202,14 +203,20 @@ def check_records(records: np.ndarray, counts: np.ndarray) -> None:
         raise ValueError("a value byte is out of range")
 
 
-def _create_hdf5(tmp) -> h5py.File:
+def _create_hdf5(tmp, user_block: int) -> h5py.File:
     """A new HDF5 file whose every piece of HDF5 metadata carries a checksum: superblock and
     object headers of version 2 or later, the root's attributes kept in its object header
-    (compact storage, up to 64 of them) rather than in an unchecked fractal heap."""
+    (compact storage, up to 64 of them) rather than in an unchecked fractal heap. It starts with
+    a user block of ``user_block`` bytes for the probe header (:mod:`~dobutsu_tb.tablebase.header`),
+    and HDF5 allocates every new piece at the end of the file (no free-space reuse, no
+    aggregation): what HDF5 writes after the chunks (the small datasets, the attributes, and
+    any later change by an HDF5 tool) lands after them."""
     from h5py import h5f, h5p
 
     fcpl = h5p.create(h5p.FILE_CREATE)
     fcpl.set_attr_phase_change(64, 48)
+    fcpl.set_userblock(user_block)
+    fcpl.set_file_space_strategy(h5f.FSPACE_STRATEGY_NONE, False, 1)
     fapl = h5p.create(h5p.FILE_ACCESS)
     fapl.set_libver_bounds(h5f.LIBVER_V110, h5f.LIBVER_LATEST)
     return h5py.File(h5f.create(os.fsencode(tmp), h5f.ACC_TRUNC, fcpl=fcpl, fapl=fapl))
@@ -241,6 +248,38 @@ def _room_for_metadata(tmp, data_bytes: int) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
+def _attributes(meta: Metadata, value_bits: int, created: str, index_crc: int, table_crc: int) -> dict:
+    """The root attributes of a file (``metadata_crc32`` last): its metadata, layout and the
+    CRC-32s of /index and /chunk_table."""
+    attrs = {"format": FORMAT, "format_version": FORMAT_VERSION, "rules": RULES, "key_layout": KEY_LAYOUT,
+             "value_layout": VALUE_LAYOUT if value_bits == RECORD_VALUE_BITS else WIDE_VALUE_LAYOUT,
+             "start": meta.start, "variant": meta.variant.to_json(),
+             **{name: int(getattr(meta, name)) for name in COUNT_FIELDS},
+             **{f"seconds_{phase}": float(secs) for phase, secs in meta.seconds.items()},
+             "created": created, "index_crc32": index_crc, "chunk_table_crc32": table_crc}
+    attrs["metadata_crc32"] = metadata_crc32(attrs)
+    return attrs
+
+
+def _write_header(tmp, block: int, payload: dict, data_start: int, data_end: int, places) -> None:
+    """Write the probe header (:mod:`~dobutsu_tb.tablebase.header`) into the user block of
+    ``tmp``, which HDF5 has closed: ``payload`` (its attributes and layout) with the file's size
+    and the regions of HDF5's metadata around the chunks ``[data_start, data_end)``, less the
+    byte ranges ``places`` ((offset, size) of /index and /chunk_table).
+
+    Raises
+    ------
+    OSError
+        If the file cannot be read or written.
+    """
+    size = os.path.getsize(tmp)
+    skip = [(offset, offset + nbytes) for offset, nbytes in places]
+    payload = {**payload, "file_size": size, "regions": header.regions(tmp, block, size, data_start, data_end, skip)}
+    data = header.encode(payload, block)
+    with open(tmp, "r+b") as out:
+        out.write(data)
+
+
 def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RECORD_VALUE_BITS) -> None:
     """Write a tablebase into ``tmp`` (a temporary file that :func:`reserve_output` created);
     the arguments are those of :func:`write_tablebase`, and ``records`` may also be
@@ -270,8 +309,10 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
     value_dtype = "u1" if value_bits == RECORD_VALUE_BITS else "<u2"
     from concurrent.futures import ThreadPoolExecutor
 
+    created = meta.created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    user_block = header.user_block_size(_attributes(meta, value_bits, created, 0xFFFFFFFF, 0xFFFFFFFF))
     try:
-        with _create_hdf5(tmp) as f, ThreadPoolExecutor(config.THREADS) as pool:
+        with _create_hdf5(tmp, user_block) as f, ThreadPoolExecutor(config.THREADS) as pool:
             dsets = {}
             for name, dtype, chunk, shuffle in (("keys", "<i8", key_chunk, True),
                                                 ("values", value_dtype, value_chunk, False)):
@@ -339,21 +380,22 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
             stats = f.create_group("stats")
             stats.create_dataset("dtm_wins", data=dtm_wins[:top].astype("<i8"))
             stats.create_dataset("dtm_losses", data=dtm_losses[:top].astype("<i8"))
-            attrs = {"format": FORMAT, "format_version": FORMAT_VERSION, "rules": RULES, "key_layout": KEY_LAYOUT,
-                     "value_layout": VALUE_LAYOUT if value_bits == RECORD_VALUE_BITS else WIDE_VALUE_LAYOUT,
-                     "start": meta.start, "variant": meta.variant.to_json(),
-                     **{name: int(getattr(meta, name)) for name in COUNT_FIELDS},
-                     **{f"seconds_{phase}": float(secs) for phase, secs in meta.seconds.items()},
-                     "created": meta.created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                     "index_crc32": zlib.crc32(index.tobytes()),
-                     "chunk_table_crc32": zlib.crc32(table.tobytes())}
-            attrs["metadata_crc32"] = metadata_crc32(attrs)
+            attrs = _attributes(meta, value_bits, created, zlib.crc32(index.tobytes()), zlib.crc32(table.tobytes()))
             for name, value in attrs.items():
                 if isinstance(value, str):  # fixed-length UTF-8: no global heap (module docstring)
                     data = value.encode("utf-8")
                     f.attrs.create(name, data=data, dtype=h5py.string_dtype("utf-8", max(1, len(data))))
                 else:
                     f.attrs[name] = np.int64(value) if isinstance(value, int) else np.float64(value)
+            places = {"index": (f["index"].id.get_offset(), index.nbytes),
+                      "chunk_table": (f["chunk_table"].id.get_offset(), table.nbytes)}
+            data_start = int(table[:, 0].min()) if table.shape[0] else user_block
+            data_end = int((table[:, 0] + table[:, 1]).max()) if table.shape[0] else user_block
+        payload = {"attrs": attrs, "keys": {"chunk": key_chunk, "dtype": "<i8"},
+                   "values": {"chunk": value_chunk, "dtype": np.dtype(value_dtype).str},
+                   "index": [places["index"][0], m_keys],
+                   "chunk_table": [places["chunk_table"][0], *table.shape]}
+        _write_header(tmp, user_block, payload, data_start, data_end, places.values())
     except (OSError, RuntimeError) as exc:  # h5py's types for a write that failed (a full disk)
         raise OutputError(f"writing the tablebase into {Path(tmp).parent} failed ({describe_os_error(exc)}); "
                           f"nothing was written") from None

@@ -10,6 +10,7 @@ check under test is the one that trips.
 """
 
 import shutil
+import zlib
 
 import h5py
 import numpy as np
@@ -97,7 +98,7 @@ def _table_huge_size(f):
 
 OPEN_CASES = [
     ("version-as-text", _attrs(format_version="3"), "'format_version' is not an integer"),
-    ("version-5", _attrs(format_version=np.int64(5)), "format version 5 (this program reads versions 2 to 4"),
+    ("version-6", _attrs(format_version=np.int64(6)), "format version 6 (this program reads versions 2 to 5"),
     ("version-3-with-variant", _attrs(format_version=np.int64(3)), "unknown metadata attribute 'variant'"),
     ("variant-missing", _resealed(_attrs(variant=None)), "metadata attribute 'variant' is missing"),
     ("variant-not-json", _resealed(_attrs(variant="{")), "its variant: not a JSON variant description"),
@@ -204,7 +205,7 @@ def test_format_version_1_says_build_again(cli, lion_chick_tb, tmp_path):
         for name, data in (("keys", keys), ("wdl", wdl), ("dtm", dtm.astype("<u2")), ("index", keys[::512])):
             f.create_dataset(name, data=data, chunks=True, compression="gzip", fletcher32=True)
         f.attrs.update({"format": "dobutsu-tablebase", "format_version": np.int64(1), "start": LION_CHICK})
-    _refused_everywhere(cli, path, "format version 1 (this program reads versions 2 to 4; build the file again")
+    _refused_everywhere(cli, path, "format version 1 (this program reads versions 2 to 5; build the file again")
 
 
 def test_someone_elses_files_are_refused(cli, tmp_path):
@@ -222,27 +223,154 @@ def test_someone_elses_files_are_refused(cli, tmp_path):
 
 
 def as_version(path, version):
-    """Rewrite a file of format version 4 as one of version 3 (the chunk table without its place
-    CRCs) or 2 (also without ``metadata_crc32``): what older builds wrote."""
+    """Rewrite a file of format version 5 as one of version 4 (the same, its probe header no
+    longer read), 3 (the chunk table without its place CRCs) or 2 (also without
+    ``metadata_crc32``): what older builds wrote."""
     with h5py.File(path, "a") as f:
-        recreate(f, "chunk_table", np.ascontiguousarray(f["chunk_table"][:, :2]))
+        if version < 4:
+            recreate(f, "chunk_table", np.ascontiguousarray(f["chunk_table"][:, :2]))
+            del f.attrs["variant"]  # (versions 2 and 3 are dobutsu shogi's, without the attribute)
         f.attrs["format_version"] = np.int64(version)
-        del f.attrs["variant"]  # (versions 2 and 3 are dobutsu shogi's, without the attribute)
         reseal(f)
         if version == 2:
             del f.attrs["metadata_crc32"]
 
 
-@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize("version", [2, 3, 4])
 def test_a_file_of_an_older_version_is_still_read(lion_chick_tb, bad_copy, version):
-    """Files of format versions 2 and 3 (no place CRCs; version 2 without the metadata CRC) are
-    read with every other check."""
+    """Files of format versions 2 to 4 (no probe header; versions 2 and 3 without place CRCs;
+    version 2 without the metadata CRC) are read through h5py with every other check."""
     as_version(bad_copy, version)
     keys, values = truth(lion_chick_tb.path)
     with open_tablebase(bad_copy) as tb:
         assert tb.metadata.format_version == version
         assert tb.probe_dtm(LION_CHICK) == 15
     assert _every_answer_right_or_refused(bad_copy, keys, values) == 0
+
+
+# --- the probe header (format version 5) -------------------------------------------------------
+
+
+def _header(path):
+    """The probe header's payload (a dict) and the user block's size."""
+    from dobutsu_tb.tablebase import header
+
+    with open(path, "rb") as f:
+        payload = header.read(f.fileno())
+    with h5py.File(path, "r") as f:
+        return payload, f.userblock_size
+
+
+def _write_header(path, payload, block):
+    from dobutsu_tb.tablebase import header
+
+    with open(path, "r+b") as f:
+        f.write(header.encode(payload, block))
+
+
+def test_a_file_opens_from_its_probe_header_as_it_reads_through_hdf5(lion_chick_tb):
+    """A fresh file is opened from its header, without h5py; what it reads is what the reader
+    reads through h5py, chunk by chunk and whole, and the header agrees with HDF5."""
+    with TablebaseFile(lion_chick_tb.path) as fast, TablebaseFile(lion_chick_tb.path, hdf5=True) as slow:
+        assert fast._file is None and slow._file is not None
+        assert fast.metadata == slow.metadata and fast.metadata.format_version == 5
+        assert slow.header_problems == []
+        assert (fast.n, fast.key_chunk, fast.value_chunk) == (slow.n, slow.key_chunk, slow.value_chunk)
+        assert np.array_equal(fast.index, slow.index)
+        for c in range(fast.chunk_count()):
+            assert fast.keys_of_chunk(c).tolist() == slow.read_keys(c).tolist()
+        for c in range(fast.chunk_count(True)):
+            assert list(fast.values_of_chunk(c)) == slow.read_values(c).tolist()
+        for a, b in zip(fast.read_all(), slow.read_all()):
+            assert np.array_equal(a, b)
+        assert [s.tolist() for s in fast.read_stats()] == [s.tolist() for s in slow.read_stats()]
+        assert fast.check_hdf5_index() == []
+
+
+def test_a_probe_imports_neither_h5py_nor_numpy(lion_chick_tb):
+    """``dobutsu-tb probe`` of a file with its probe header: the command's whole work, in a fresh
+    process, loads none of h5py, numpy and numba (their imports were most of its time)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from dobutsu_tb.analysis.cli.group import main\n"
+            f"main(['probe', {LION_CHICK!r}, '--tb', {str(lion_chick_tb.path)!r}], standalone_mode=False)\n"
+            "print(sorted(m for m in ('h5py', 'numpy', 'numba') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[0] == f"{LION_CHICK}: win in 15 plies for Sente, DTM +15"
+    assert out.splitlines()[-1] == "[]"
+
+
+def test_a_damaged_probe_header_is_refused(cli, bad_copy):
+    payload, block = _header(bad_copy)
+    data = bytearray(bad_copy.read_bytes())
+    data[100] ^= 0x20  # in the payload
+    bad_copy.write_bytes(bytes(data))
+    _refused_everywhere(cli, bad_copy, "the probe header fails its CRC-32 check: the file is damaged")
+    data[100] ^= 0x20
+    data[0] ^= 0x01  # the magic: no header at all, in a file of version 5
+    bad_copy.write_bytes(bytes(data))
+    _refused_everywhere(cli, bad_copy, "the probe header at the start of the file is missing: the file is damaged")
+
+
+def test_a_file_changed_by_an_hdf5_tool_is_read_through_hdf5(lion_chick_tb, bad_copy):
+    """An HDF5 tool's change after the build (here a resealed attribute) leaves the header
+    describing another file: the reader goes through h5py and reads the new attribute; the stale
+    header is not read, and verify, which reads HDF5, passes."""
+    from dobutsu_tb.analysis.verify import verify_file
+
+    with h5py.File(bad_copy, "a") as f:
+        f.attrs.create("created", data=b"2000-01-01T00:00:00+00:00", dtype=h5py.string_dtype("utf-8", 25))
+        reseal(f)
+    keys, values = truth(lion_chick_tb.path)
+    with TablebaseFile(bad_copy) as f:
+        assert f._file is not None and f.metadata.created == "2000-01-01T00:00:00+00:00"
+    assert _every_answer_right_or_refused(bad_copy, keys, values) == 0
+    assert verify_file(bad_copy).ok
+
+
+def test_a_forged_probe_header_is_read_and_verify_finds_it(lion_chick_tb, bad_copy):
+    """A header rewritten with its CRC recomputed but another creation time (the metadata's CRC
+    recomputed too): probes trust it (its CRC holds); verify, which reads HDF5's metadata, fails."""
+    from dobutsu_tb.analysis.verify import verify_file
+    from dobutsu_tb.tablebase.schema import metadata_crc32
+
+    payload, block = _header(bad_copy)
+    payload["attrs"]["created"] = "2000-01-01T00:00:00+00:00"
+    payload["attrs"]["metadata_crc32"] = metadata_crc32(payload["attrs"])
+    _write_header(bad_copy, payload, block)
+    with open_tablebase(bad_copy) as tb:
+        assert tb._file._file is None and tb.metadata.created == "2000-01-01T00:00:00+00:00"
+        assert tb.probe_dtm(LION_CHICK) == 15
+    report = verify_file(bad_copy)
+    assert not report.ok and {p.where for p in report.problems} == {"probe header"}, report.problems
+    assert any("'created'" in p.message for p in report.problems), report.problems
+
+
+def test_a_miss_is_answered_only_from_an_index_in_order(cli, bad_copy):
+    """A header file whose /index is forged out of order (the index's CRC-32 recomputed in the
+    header): positions stored are found (the index is checked on the first miss, not on open);
+    a position the file does not hold is an error, never "not in this tablebase"."""
+    from dobutsu_tb.tablebase.schema import metadata_crc32
+
+    payload, block = _header(bad_copy)
+    offset, entries = payload["index"]
+    data = bytearray(bad_copy.read_bytes())
+    index = np.frombuffer(bytes(data[offset:offset + 8 * entries]), "<i8").copy()
+    index[[10, 11]] = index[[11, 10]]
+    data[offset:offset + 8 * entries] = index.tobytes()
+    bad_copy.write_bytes(bytes(data))
+    payload["attrs"]["index_crc32"] = zlib.crc32(index.tobytes())
+    payload["attrs"]["metadata_crc32"] = metadata_crc32(payload["attrs"])
+    _write_header(bad_copy, payload, block)
+    with open_tablebase(bad_copy) as tb:
+        assert tb.probe_dtm(LION_CHICK) == 15
+        with pytest.raises(TablebaseFileError, match="/index is not strictly ascending"):
+            tb.probe_dtm("S/gle/-c-/-C-/ELG/-")
+    result = cli("probe", "S/gle/-c-/-C-/ELG/-", "--tb", bad_copy)
+    assert result.exit_code == 1 and result.output.startswith("error: ") and result.output.count("\n") == 1
+    assert "/index is not strictly ascending" in result.output
 
 
 # --- files whose damage shows when a chunk is read --------------------------------------------

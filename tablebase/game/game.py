@@ -4,9 +4,10 @@ its input.
 :func:`game_of` gives the :class:`Game` of a :class:`~dobutsu_tb.tablebase.game.variant.Variant`
 (one per variant and process). A game's plain kernels (:attr:`Game.kernels`) are copies of those
 of :mod:`~dobutsu_tb.tablebase.game.key`, :mod:`~.rules` and :mod:`~.unmoves` bound to its tables,
-running as plain Python: probing uses them and never imports numba. :meth:`Game.jitted` compiles
-them, and the kernels of other modules that call them (enumeration, retrograde analysis, ...),
-with numba, each variant in a cache folder of its own.
+running as plain Python: probing uses them and imports neither numba nor numpy (the methods on
+arrays import numpy when called). :meth:`Game.jitted` compiles them, and the kernels of other
+modules that call them (enumeration, retrograde analysis, ...), with numba, each variant in a
+cache folder of its own.
 
 >>> game = game_of(get_variant("dobutsu"))                       # doctest: +SKIP
 >>> game.perft(Position.start().state(), 3)
@@ -17,8 +18,6 @@ from __future__ import annotations
 
 import sys
 import types
-
-import numpy as np
 
 from dobutsu_tb.encoding.binding import bind_plain, kernel_options, prange
 from dobutsu_tb.tablebase.game import key, rules, unmoves
@@ -157,7 +156,7 @@ class Game:
         royal = self.layout["ROYAL"]
         return self.kernels.find_piece(board, royal) >= 0 and self.kernels.find_piece(board, royal | 8) >= 0
 
-    def legal_moves(self, state) -> np.ndarray:
+    def legal_moves(self, state):
         """Legal moves of a normalised state, in generation order.
 
         Parameters
@@ -175,12 +174,24 @@ class Game:
         ValueError
             If ``state`` is not a packed state of the variant.
         """
+        import numpy as np
+
+        return np.array(self.legal_move_list(state), np.int64)
+
+    def legal_move_list(self, state) -> list[int]:
+        """:meth:`legal_moves` as a list of ints (no numpy: what probing uses).
+
+        Raises
+        ------
+        ValueError
+            If ``state`` is not a packed state of the variant.
+        """
         board, hand = self.check_state(state)
         if self.kernels.game_over(board, hand):
-            return np.empty(0, np.int64)
+            return []
         buf = [0] * self.layout["MAX_MOVES"]
         n = self.kernels.gen_moves(board, hand, buf)
-        return np.array(buf[:n], np.int64)
+        return buf[:n]
 
     def make_move(self, state, move: int) -> tuple[int, int]:
         """The child of a state after a move (not checked), normalised for the opponent."""
@@ -196,7 +207,7 @@ class Game:
             If ``move`` is not a legal move of ``state``.
         """
         state = self.check_state(state)
-        if int(move) not in set(self.legal_moves(state).tolist()):
+        if int(move) not in set(self.legal_move_list(state)):
             raise ValueError(f"move {int(move):#x} is not legal here")
         return self.make_move(state, move)
 
@@ -211,6 +222,8 @@ class Game:
         ValueError
             If ``state`` is not a packed state of the variant.
         """
+        import numpy as np
+
         board, hand = self.check_state(state)
         size = self.layout["MAX_UNMOVES"]
         boards, hands = np.empty(size, np.int64), np.empty(size, np.int64)
@@ -228,6 +241,8 @@ class Game:
         ValueError
             If ``depth`` is negative or ``state`` is not a packed state of the variant.
         """
+        import numpy as np
+
         if depth < 0:
             raise ValueError(f"perft depth must be >= 0, got {depth}")
         board, hand = self.check_state(state)
@@ -236,7 +251,7 @@ class Game:
 
     # --- arrays (jitted, in parallel) ------------------------------------------------------------
 
-    def encode(self, boards, hands, fold_mirror: bool = True) -> np.ndarray:
+    def encode(self, boards, hands, fold_mirror: bool = True):
         """Keys (canonical keys when ``fold_mirror``) of packed states.
 
         Parameters
@@ -252,6 +267,8 @@ class Game:
         ValueError
             If a state is invalid (a bad nibble, a hand count too high).
         """
+        import numpy as np
+
         boards = as_int64_array(boards, "boards")
         hands = as_int64_array(hands, "hands")
         out = np.empty(boards.shape[0], np.int64)
@@ -261,14 +278,16 @@ class Game:
             raise ValueError(f"invalid packed state ({int(boards[i]):#x}, {int(hands[i]):#x})")
         return out
 
-    def decode(self, keys) -> tuple[np.ndarray, np.ndarray]:
-        """Packed states ``(boards, hands)`` (int64, shape (n,) each) of keys.
+    def decode(self, keys) -> tuple:
+        """Packed states ``(boards, hands)`` (numpy.ndarray of int64, shape (n,) each) of keys.
 
         Raises
         ------
         ValueError
             If a key is not the key of any state (checked by encoding the result again).
         """
+        import numpy as np
+
         keys = as_int64_array(keys, "keys")
         boards = np.empty(keys.shape[0], np.int64)
         hands = np.empty(keys.shape[0], np.int64)
@@ -287,9 +306,9 @@ _GAMES: dict = {}
 def game_of(variant: Variant | None = None) -> Game:
     """The :class:`Game` of a variant (default: the standard game), made once per process."""
     variant = variant or standard_variant()
-    game = _GAMES.get(variant.digest)
+    game = _GAMES.get(variant.canonical_json)
     if game is None:
-        game = _GAMES[variant.digest] = Game(variant)
+        game = _GAMES[variant.canonical_json] = Game(variant)
     return game
 
 

@@ -12,8 +12,6 @@ Python for probing (which never imports numba). Called directly, they are the st
 
 from __future__ import annotations
 
-import numpy as np
-
 from dobutsu_tb.tablebase.game.layout import (
     BOARD_MASK,
     CELL_BITS,
@@ -167,14 +165,17 @@ def flip_state(board, hand):
 # --- array API (the jitted kernels, in parallel) ---------------------------------------------
 
 
-def as_int64_array(values, name: str) -> np.ndarray:
-    """``values`` as a contiguous one-dimensional int64 array.
+def as_int64_array(values, name: str):
+    """``values`` as a contiguous one-dimensional int64 array (numpy.ndarray; numpy is imported
+    here, not with the module: probing never needs it).
 
     Raises
     ------
     ValueError
         If ``values`` is not one-dimensional or holds anything but non-negative 64-bit integers.
     """
+    import numpy as np
+
     arr = np.ascontiguousarray(values)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")

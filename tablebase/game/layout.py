@@ -41,7 +41,7 @@ reversed) when the variant is mirror-symmetric, else the key itself.
 
 from __future__ import annotations
 
-import numpy as np
+from dobutsu_tb.encoding.binding import Grid
 
 #: Bits of a square in the board word, the side bit of a piece code, the piece code without it.
 CELL_BITS = 4
@@ -133,10 +133,24 @@ def derive(variant) -> dict:
 
     Returns
     -------
-    dict of str to int, bool, list of int or numpy.ndarray of int64
-        One-dimensional tables are lists (plain Python indexes them fastest; the jitted binding
-        turns them into arrays), two- and three-dimensional ones int64 arrays.
+    dict of str to int, bool, list of int or Grid
+        One-dimensional tables are lists, two- and three-dimensional ones
+        :class:`~dobutsu_tb.encoding.binding.Grid` tables (plain Python indexes both fastest;
+        the jitted binding turns them into int64 arrays). No numpy: probing imports none. The
+        same dictionary for variants with equal rules (made once; do not change it).
     """
+    known = _DERIVED.get(variant.canonical_json)
+    if known is not None:
+        return known
+    t = _DERIVED[variant.canonical_json] = _derive(variant)
+    return t
+
+
+#: derive()'s tables by variant (canonical JSON): made once per process.
+_DERIVED: dict = {}
+
+
+def _derive(variant) -> dict:
     files, ranks, cells = variant.files, variant.ranks, variant.cells
     kinds = variant.pieces
     n_kinds = len(kinds)
@@ -206,61 +220,55 @@ def derive(variant) -> dict:
                 row[(code << (count_peek - ln)) | low] = c | (ln << 4)
         count_decode.append(row)
     t["COUNT_PEEK"] = count_peek
-    t["COUNT_DECODE"] = np.array(count_decode, np.int64)
+    t["COUNT_DECODE"] = Grid(count_decode)
     t["MAX_KEY_BITS"] = max(_max_key_bits(variant, codes), MIN_KEY_BITS)
     t["KEY_SHIFT"] = KEY_TOP_BIT + 1 - t["MAX_KEY_BITS"]
 
-    rank_bits = t["RANK_BITS"]
-    r = np.arange(1 << rank_bits, dtype=np.int64)
-    nibs = [(r >> (CELL_BITS * f)) & CELL_MASK for f in range(files)]
-    cc = np.array(cell_code, np.int64)
-    code = np.zeros_like(r)
-    length = np.zeros_like(r)
-    for nib in nibs:
-        code = (code << cc[nib, 1]) | cc[nib, 0]
-        length += cc[nib, 1]
-    valid = np.all([cc[nib, 1] > 0 for nib in nibs], axis=0)
-    code, length = np.where(valid, code, 0), np.where(valid, length, 0)
-    mirror = np.zeros_like(r)
-    flip = np.zeros_like(r)
-    for f, nib in enumerate(nibs):
-        mirror |= nib << (CELL_BITS * (files - 1 - f))
-        flip |= np.where(nib != 0, nib ^ OPPONENT, 0) << (CELL_BITS * (files - 1 - f))
-    code_mirrored = code[mirror]
+    # --- a rank's code, its mirror image and its flip, for every rank word -----------------------
+    # Built a file at a time: adding file k (the word's next nibble n above the first k files,
+    # whose code comes after theirs) takes entry r of the first k files to n * 16**k + r.
+    code, length, valid, mirror, flip = [0], [0], [True], [0], [0]
+    for _ in range(files):
+        code = [(c << cell_code[n][1]) | cell_code[n][0] for n in range(16) for c in code]
+        length = [ln + cell_code[n][1] for n in range(16) for ln in length]
+        valid = [ok and cell_code[n][1] > 0 for n in range(16) for ok in valid]
+        mirror = [(m << CELL_BITS) | n for n in range(16) for m in mirror]
+        flip = [(m << CELL_BITS) | (n ^ OPPONENT if n else 0) for n in range(16) for m in flip]
+    code = [c if ok else 0 for c, ok in zip(code, valid)]
+    length = [ln if ok else 0 for ln, ok in zip(length, valid)]
+    code_mirrored = [code[m] for m in mirror]
     rank_code_bits = files * cell_peek
     pack_mirror_shift = PACK_LEN_BITS
     pack_code_shift = PACK_LEN_BITS + rank_code_bits
-    packed = (code << pack_code_shift) | (code_mirrored << pack_mirror_shift) | length
-    t["RANK_CODE"], t["RANK_LEN"] = code.tolist(), length.tolist()
-    t["RANK_MIRROR"], t["RANK_FLIP"] = mirror.tolist(), flip.tolist()
-    t["RANK_CODE_MIRRORED"] = code_mirrored.tolist()
+    packed = [(c << pack_code_shift) | (cm << pack_mirror_shift) | ln
+              for c, cm, ln in zip(code, code_mirrored, length)]
+    t["RANK_CODE"], t["RANK_LEN"] = code, length
+    t["RANK_MIRROR"], t["RANK_FLIP"] = mirror, flip
+    t["RANK_CODE_MIRRORED"] = code_mirrored
     t["PACK_CODE_SHIFT"], t["PACK_MIRROR_SHIFT"] = pack_code_shift, pack_mirror_shift
     t["PACK_CODE_MASK"], t["PACK_LEN_MASK"] = (1 << rank_code_bits) - 1, (1 << PACK_LEN_BITS) - 1
-    t["RANK_PACKED"] = packed.tolist()
-    t["RANK_PACKED_FLIPPED"] = packed[flip].tolist()
+    t["RANK_PACKED"] = packed
+    t["RANK_PACKED_FLIPPED"] = [packed[f] for f in flip]
 
-    h = np.arange(1 << hand_bits, dtype=np.int64)
-    hcode = np.zeros_like(h)
-    hlen = np.zeros_like(h)
-    hvalid = np.ones(h.shape, bool)
+    # --- the hands' code, for every hand word: a slot at a time, as the ranks' -----------------------
+    hcode, hlen = [0], [0]
     for k in range(2 * n_slots):
         m = max_hand[k % n_slots]
-        cnt = (h >> (count_bits * k)) & ((1 << count_bits) - 1)
-        table = np.array([count_code(c, m) for c in range(m + 1)] + [(0, 0)] * ((1 << count_bits) - m - 1),
-                         np.int64)
-        hvalid &= cnt <= m
-        hcode = (hcode << table[cnt, 1]) | table[cnt, 0]
-        hlen += table[cnt, 1]
+        table = [count_code(c, m) if c <= m else (0, -1) for c in range(1 << count_bits)]
+        hcode = [(h << ln) | c if ln >= 0 else 0 for c, ln in table for h in hcode]
+        hlen = [h + ln if ln >= 0 and h >= 0 else -1 for _, ln in table for h in hlen]
+    hcode = [c if ln >= 0 else 0 for c, ln in zip(hcode, hlen)]
     half = n_slots * count_bits
-    hswap = (h >> half) | ((h & ((1 << half) - 1)) << half)
-    t["HAND_CODE"] = np.where(hvalid, hcode, 0).tolist()
-    t["HAND_LEN"] = np.where(hvalid, hlen, -1).tolist()  # -1: a count above the largest hand
-    t["HAND_SWAP"] = hswap.tolist()
-    t["HAND_CODE_SWAPPED"] = np.where(hvalid, hcode, 0)[hswap].tolist()
+    low = (1 << half) - 1
+    hswap = [(h >> half) | ((h & low) << half) for h in range(1 << hand_bits)]
+    t["HAND_CODE"] = hcode
+    t["HAND_LEN"] = hlen  # -1: a count above the largest hand
+    t["HAND_SWAP"] = hswap
+    t["HAND_CODE_SWAPPED"] = [hcode[h] for h in hswap]
 
     # --- moves --------------------------------------------------------------------------------
-    targets = np.zeros((16, cells), np.int64)
-    sources = np.zeros((16, cells), np.int64)
+    targets = [[0] * cells for _ in range(16)]
+    sources = [[0] * cells for _ in range(16)]
     for p in kinds:
         c = index[p.letter]
         for i in range(cells):
@@ -269,23 +277,20 @@ def derive(variant) -> dict:
                 rr, ff = rk - dr, fl + df  # forward (+rank offset) is towards rank index 0
                 if 0 <= rr < ranks and 0 <= ff < files:
                     j = files * rr + ff
-                    targets[c, i] |= 1 << j
-                    sources[c, j] |= 1 << i
-    count = np.array([[bin(int(targets[p, i])).count("1") for i in range(cells)] for p in range(16)], np.int64)
-    max_targets = max(1, int(count.max()))
-    target_list = np.zeros((16, cells, max_targets), np.int64)
-    for p in range(16):
-        for i in range(cells):
-            js = [j for j in range(cells) if (targets[p, i] >> j) & 1]
-            target_list[p, i, : len(js)] = js
-    enemy = np.zeros((16, cells), np.int64)
+                    targets[c][i] |= 1 << j
+                    sources[c][j] |= 1 << i
+    count = [[bin(targets[p][i]).count("1") for i in range(cells)] for p in range(16)]
+    max_targets = max(1, max(max(row) for row in count))
+    target_list = [[[j for j in range(cells) if (targets[p][i] >> j) & 1] for i in range(cells)] for p in range(16)]
+    target_list = [[js + [0] * (max_targets - len(js)) for js in row] for row in target_list]
+    enemy = [[0] * cells for _ in range(16)]
     for p in range(16):
         for i in range(cells):
             for j in range(cells):
-                if (targets[p, cells - 1 - i] >> j) & 1:
-                    enemy[p, i] |= 1 << (cells - 1 - j)
-    t["TARGETS"], t["SOURCES"], t["ENEMY_TARGETS"] = targets, sources, enemy
-    t["TARGET_COUNT"], t["TARGET_LIST"], t["MAX_TARGETS"] = count, target_list, max_targets
+                if (targets[p][cells - 1 - i] >> j) & 1:
+                    enemy[p][i] |= 1 << (cells - 1 - j)
+    t["TARGETS"], t["SOURCES"], t["ENEMY_TARGETS"] = Grid(targets), Grid(sources), Grid(enemy)
+    t["TARGET_COUNT"], t["TARGET_LIST"], t["MAX_TARGETS"] = Grid(count), Grid(target_list), max_targets
     far = [sum(1 << (files * rk + f) for rk in range(n) for f in range(files)) for n in range(ranks + 1)]
     promotes, zone = [0] * 16, [0] * 16
     for p in kinds:
@@ -385,7 +390,7 @@ ARMY: list = _S["ARMY"]  #: unpromoted piece code -> the most pieces of it in a 
 CELL_PEEK: int = _S["CELL_PEEK"]  #: bits read at once to decode one square
 CELL_DECODE: list = _S["CELL_DECODE"]  #: CELL_PEEK bits -> nibble | code length << 4
 COUNT_PEEK: int = _S["COUNT_PEEK"]  #: bits read at once to decode one hand count
-COUNT_DECODE: np.ndarray = _S["COUNT_DECODE"]  #: [largest count, COUNT_PEEK bits] -> count | length << 4
+COUNT_DECODE: Grid = _S["COUNT_DECODE"]  #: [largest count, COUNT_PEEK bits] -> count | length << 4
 MAX_KEY_BITS: int = _S["MAX_KEY_BITS"]  #: the longest code of any position (44)
 KEY_SHIFT: int = _S["KEY_SHIFT"]  #: bits below the code in a key (19)
 RANK_CODE: list = _S["RANK_CODE"]  #: rank bits -> code (0 for an invalid rank)
@@ -403,11 +408,11 @@ HAND_CODE: list = _S["HAND_CODE"]  #: hand word -> code
 HAND_LEN: list = _S["HAND_LEN"]  #: hand word -> code length (-1 for a count above the largest hand)
 HAND_SWAP: list = _S["HAND_SWAP"]  #: hand word -> the hands swapped
 HAND_CODE_SWAPPED: list = _S["HAND_CODE_SWAPPED"]  #: hand word -> the code of the hands swapped
-TARGETS: np.ndarray = _S["TARGETS"]  #: [piece code, square] -> squares it reaches (bit mask)
-SOURCES: np.ndarray = _S["SOURCES"]  #: [piece code, square] -> squares from which it reaches there
-ENEMY_TARGETS: np.ndarray = _S["ENEMY_TARGETS"]  #: the same for an opponent's piece, which plays downwards
-TARGET_COUNT: np.ndarray = _S["TARGET_COUNT"]  #: [piece code, square] -> number of TARGETS
-TARGET_LIST: np.ndarray = _S["TARGET_LIST"]  #: [piece code, square, k] -> the k-th target, ascending
+TARGETS: Grid = _S["TARGETS"]  #: [piece code, square] -> squares it reaches (bit mask)
+SOURCES: Grid = _S["SOURCES"]  #: [piece code, square] -> squares from which it reaches there
+ENEMY_TARGETS: Grid = _S["ENEMY_TARGETS"]  #: the same for an opponent's piece, which plays downwards
+TARGET_COUNT: Grid = _S["TARGET_COUNT"]  #: [piece code, square] -> number of TARGETS
+TARGET_LIST: Grid = _S["TARGET_LIST"]  #: [piece code, square, k] -> the k-th target, ascending
 MAX_TARGETS: int = _S["MAX_TARGETS"]
 PROMOTES: list = _S["PROMOTES"]  #: piece code -> the code it promotes to, or 0
 PROMO_ZONE: list = _S["PROMO_ZONE"]  #: piece code -> squares where a move promotes it

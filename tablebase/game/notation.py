@@ -246,10 +246,10 @@ def parse_uci_move(position: Position, text: str) -> int:
     m = UCI_MOVE_PATTERN.fullmatch(t)
     if not m:
         raise IllegalMoveError(f"{quote_move(text)} is not a UCI move like b2b3, a3a4+ or C@b3")
-    moves = position.game.legal_moves(position.state())
-    if moves.size == 0:
+    moves = position.game.legal_move_list(position.state())
+    if not moves:
         raise IllegalMoveError(f"{t}: the game is already over")
-    texts = {uci_move_text(position, int(mv)): int(mv) for mv in moves}
+    texts = {uci_move_text(position, mv): mv for mv in moves}
     want = t if m.group(1) else f"{t[0].upper()}{t[1:]}"
     for candidate in (want, want + "+"):
         if candidate in texts:
@@ -310,17 +310,17 @@ def parse_move(position: Position, text: str) -> int:
     t = text.strip()
     pattern = move_pattern(v)
     m = pattern.fullmatch(t)
-    moves = position.game.legal_moves(position.state())
+    moves = position.game.legal_move_list(position.state())
     if not m:
-        uci = {uci_move_text(position, int(mv)): int(mv) for mv in moves}
+        uci = {uci_move_text(position, mv): mv for mv in moves}
         if t in uci:
             return uci[t]
         hint = " (the piece letter is upper case for both sides)" if pattern.fullmatch(t[:1].upper() + t[1:]) else ""
         example = " or ".join(_examples(v))
         raise IllegalMoveError(f"{quote_move(text)} is not a move like {example}{hint}")
-    if moves.size == 0:
+    if not moves:
         raise IllegalMoveError(f"{t}: the game is already over")
-    texts = {move_text(position, int(mv)): int(mv) for mv in moves}
+    texts = {move_text(position, mv): mv for mv in moves}
     if t in texts:
         return texts[t]
     # Accept a capture written with '-' or a move written with 'x' only when it is unambiguous.

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from operator import lshift
 from typing import ClassVar
 
+from dobutsu_tb.tablebase.game.game import game_of
 from dobutsu_tb.tablebase.game.layout import OPPONENT
 from dobutsu_tb.tablebase.game.text import (
     FILE_LETTERS,
@@ -119,28 +121,23 @@ class Position:
     @property
     def game(self):
         """The variant's :class:`~dobutsu_tb.tablebase.game.game.Game` (its tables and kernels)."""
-        from dobutsu_tb.tablebase.game.game import game_of
-
         return game_of(self.variant)
 
     def state(self) -> tuple[int, int]:
         """The normalised packed state ``(board, hand)`` (side to move as Sente; layout.py)."""
-        board = 0
-        for i, code in enumerate(self.board):
-            board |= code << (4 * i)
-        bits = self.game.layout["COUNT_BITS"]
-        hand = 0
-        for k, n in enumerate(self.hands):
-            hand |= n << (bits * k)
+        game = self.game
+        # Each square's code in its nibble, each hand count in its field: disjoint bits, so the
+        # sum of the shifted values is their bitwise or.
+        board = sum(map(lshift, self.board, range(0, 4 * len(self.board), 4)))
+        bits = game.layout["COUNT_BITS"]
+        hand = sum(map(lshift, self.hands, range(0, bits * len(self.hands), bits)))
         if self.turn == GOTE:
-            return self.game.flip(board, hand)
+            return game.flip(board, hand)
         return board, hand
 
     @classmethod
     def from_state(cls, state, turn: int = SENTE, variant: Variant | None = None) -> "Position":
         """The position of a normalised packed state ``(board, hand)`` whose side to move is ``turn``."""
-        from dobutsu_tb.tablebase.game.game import game_of
-
         game = game_of(variant or standard_variant())
         board, hand = (int(w) for w in state)
         if turn == GOTE:
@@ -159,8 +156,6 @@ class Position:
         PositionError
             If ``key`` is not the key of a position of the variant.
         """
-        from dobutsu_tb.tablebase.game.game import game_of
-
         game = game_of(variant or standard_variant())
         state = game.kernels.decode_key(int(key))
         if game.kernels.encode_state(*state) != int(key):
@@ -188,7 +183,7 @@ class Position:
         """
         from dobutsu_tb.tablebase.game.notation import kernel_move
 
-        return [kernel_move(self, int(mv)) for mv in self.game.legal_moves(self.state())]
+        return [kernel_move(self, mv) for mv in self.game.legal_move_list(self.state())]
 
     def parse_move(self, move) -> "Move":  # noqa: F821 (notation.Move, imported when used)
         """The legal move that ``move`` names here: a :class:`~dobutsu_tb.tablebase.game.notation.Move`,

@@ -22,8 +22,6 @@ try rule); :data:`NONTERMINAL` otherwise.
 
 from __future__ import annotations
 
-import numpy as np
-
 from dobutsu_tb.tablebase.game.key import flip_state, flipped_board_key
 from dobutsu_tb.tablebase.game.layout import (
     BOARD_MASK,
@@ -253,14 +251,14 @@ def child_keys(board, hand, moves, keys, classes):
 def perft_count(board, hand, depth, moves_buf):
     """Move sequences of ``depth`` plies from a state; ``moves_buf`` is (depth + 1, MAX_MOVES)."""
     if depth == 0:
-        return np.int64(1)
+        return 1
     if game_over(board, hand):
-        return np.int64(0)
+        return 0
     moves = moves_buf[depth]
     n = gen_moves(board, hand, moves)
     if depth == 1:
-        return np.int64(n)
-    total = np.int64(0)
+        return n
+    total = 0
     for k in range(n):
         b, h = make_move(board, hand, moves[k])
         total += perft_count(b, h, depth - 1, moves_buf)

@@ -31,7 +31,6 @@ field and the reason (:class:`VariantError`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass, replace
@@ -213,9 +212,17 @@ class Variant:
         return all(set(p.steps) == {(-f, r) for f, r in p.steps} for p in self.pieces)
 
     @cached_property
+    def canonical_json(self) -> str:
+        """:meth:`to_json`, made once: two variants with equal rules have equal texts (what
+        :func:`~dobutsu_tb.tablebase.game.game.game_of` tells variants apart by)."""
+        return self.to_json()
+
+    @cached_property
     def digest(self) -> str:
         """A hash of the description (16 hex digits): two variants with equal rules have equal digests."""
-        return hashlib.sha256(self.to_json().encode()).hexdigest()[:16]
+        import hashlib  # (here: probing never needs a digest, and hashlib takes milliseconds to import)
+
+        return hashlib.sha256(self.canonical_json.encode()).hexdigest()[:16]
 
     # --- plain data ---------------------------------------------------------------------------
 
@@ -517,13 +524,25 @@ def shipped_variants() -> dict:
     global _SHIPPED
     if _SHIPPED is None:
         found = sorted(load_variants(SHIPPED_FOLDER), key=lambda v: (v.name != STANDARD_NAME, v.name))
+        if _STANDARD and found[0].name == STANDARD_NAME and found[0] == _STANDARD[0]:
+            found[0] = _STANDARD[0]  # the object standard_variant() gave before: one object per variant
         _SHIPPED = {v.name: v for v in found}
     return dict(_SHIPPED)
 
 
+_STANDARD: list = []
+
+
 def standard_variant() -> Variant:
-    """Dobutsu shogi itself (the variant ``dobutsu``)."""
-    return shipped_variants()[STANDARD_NAME]
+    """Dobutsu shogi itself (the variant ``dobutsu``): its file alone is read, once (the other
+    shipped variants are read when first asked for)."""
+    if _SHIPPED is not None:
+        return _SHIPPED[STANDARD_NAME]
+    if not _STANDARD:
+        v = load_variant_file(SHIPPED_FOLDER / f"{STANDARD_NAME}.toml")
+        if not _STANDARD:  # (reading it may have asked for it already: the layout's defaults)
+            _STANDARD.append(v)
+    return _STANDARD[0]
 
 
 def add_variants(path) -> list[Variant]:
