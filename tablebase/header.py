@@ -110,7 +110,7 @@ def read(fd: int) -> dict | None:
         raise HeaderError("the probe header fails its CRC-32 check")
     try:
         payload = json.loads(data.decode("utf-8"))
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: arrays nested hundreds deep
         payload = None
     if not _well_formed(payload):
         raise HeaderError("the probe header is malformed")

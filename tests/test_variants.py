@@ -109,6 +109,7 @@ def test_bad_variant_files_get_one_error_line(cli, tmp_path):
         "not-toml.toml": (b"name = \n", "not a TOML file"),
         "latin1.toml": ("name = 'caf\xe9'".encode("latin-1"), "not UTF-8 text"),
         "huge.toml": (b"#" * 70000, "a variant file is at most 65,536 bytes"),
+        "deep.toml": (b"x = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deep"),
         "two-royals.toml": (standard_variant().to_toml().replace("royal = false", "royal = true", 1).replace(
             'name = "dobutsu"', 'name = "two"').encode(), "exactly one kind must be royal"),
     }

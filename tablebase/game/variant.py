@@ -485,6 +485,8 @@ def load_variant_file(path) -> Variant:
         raise VariantError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise VariantError(f"{path}: not a TOML file ({exc})") from None
+    except RecursionError:  # arrays or tables nested hundreds deep: tomllib recurses per level
+        raise VariantError(f"{path}: not a variant file (its arrays or tables are nested too deep)") from None
     return parse_variant(data, str(path))
 
 
