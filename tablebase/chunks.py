@@ -1,6 +1,7 @@
 """The bytes of one chunk of /keys or /values, as HDF5's filters store them: shuffled (the keys),
 deflated with zlib, then followed by the fletcher32 of the deflated bytes; and where HDF5's chunk
-index puts them. The reader decodes chunks itself (:func:`inflate_chunk`) from the offsets of
+index puts them. The reader decodes chunks itself (:func:`inflate_key_bytes`,
+:func:`inflate_value_bytes`, :func:`inflate_chunks`) from the offsets of
 /chunk_table, so a damaged filter mask in HDF5's index cannot make it skip a filter, and checks
 each chunk's bytes against its place in the table (:func:`place_crc`, format version 4), since
 a chunk's own checksums travel with it.
@@ -126,7 +127,11 @@ def checksum_matches(chunk: bytes, ours: int) -> bool:
 
 
 def _inflate(chunk, size: int) -> bytes:
-    """The inflated bytes of a stored chunk (its fletcher32 last, not checked here).
+    """The inflated bytes of a stored chunk (its fletcher32 last, not checked here). Inflating is
+    not bounded (bounding it would cost a probe 6 %): the reader checks on open that a chunk's
+    stored size is within zlib's bound for at most
+    :data:`~dobutsu_tb.tablebase.schema.MAX_CHUNK` elements, so a forged stream inflates to at
+    most about 1,000 times that size.
 
     Raises
     ------
@@ -231,45 +236,6 @@ def keys_ascending(data, count: int) -> bool:
     return (((whole >> 64) | top) - (whole & mask) - ones) & top == top
 
 
-def inflate_chunk(chunk: bytes, dtype, count: int, shuffle: bool):
-    """The ``count`` elements of one stored chunk, its zlib stream checked (Adler-32 included).
-
-    Its fletcher32 is the caller's to check
-    (:meth:`~dobutsu_tb.tablebase.reader.TablebaseFile.read_all` checks it for many chunks at
-    once). Inflating is not bounded (bounding it would cost a probe 6 %): the reader checks on
-    open that a chunk's stored size is within zlib's bound for at most
-    :data:`~dobutsu_tb.tablebase.schema.MAX_CHUNK` elements, so a forged stream inflates to at
-    most about 1,000 times that size.
-
-    Parameters
-    ----------
-    chunk : bytes
-        The chunk as stored, its fletcher32 last.
-    dtype : numpy.dtype
-        The elements' dtype.
-    count : int
-        Elements in the chunk.
-    shuffle : bool
-        Undo HDF5's shuffle filter (for /keys).
-
-    Returns
-    -------
-    numpy.ndarray of dtype, shape (count,)
-
-    Raises
-    ------
-    ValueError
-        If the zlib stream is damaged or cut short, or inflates to the wrong size.
-    """
-    import numpy as np
-
-    raw = _inflate(chunk, count * dtype.itemsize)
-    if shuffle and dtype.itemsize > 1:
-        planes = np.frombuffer(raw, np.uint8).reshape(dtype.itemsize, count)
-        return np.ascontiguousarray(planes.T).view(dtype).reshape(count)
-    return np.frombuffer(raw, dtype)
-
-
 class ChunkError(ValueError):
     """A damaged chunk among several (:func:`inflate_chunks`); ``index`` is its place in the list."""
 
@@ -279,8 +245,8 @@ class ChunkError(ValueError):
 
 
 def inflate_chunks(chunks, dtype, count: int, shuffle: bool):
-    """The elements of several stored chunks, end to end: :func:`inflate_chunk` for many chunks,
-    with one shuffle undone for all of them (whole-file readers).
+    """The elements of several stored chunks, end to end, each inflated and checked as by
+    :func:`inflate_key_bytes`, with one shuffle undone for all of them (whole-file readers).
 
     Parameters
     ----------

@@ -329,7 +329,7 @@ class TablebaseFile:
     def _dataset(self, name: str, dtype: str, shape: tuple, filters: tuple | None = None):
         """The dataset ``name`` (h5py.Dataset), checked: its dtype and shape, and for the chunked
         ones (``filters`` given) one-dimensional chunks of at most :data:`MAX_CHUNK` entries with
-        exactly these filters in this order (what :func:`inflate_chunk` undoes)."""
+        exactly these filters in this order (what :mod:`~dobutsu_tb.tablebase.chunks` undoes)."""
         import h5py
         import numpy as np
 
