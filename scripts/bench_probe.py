@@ -36,15 +36,15 @@ from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.probe import open_tablebase
 
 
-def unchecked_chunk_keys(self, c, raw=None):
-    count = min(self.key_chunk, self.n - c * self.key_chunk)
-    return reader.int64_view(chunks.inflate_key_bytes(raw if raw is not None else self._raw("keys", c),
-                                                      self.key_chunk))[:count]
+def unchecked_chunk_planes(self, c, raw=None):
+    return chunks.inflate_key_planes(raw if raw is not None else self._raw("keys", c), self.key_chunk)
 
 
-def unchecked_find(self, c, keys, key):
-    i = bisect.bisect_left(keys, key)
-    return c * self.key_chunk + i if i < len(keys) and keys[i] == key else -1
+def unchecked_find(self, c, planes, key):
+    n = self.key_chunk
+    count = min(n, self.n - c * n)
+    i = bisect.bisect_left(range(count), key, key=lambda j: chunks.key_in_planes(planes, j, n))
+    return c * n + i if i < count and chunks.key_in_planes(planes, i, n) == key else -1
 
 
 def main() -> None:
@@ -91,9 +91,9 @@ def main() -> None:
     # With and without the checks, one probe each in turn (on positions of its own), so that the
     # load of the machine and the page cache weigh on both alike: the second file's reader has
     # its checks of keys and values turned off.
-    if hasattr(reader.TablebaseFile, "chunk_keys"):  # (not a reader of before the probe header)
+    if hasattr(reader.TablebaseFile, "chunk_planes"):  # (not a reader of before the probe search of planes)
         with open_tablebase(args.path) as checked_tb, open_tablebase(args.path) as unchecked_tb:
-            unchecked_tb._file.chunk_keys = types.MethodType(unchecked_chunk_keys, unchecked_tb._file)
+            unchecked_tb._file.chunk_planes = types.MethodType(unchecked_chunk_planes, unchecked_tb._file)
             unchecked_tb._file.find = types.MethodType(unchecked_find, unchecked_tb._file)
             unchecked_tb._file.check_value = lambda code, i: code
             times = {True: [], False: []}

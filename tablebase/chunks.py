@@ -1,7 +1,7 @@
 """The bytes of one chunk of /keys or /values, as HDF5's filters store them: shuffled (the keys),
 deflated with zlib, then followed by the fletcher32 of the deflated bytes; and where HDF5's chunk
 index puts them. The reader decodes chunks itself (:func:`inflate_key_bytes`,
-:func:`inflate_value_bytes`, :func:`inflate_chunks`) from the offsets of
+:func:`inflate_key_planes`, :func:`inflate_value_bytes`, :func:`inflate_chunks`) from the offsets of
 /chunk_table, so a damaged filter mask in HDF5's index cannot make it skip a filter, and checks
 each chunk's bytes against its place in the table (:func:`place_crc`, format version 4), since
 a chunk's own checksums travel with it.
@@ -171,10 +171,47 @@ def inflate_key_bytes(chunk, entries: int) -> bytearray:
     ValueError
         If the zlib stream is damaged or cut short, or inflates to the wrong size.
     """
-    raw = _inflate(chunk, 8 * entries)
+    return unshuffle_keys(inflate_key_planes(chunk, entries), entries)
+
+
+def inflate_key_planes(chunk, entries: int) -> bytes:
+    """The inflated bytes of a stored chunk of /keys, still shuffled: plane ``b`` (bytes
+    ``b * entries`` to ``(b + 1) * entries``) holds byte ``b`` of every key, so key ``i`` is
+    :func:`key_in_planes`. What a probe searches: finding one key this way reads about ten of them
+    (a third of the time of undoing the shuffle of all 512).
+
+    Parameters
+    ----------
+    chunk : bytes-like
+        The chunk as stored, its fletcher32 last (not checked here).
+    entries : int
+        Keys in a chunk.
+
+    Returns
+    -------
+    bytes
+        ``8 * entries`` bytes.
+
+    Raises
+    ------
+    ValueError
+        If the zlib stream is damaged or cut short, or inflates to the wrong size.
+    """
+    return _inflate(chunk, 8 * entries)
+
+
+def key_in_planes(planes: bytes, i: int, entries: int) -> int:
+    """Key ``i`` (a signed int64, as stored) of a shuffled chunk of /keys
+    (:func:`inflate_key_planes`): its 8 bytes are ``entries`` apart, lowest first."""
+    return int.from_bytes(planes[i::entries], "little", signed=True)
+
+
+def unshuffle_keys(planes: bytes, entries: int) -> bytearray:
+    """Undo HDF5's shuffle of a chunk of /keys: the keys as little-endian int64 bytes
+    (``8 * entries`` of them), from their planes (:func:`inflate_key_planes`)."""
     out = bytearray(8 * entries)
     for b in range(8):  # byte b of every key is plane b of the shuffled chunk
-        out[b::8] = raw[b * entries:(b + 1) * entries]
+        out[b::8] = planes[b * entries:(b + 1) * entries]
     return out
 
 

@@ -46,9 +46,11 @@ def probe_keys(tb, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         c = int(chunk_ids[lo])
         if c < 0 or lo == hi:
             continue
-        cached = tb._cached(tb._key_cache, c, f.chunk_keys)
-        f.check_order(c, cached)  # (the cache holds chunks whose order only probes' finds checked)
-        chunk_keys = np.frombuffer(cached, np.int64)
+        planes = tb._cached(tb._key_cache, c, f.chunk_planes)  # (shuffled: the probes' cache)
+        count = min(f.key_chunk, f.n - c * f.key_chunk)
+        chunk_keys = np.frombuffer(planes, np.uint8).reshape(8, f.key_chunk).T.copy().view("<i8").ravel()[:count]
+        f.check_order(c, chunk_keys)  # (the cache holds chunks whose order only probes' finds checked)
+        chunk_keys = chunk_keys.astype(np.int64, copy=False)
         part = sorted_keys[lo:hi]
         i = np.searchsorted(chunk_keys, part)
         inside = i < chunk_keys.shape[0]

@@ -197,10 +197,10 @@ class Tablebase:
         if c < 0:
             f.check_index()
             return -1
-        keys = self._key_cache.get(c)
-        if keys is None:
-            keys = self._cached(self._key_cache, c, f.chunk_keys)
-        return f.find(c, keys, key)
+        planes = self._key_cache.get(c)
+        if planes is None:
+            planes = self._cached(self._key_cache, c, f.chunk_planes)
+        return f.find(c, planes, key)
 
     def _value_byte(self, i: int) -> int:
         if self._all is not None:

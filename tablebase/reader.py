@@ -40,10 +40,12 @@ from dobutsu_tb.tablebase.chunks import (
     checksum_matches,
     crc32,
     inflate_key_bytes,
+    inflate_key_planes,
     inflate_value_bytes,
     keys_ascending,
     place_crc,
     stored_bound,
+    unshuffle_keys,
 )
 from dobutsu_tb.tablebase.schema import (
     CHUNK_TABLE_COLUMNS,
@@ -622,23 +624,63 @@ class TablebaseFile:
         self.check_order(c, keys)
         return keys
 
-    def find(self, c: int, keys: memoryview, key: int) -> int:
+    def chunk_planes(self, c: int, raw: bytes | None = None) -> bytes:
+        """The keys of chunk ``c`` of /keys still shuffled (:func:`~.chunks.inflate_key_planes`:
+        key ``i`` is ``key_in_planes(planes, i, key_chunk)``), checked as :meth:`chunk_keys`
+        checks them: what a probe searches (:meth:`find`), without undoing the shuffle.
+
+        Raises
+        ------
+        TablebaseFileError
+            If the chunk is damaged.
+        """
+        count = min(self.key_chunk, self.n - c * self.key_chunk)
+        n = self.key_chunk
+        try:
+            planes = inflate_key_planes(raw if raw is not None else self._raw("keys", c), n)
+        except ValueError as exc:
+            raise self._fail(f"chunk {c} of /keys is damaged: {exc}") from None
+        index = self._index
+        if (count <= 0 or int.from_bytes(planes[0::n], "little", signed=True) != index[c]
+                or (c + 1 < len(index) and int.from_bytes(planes[count - 1::n], "little", signed=True) >= index[c + 1])):
+            raise self._out_of_order(c)
+        return planes
+
+    def keys_of_planes(self, c: int, planes: bytes) -> memoryview:
+        """The keys of chunk ``c`` (a memoryview of ints, format ``q``) from its planes
+        (:meth:`chunk_planes`), their order not checked (:meth:`check_order`)."""
+        count = min(self.key_chunk, self.n - c * self.key_chunk)
+        data = unshuffle_keys(planes, self.key_chunk)
+        keys = memoryview(data).cast("q") if _LITTLE else int64_view(data)
+        return keys[:max(count, 0)] if count < self.key_chunk else keys
+
+    def find(self, c: int, planes: bytes, key: int) -> int:
         """The entry of ``key`` (its index among all stored keys) in chunk ``c`` of /keys, whose
-        keys (:meth:`chunk_keys`) are ``keys``; -1 if it is not stored. A key found must be
-        strictly between its neighbours; a key not found is reported only once the whole chunk
-        has been checked in order (:meth:`check_order`): a chunk out of order is an error, never
-        a wrong answer.
+        shuffled keys (:meth:`chunk_planes`) are ``planes``; -1 if it is not stored. The search
+        reads only the keys it compares (about ten). A key found must be strictly between its
+        neighbours; a key not found is reported only once the whole chunk has been checked in
+        order (:meth:`check_order`): a chunk out of order is an error, never a wrong answer.
 
         Raises
         ------
         TablebaseFileError
             If the keys are out of order.
         """
-        i = bisect_left(keys, key)
-        n = len(keys)
-        if i < n and keys[i] == key and (i == 0 or keys[i - 1] < key) and (i + 1 == n or keys[i + 1] > key):
-            return c * self.key_chunk + i
-        self.check_order(c, keys)
+        n = self.key_chunk
+        count = min(n, self.n - c * n)
+        lo, hi = 0, count
+        while lo < hi:  # bisect_left over the keys, each read from its planes
+            mid = (lo + hi) >> 1
+            if int.from_bytes(planes[mid::n], "little", signed=True) < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        i = lo
+        if (i < count and int.from_bytes(planes[i::n], "little", signed=True) == key
+                and (i == 0 or int.from_bytes(planes[i - 1::n], "little", signed=True) < key)
+                and (i + 1 == count or int.from_bytes(planes[i + 1::n], "little", signed=True) > key)):
+            return c * n + i
+        self.check_order(c, self.keys_of_planes(c, planes))
         self.check_index()
         return -1
 

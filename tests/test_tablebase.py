@@ -304,3 +304,23 @@ def test_keys_ascending_agrees_with_a_plain_comparison():
             data = np.array(keys + [7], "<i8").tobytes()  # a key past the count is not looked at
             expected = all(k >= 0 for k in keys) and all(a < b for a, b in zip(keys, keys[1:]))
             assert keys_ascending(data, n) == expected, (n, case, keys)
+
+
+def test_find_in_planes_agrees_with_a_search_of_the_unshuffled_keys(lion_chick_tb):
+    """A probe's search of a chunk's shuffled planes (reading only the keys it compares) finds every
+    stored key at its entry and reports keys between, below and above them as missing, as
+    the unshuffled chunk says; the last chunk (stored full size, padded) included."""
+    from dobutsu_tb.tablebase.chunks import key_in_planes
+    from dobutsu_tb.tablebase.reader import TablebaseFile
+
+    with TablebaseFile(lion_chick_tb.path) as f:
+        n = f.key_chunk
+        for c in range(f.chunk_count()):
+            planes = f.chunk_planes(c)
+            keys = list(f.keys_of_chunk(c))
+            assert [key_in_planes(planes, i, n) for i in range(len(keys))] == keys
+            for i, key in enumerate(keys):
+                assert f.find(c, planes, key) == c * n + i
+            for probe in {keys[0] - 1, keys[-1] + 1} | {k + 1 for k in keys[:-1]}:
+                if probe not in keys:
+                    assert f.find(c, planes, probe) == -1
