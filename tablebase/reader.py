@@ -42,6 +42,7 @@ from dobutsu_tb.tablebase.chunks import (
     inflate_key_bytes,
     inflate_key_planes,
     inflate_value_bytes,
+    key_in_planes,
     keys_ascending,
     place_crc,
     stored_bound,
@@ -641,8 +642,8 @@ class TablebaseFile:
         except ValueError as exc:
             raise self._fail(f"chunk {c} of /keys is damaged: {exc}") from None
         index = self._index
-        if (count <= 0 or int.from_bytes(planes[0::n], "little", signed=True) != index[c]
-                or (c + 1 < len(index) and int.from_bytes(planes[count - 1::n], "little", signed=True) >= index[c + 1])):
+        if count <= 0 or key_in_planes(planes, 0, n) != index[c] or (
+                c + 1 < len(index) and key_in_planes(planes, count - 1, n) >= index[c + 1]):
             raise self._out_of_order(c)
         return planes
 
