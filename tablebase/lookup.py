@@ -36,6 +36,8 @@ def probe_keys(tb, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         stored, values = tb._all
         _find_in_memory(stored, values, tb._file.index, tb._file.key_chunk, keys, codes, found)
         return codes, found
+    if keys.shape[0] == 0:
+        return codes, found
     tb._file.check_index()  # (what a key not found relies on)
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]

@@ -324,3 +324,21 @@ def test_find_in_planes_agrees_with_a_search_of_the_unshuffled_keys(lion_chick_t
             for probe in {keys[0] - 1, keys[-1] + 1} | {k + 1 for k in keys[:-1]}:
                 if probe not in keys:
                     assert f.find(c, planes, probe) == -1
+
+
+def test_probe_many_of_nothing_and_fen_texts(lion_chick_tb):
+    """``probe_many`` of no keys gives empty arrays lazily as in memory (it raised IndexError
+    lazily), and the Python API reads Fairy-Stockfish's FEN as the command line does."""
+    from dobutsu_tb.tablebase.game.position import Position
+    from dobutsu_tb.tablebase.probe import open_tablebase
+
+    for in_memory in (False, True):
+        with open_tablebase(lion_chick_tb.path, in_memory=in_memory) as tb:
+            for empty in (np.zeros(0, np.int64), []):
+                wdl, dtm = tb.probe_many(empty)
+                assert wdl.shape == dtm.shape == (0,)
+            start = Position.from_text("S/-l-/-c-/-C-/-L-/-")
+            fen = start.fen()
+            assert "[" in fen
+            assert tb.probe_dtm(fen) == tb.probe_dtm(start) == 15  # Sente wins in 15 (docs/rules.md §9)
+            assert tb.probe_many([fen])[1].tolist() == [15]
