@@ -41,6 +41,9 @@ SET_FILL_LIMIT = 0.95
 @njit
 def entry_at(buf, nbytes, s):
     """The value of entry ``s`` of a set's ``buf`` (``nbytes`` bytes, little-endian)."""
+    if nbytes == 3:  # the full game's entries: three loads, no loop
+        b = 3 * s
+        return np.int64(buf[b]) | (np.int64(buf[b + 1]) << 8) | (np.int64(buf[b + 2]) << 16)
     v = np.int64(0)
     base = s * nbytes
     for j in range(nbytes):
@@ -53,6 +56,16 @@ def _put_entry(buf, nbytes, s, v):
     base = s * nbytes
     for j in range(nbytes):
         buf[base + j] = (v >> (8 * j)) & 0xFF
+
+
+@njit(inline="always")
+def _move_run(buf, nbytes, s, t, inc):
+    """Move entries ``s .. t - 1`` of a set's ``buf`` one slot on (to ``s + 1 .. t``) and add
+    ``inc`` to the top byte of each: their displacements, one more (no wrap-around)."""
+    for j in range(nbytes * t + nbytes - 1, nbytes * s + nbytes - 1, -1):
+        buf[j] = buf[j - nbytes]
+    for j in range(nbytes * (s + 1) + nbytes - 1, nbytes * (t + 1), nbytes):
+        buf[j] += inc
 
 
 @njit
@@ -88,8 +101,15 @@ def set_add(buf, layout, h):
     nearer to its own home, and the run of entries from there to the next empty slot moves one
     slot on; this keeps every displacement short. Probes wrap around within the key's shard.
     Only the owner of the key's shard (:func:`shard_of`) may call this."""
+    if layout[L_ENTRY] == 3:  # the full game's entries: the body compiled for a constant width
+        return _set_add(buf, layout, h, 3)
+    return _set_add(buf, layout, h, layout[L_ENTRY])
+
+
+@njit(inline="always")
+def _set_add(buf, layout, h, nbytes):
+    """:func:`set_add` for entries of ``nbytes`` bytes."""
     tag_bits = layout[L_TAG_BITS]
-    nbytes = layout[L_ENTRY]
     tag_mask = (np.int64(1) << tag_bits) - 1
     disp_max = layout[L_DISP_MAX]
     tag = _set_tag(h, layout)
@@ -125,11 +145,16 @@ def set_add(buf, layout, h):
             t = base
         if t == s:
             return -1
-    one = np.int64(1) << tag_bits
-    while t != s:
-        prev = t - 1 if t > base else end - 1
-        _put_entry(buf, nbytes, t, entry_at(buf, nbytes, prev) + one)
-        t = prev
+    top = 8 * (nbytes - 1)
+    if t >= s and tag_bits >= top:  # no wrap, displacements in the top byte: move bytes, bump top bytes
+        inc = np.uint8(1 << (tag_bits - top))  # one more displacement: no carry (the run was checked)
+        _move_run(buf, nbytes, s, t, inc)
+    else:
+        one = np.int64(1) << tag_bits
+        while t != s:
+            prev = t - 1 if t > base else end - 1
+            _put_entry(buf, nbytes, t, entry_at(buf, nbytes, prev) + one)
+            t = prev
     _put_entry(buf, nbytes, s, ((d + 1) << tag_bits) | tag)
     return 1
 
