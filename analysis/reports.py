@@ -28,7 +28,8 @@ STOPPED = "stopped at max_plies before the end of the game"
 
 def parse_position(text: str, variant=None) -> Position:
     """A position of a variant (default: dobutsu shogi) in our notation (``S/gle/-c-/-C-/ELG/-``)
-    or Fairy-Stockfish's FEN (``gle/1c1/1C1/ELG[-] w 0 1``): a ``[`` marks a FEN.
+    or Fairy-Stockfish's FEN (``gle/1c1/1C1/ELG[-] w 0 1``, or without brackets for empty hands):
+    :meth:`Position.looks_like_fen` tells them apart.
 
     Raises
     ------
@@ -38,7 +39,7 @@ def parse_position(text: str, variant=None) -> Position:
         and its board).
     """
     try:
-        return Position.from_fen(text, variant) if "[" in text else Position.from_text(text, variant)
+        return Position.from_fen(text, variant) if Position.looks_like_fen(text) else Position.from_text(text, variant)
     except PositionError as exc:
         standard = variant is None or variant == standard_variant()
         if standard and _ranks_given(text) in (None, standard_variant().ranks):

@@ -137,7 +137,7 @@ class ReservedOutput:
 
     def __enter__(self) -> "ReservedOutput":
         if not self.folder.is_dir():
-            raise OutputError(f"{self.folder}: no such folder")
+            raise OutputError(f"{self.folder}: " + ("not a folder" if self.folder.exists() else "no such folder"))
         if self.path.is_dir():
             raise OutputError(f"{self.path} is a folder")
         try:

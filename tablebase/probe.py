@@ -118,8 +118,10 @@ def _to_position(position, variant) -> Position:
             raise PositionError(f"{position.text()} is a position of {position.variant.name}; this tablebase is of "
                                 f"{variant.name} ({variant.files} files, {variant.ranks} ranks)")
         return position
-    if isinstance(position, str):  # our notation, or Fairy-Stockfish's FEN (a '[' marks it, as in the CLI)
-        return Position.from_fen(position, variant) if "[" in position else Position.from_text(position, variant)
+    if isinstance(position, str):  # our notation, or Fairy-Stockfish's FEN (as the CLI reads them)
+        if Position.looks_like_fen(position):
+            return Position.from_fen(position, variant)
+        return Position.from_text(position, variant)
     raise TypeError(f"expected a Position or its text form, got {type(position).__name__}")
 
 

@@ -148,6 +148,9 @@ def test_an_unwritable_folder_fails_before_computing(cli, tmp_path, monkeypatch)
     assert result.output.startswith(f"error: cannot write in {folder} (") and result.output.count("\n") == 1
     result = cli("build", "--start", LION_CHICK, "--out", tmp_path / "no" / "such" / "lc.h5", "-q")
     assert result.exit_code == 1 and result.output == f"error: {tmp_path / 'no' / 'such'}: no such folder\n"
+    (tmp_path / "a-file").write_text("x")  # a file where the folder should be: said as such
+    result = cli("build", "--start", LION_CHICK, "--out", tmp_path / "a-file" / "lc.h5", "-q")
+    assert result.exit_code == 1 and result.output == f"error: {tmp_path / 'a-file'}: not a folder\n"
 
 
 def test_a_file_that_is_not_a_tablebase_is_kept(cli, lion_chick_tb, tmp_path, monkeypatch):

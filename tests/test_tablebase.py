@@ -342,3 +342,18 @@ def test_probe_many_of_nothing_and_fen_texts(lion_chick_tb):
             assert "[" in fen
             assert tb.probe_dtm(fen) == tb.probe_dtm(start) == 15  # Sente wins in 15 (docs/rules.md §9)
             assert tb.probe_many([fen])[1].tolist() == [15]
+
+
+def test_fen_forms_and_tails(lion_chick_tb):
+    """A FEN without brackets (empty hands) is read by the Python API as by the UCI engine; a
+    FEN's tail holds at most four fields of '-' or counts: junk after it is an error."""
+    from dobutsu_tb.tablebase.game.position import Position, PositionError
+    from dobutsu_tb.tablebase.probe import open_tablebase
+
+    start = Position.from_text("S/-l-/-c-/-C-/-L-/-")
+    assert Position.from_fen("1l1/1c1/1C1/1L1 w - - 0 1") == start == Position.from_fen("1l1/1c1/1C1/1L1[-] w")
+    with open_tablebase(lion_chick_tb.path) as tb:
+        assert tb.probe_dtm("1l1/1c1/1C1/1L1 w - - 0 1") == 15
+    for bad in ("1l1/1c1/1C1/1L1[-] w 0 1 extra junk", "1l1/1c1/1C1/1L1[-] w 0 1 2 3 4", "1l1/1c1/1C1/1L1[-] x 0 1"):
+        with pytest.raises(PositionError):
+            Position.from_fen(bad)

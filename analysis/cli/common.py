@@ -272,7 +272,7 @@ def picture_file(path: Path, inputs: dict) -> None:
     if path.is_dir():
         raise OutputError(f"{path} is a folder; name a .png file")
     if not path.parent.is_dir():  # said before any work
-        raise OutputError(f"{path.parent}: no such folder")
+        raise OutputError(f"{path.parent}: " + ("not a folder" if path.parent.exists() else "no such folder"))
     refuse_inputs([path], inputs)
 
 

@@ -270,7 +270,9 @@ class Position:
     @classmethod
     def from_fen(cls, fen: str, variant: Variant | None = None) -> "Position":
         """Parse Fairy-Stockfish's FEN, e.g. ``gle/1c1/1C1/ELG[-] w 0 1`` (a promoted piece is
-        ``+`` and its unpromoted letter; the hands in brackets, ``[]`` or ``[-]`` when empty).
+        ``+`` and its unpromoted letter; the hands in brackets, ``[]`` or ``[-]`` when empty, or no
+        brackets for empty hands). After the side to move, up to four fields of ``-`` or counts
+        (``w - - 0 1``), nothing else.
 
         Raises
         ------
@@ -279,7 +281,7 @@ class Position:
         """
         v = variant or standard_variant()
         check_length(fen)
-        m = re.fullmatch(r"\s*([^\[\s]+)\[([^\]]*)\]\s+([wb])\b.*", fen)
+        m = re.fullmatch(r"\s*([^\[\s]+)(?:\[([^\]]*)\])?\s+([wb])(?:\s+(?:-|\d+)){0,4}\s*", fen)
         if not m:
             example = Position.start(v).fen()
             raise PositionError(f"{fen!r} is not a {v.name} FEN like {example!r}")
@@ -310,6 +312,12 @@ class Position:
             cells += row
         hands = parse_hand(v, hand or "-", fen)
         return cls._from_letters(v, cells, hands, SENTE if side == "w" else GOTE)
+
+    @staticmethod
+    def looks_like_fen(text: str) -> bool:
+        """Whether a position's text is a FEN (hands in brackets, or a side ``w``/``b`` after a
+        space) rather than our notation (``S/gle/-c-/-C-/ELG/-``: no spaces)."""
+        return "[" in text or re.match(r"\s*\S+\s+[wb](\s|$)", text) is not None
 
     def fen(self) -> str:
         """Fairy-Stockfish's FEN of the position."""
