@@ -48,11 +48,9 @@ def probe_keys(tb, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         c = int(chunk_ids[lo])
         if c < 0 or lo == hi:
             continue
-        planes = tb._cached(tb._key_cache, c, f.chunk_planes)  # (shuffled: the probes' cache)
-        count = min(f.key_chunk, f.n - c * f.key_chunk)
-        chunk_keys = np.frombuffer(planes, np.uint8).reshape(8, f.key_chunk).T.copy().view("<i8").ravel()[:count]
-        f.check_order(c, chunk_keys)  # (the cache holds chunks whose order only probes' finds checked)
-        chunk_keys = chunk_keys.astype(np.int64, copy=False)
+        keys = f.keys_of_planes(c, tb._cached(tb._key_cache, c, f.chunk_planes))  # (the probes' cache)
+        f.check_order(c, keys)  # (the cache holds chunks whose order only probes' finds checked)
+        chunk_keys = np.frombuffer(keys, np.int64)
         part = sorted_keys[lo:hi]
         i = np.searchsorted(chunk_keys, part)
         inside = i < chunk_keys.shape[0]

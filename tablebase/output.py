@@ -92,6 +92,12 @@ def describe_os_error(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
+def folder_error(folder: Path) -> OutputError:
+    """The error for an output whose folder is not there: ``FOLDER: no such folder``, or
+    ``FOLDER: not a folder`` when a file stands there."""
+    return OutputError(f"{folder}: " + ("not a folder" if folder.exists() else "no such folder"))
+
+
 class ReservedOutput:
     """A target path held for one job (module docstring); a context manager.
 
@@ -137,7 +143,7 @@ class ReservedOutput:
 
     def __enter__(self) -> "ReservedOutput":
         if not self.folder.is_dir():
-            raise OutputError(f"{self.folder}: " + ("not a folder" if self.folder.exists() else "no such folder"))
+            raise folder_error(self.folder)
         if self.path.is_dir():
             raise OutputError(f"{self.path} is a folder")
         try:

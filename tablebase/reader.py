@@ -670,7 +670,8 @@ class TablebaseFile:
         n = self.key_chunk
         count = min(n, self.n - c * n)
         lo, hi = 0, count
-        while lo < hi:  # bisect_left over the keys, each read from its planes
+        # bisect_left over the keys, each read from its planes (key_in_planes written out: the probe's loop)
+        while lo < hi:
             mid = (lo + hi) >> 1
             if int.from_bytes(planes[mid::n], "little", signed=True) < key:
                 lo = mid + 1

@@ -267,12 +267,12 @@ def picture_file(path: Path, inputs: dict) -> None:
     ------
     dobutsu_tb.tablebase.output.OutputError
     """
-    from dobutsu_tb.tablebase.output import OutputError
+    from dobutsu_tb.tablebase.output import OutputError, folder_error
 
     if path.is_dir():
         raise OutputError(f"{path} is a folder; name a .png file")
     if not path.parent.is_dir():  # said before any work
-        raise OutputError(f"{path.parent}: " + ("not a folder" if path.parent.exists() else "no such folder"))
+        raise folder_error(path.parent)
     refuse_inputs([path], inputs)
 
 

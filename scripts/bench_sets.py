@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Benchmark the enumeration's two hash structures one insertion at a time, and count the
+children of stored positions: where the enumeration's time goes (docs/building.md, "How fast").
+
+Usage::
+
+    python scripts/bench_sets.py [--keys N] [--repeat R]
+    python scripts/bench_sets.py --children PATH [--chunks C]
+
+The first form inserts ``R * N`` random hashes (N distinct ones, each about R times, in random
+order) into a :class:`~dobutsu_tb.encoding.compact.CompactTable` at its load factor and into a
+:class:`~dobutsu_tb.encoding.compact_set.CompactSet` at its load factor, on one thread with the
+builder's prefetching, and prints nanoseconds an insertion; then the same insertions sorted by
+home slot (sequential memory: what is left is the structure's own work). The default sizes are
+the standard game's: 150 M terminal positions, three children each.
+
+The second form reads ``C`` random chunks of a tablebase file and prints the children of their
+stored positions by class (non-terminal, catch-terminal, try-terminal) per position.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from dobutsu_tb.encoding.atomics import prefetch
+from dobutsu_tb.encoding.compact import CompactTable, table_insert
+from dobutsu_tb.encoding.compact_layout import L_ENTRY, L_R, home_slot
+from dobutsu_tb.encoding.compact_set import CompactSet, set_add, set_home
+from dobutsu_tb.encoding.config import LOAD_FACTOR, SET_LOAD_FACTOR
+from dobutsu_tb.encoding.jit import njit
+
+#: The standard game's key code bits and shift (the hashes are random codes of that width).
+CODE_BITS, SHIFT = 44, 19
+#: How many insertions ahead a slot is prefetched (as tablebase/enumeration.py does).
+AHEAD = 16
+
+
+@njit
+def _insert_table(slots, layout, hashes):
+    new = 0
+    for i in range(hashes.shape[0]):
+        if i + AHEAD < hashes.shape[0]:
+            prefetch(slots, home_slot(hashes[i + AHEAD], layout))
+        new += table_insert(slots, layout, hashes[i]) >= 0
+    return new
+
+
+@njit
+def _insert_set(buf, layout, hashes):
+    entry = layout[L_ENTRY]
+    new = 0
+    for i in range(hashes.shape[0]):
+        if i + AHEAD < hashes.shape[0]:
+            prefetch(buf, set_home(hashes[i + AHEAD], layout) * entry)
+        new += set_add(buf, layout, hashes[i])
+    return new
+
+
+@njit
+def _set_homes(hashes, layout, out):
+    for i in range(hashes.shape[0]):
+        out[i] = set_home(hashes[i], layout)
+
+
+def insertions(n: int, repeat: int) -> None:
+    rng = np.random.default_rng(0)
+    distinct = rng.integers(1, 1 << CODE_BITS, n, dtype=np.int64)
+    hashes = distinct[rng.integers(0, n, repeat * n)]
+    warm_table = CompactTable(1000, CODE_BITS, SHIFT, LOAD_FACTOR, 1)
+    _insert_table(warm_table.slots, warm_table.layout, hashes[:100].copy())
+    warm_set = CompactSet(1000, CODE_BITS, SHIFT, SET_LOAD_FACTOR, 1)
+    _insert_set(warm_set.buf, warm_set.layout, hashes[:100].copy())
+
+    def run(what, order):
+        if what == "table":
+            t = CompactTable(n, CODE_BITS, SHIFT, LOAD_FACTOR, 1)
+            arrays, size, kernel = (t.slots, t.layout), t.slots.nbytes, _insert_table
+        else:
+            s = CompactSet(n, CODE_BITS, SHIFT, SET_LOAD_FACTOR, 1)
+            arrays, size, kernel = (s.buf, s.layout), s.buf.nbytes, _insert_set
+        data = hashes
+        if order == "home":
+            homes = np.empty(hashes.shape[0], np.int64)
+            if what == "table":
+                homes[:] = hashes >> int(arrays[1][L_R])
+            else:
+                _set_homes(hashes, arrays[1], homes)
+            data = hashes[np.argsort(homes, kind="stable")]
+        start = time.perf_counter()
+        new = kernel(*arrays, data)
+        ns = (time.perf_counter() - start) / data.shape[0] * 1e9
+        print(f"{what:<6}{order:<8}{ns:>8.1f} ns{new:>14,} new{size / 2**20:>10,.0f} MiB")
+
+    print(f"{repeat * n:,} insertions of {n:,} distinct random hashes ({CODE_BITS} bits), one thread")
+    print(f"{'':<6}{'order':<8}{'an insertion':>13}{'keys added':>18}{'size':>14}")
+    for what in ("table", "set"):
+        for order in ("random", "home"):
+            run(what, order)
+
+
+def children(path: str, chunks: int) -> None:
+    from dobutsu_tb.tablebase.game.game import game_of
+    from dobutsu_tb.tablebase.game.layout import CATCH, NONTERMINAL, TRY
+    from dobutsu_tb.tablebase.reader import TablebaseFile
+
+    with TablebaseFile(path) as f:
+        kernels = game_of(f.metadata.variant).kernels
+        width = game_of(f.metadata.variant).layout["MAX_MOVES"]
+        moves, keys, classes = (np.empty(width, np.int64) for _ in range(3))
+        totals = np.zeros(3, np.int64)
+        positions = 0
+        rng = np.random.default_rng(1)
+        for c in rng.choice(f.chunk_count(), min(chunks, f.chunk_count()), replace=False):
+            for key in f.read_keys(int(c)):
+                k = kernels.child_keys(*kernels.decode_key(int(key)), moves, keys, classes)
+                totals += np.bincount(classes[:k], minlength=3)[:3]
+                positions += 1
+    per = totals / positions
+    print(f"{positions:,} stored positions: {per.sum():.2f} children each: {per[NONTERMINAL]:.2f} non-terminal, "
+          f"{per[CATCH]:.2f} catch-terminal, {per[TRY]:.2f} try-terminal")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keys", type=int, default=150_000_000, help="distinct hashes (default 150,000,000)")
+    parser.add_argument("--repeat", type=int, default=3, help="insertions of each (default 3)")
+    parser.add_argument("--children", metavar="PATH", help="count the children of a file's stored positions")
+    parser.add_argument("--chunks", type=int, default=400, help="chunks read with --children (default 400)")
+    args = parser.parse_args()
+    if args.children:
+        children(args.children, args.chunks)
+    else:
+        insertions(args.keys, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
