@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -43,6 +44,11 @@ from dobutsu_tb.tablebase.values import LONG, UNDECIDED
 #: a thread's list of decisions).
 _FRONTIER = 1 << 20
 _GROUP = 16
+#: Frontier positions whose keys are sorted together before their predecessors are generated
+#: (each thread's share of a window in key order: neighbours then take the same branches in
+#: the unmove generator, which costs 25 % less a position than in the table's hash order,
+#: ``scripts/bench_moves.py --window``).
+_WINDOW = 1 << 22
 
 #: The kernels bound to each variant's tables (Game.jitted).
 __kernels__ = ("_propagate_range", "_propagate")
@@ -109,8 +115,8 @@ def _scan(slots: np.ndarray, values: np.ndarray, code: int, dtype=np.int64, allo
 
 
 def _propagate_range(slots, layout, values, counters, frontier, lo, hi, ply, code, out):
-    """:func:`_propagate` for ``frontier[lo:hi]``; the slots it decides go to ``out`` while it has
-    room; returns how many it decided.
+    """:func:`_propagate` for the keys ``frontier[lo:hi]``; the slots it decides go to ``out`` while
+    it has room; returns how many it decided.
 
     Positions go in groups of :data:`_GROUP`: the group's distinct canonical predecessors are
     generated and their home slots prefetched, then looked up and their value bytes (and
@@ -121,11 +127,9 @@ def _propagate_range(slots, layout, values, counters, frontier, lo, hi, ply, cod
     lost = ply % 2 == 0  # the frontier positions are losses: their predecessors win
     decided = 0
     for g in range(lo, hi, _GROUP):
-        for i in range(g + _GROUP, min(hi, g + 2 * _GROUP)):  # the next group's own slots
-            prefetch(slots, frontier[i])
         m = 0
         for i in range(g, min(hi, g + _GROUP)):
-            board, hand = decode_key(table_key_at(slots, layout, frontier[i]))
+            board, hand = decode_key(frontier[i])
             n = parent_keys(board, hand, preds)
             sort_prefix(preds, n)
             prev = np.int64(0)
@@ -165,15 +169,36 @@ def _propagate_range(slots, layout, values, counters, frontier, lo, hi, ply, cod
 
 @kernel_options(parallel=True)
 def _propagate(slots, layout, values, counters, frontier, ply, code, out, out_n):
-    """Decide the predecessors of the positions at ``frontier`` (all of DTM ``ply``), one thread
-    per row of ``out``: thread t's decisions (at DTM ``ply + 1``, value byte ``code``) go to
-    ``out[t, :out_n[t]]``; ``out_n[t]`` may exceed the row's length, and then the row holds only
-    the first ones."""
+    """Decide the predecessors of the positions of keys ``frontier`` (all of DTM ``ply``), one
+    thread per row of ``out`` and per share of ``frontier``: thread t's decisions (at DTM
+    ``ply + 1``, value byte ``code``) go to ``out[t, :out_n[t]]``; ``out_n[t]`` may exceed the
+    row's length, and then the row holds only the first ones."""
     n_threads = out.shape[0]
     per = (frontier.shape[0] + n_threads - 1) // n_threads
     for t in prange(n_threads):
         out_n[t] = _propagate_range(slots, layout, values, counters, frontier, t * per,
                                     min(frontier.shape[0], (t + 1) * per), ply, code, out[t])
+
+
+@njit(parallel=True)
+def _keys_of_slots(slots, layout, frontier, out):
+    """The keys of the slots ``frontier`` into ``out``, each slot prefetched a few ahead."""
+    n = frontier.shape[0]
+    for i in prange(n):
+        if i + _GROUP < n:
+            prefetch(slots, frontier[i + _GROUP])
+        out[i] = table_key_at(slots, layout, frontier[i])
+
+
+def frontier_keys(table, frontier: np.ndarray, parts: int, pool) -> np.ndarray:
+    """The keys (int64) of a frontier's slots, each of ``parts`` equal shares sorted (on
+    ``pool``'s threads: numpy sorts without the GIL), so that a thread given a share, or a
+    slice of one, meets its positions in key order (:data:`_WINDOW`)."""
+    keys = np.empty(frontier.shape[0], np.int64)
+    _keys_of_slots(table.slots, table.layout, frontier, keys)
+    per = -(-keys.shape[0] // parts)
+    list(pool.map(lambda lo: keys[lo:lo + per].sort(), range(0, keys.shape[0], per)))
+    return keys
 
 
 def seed_values(enum: Enumeration) -> np.ndarray:
@@ -262,13 +287,18 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
     out_n = np.zeros(threads, np.int64)
     parts = []
     overflowed = False
-    for lo in range(0, frontier.shape[0], _FRONTIER):
-        interrupt.check()
-        kernels._propagate(enum.table.slots, enum.table.layout, values, counters, frontier[lo:lo + _FRONTIER], ply,
-                           code, out, out_n)
-        overflowed |= out_n.max() > room  # a list ran out of room (every decision was made all the same)
-        if not overflowed:
-            parts += [out[t, :out_n[t]].copy() for t in range(threads)]
+    with ThreadPoolExecutor(threads) as pool:
+        for start in range(0, frontier.shape[0], _WINDOW):
+            interrupt.check()
+            keys = frontier_keys(enum.table, frontier[start:start + _WINDOW], threads, pool)
+            for lo in range(0, keys.shape[0], _FRONTIER):
+                interrupt.check()
+                kernels._propagate(enum.table.slots, enum.table.layout, values, counters, keys[lo:lo + _FRONTIER],
+                                   ply, code, out, out_n)
+                overflowed |= out_n.max() > room  # a list ran out of room (every decision was made all the same)
+                if not overflowed:
+                    parts += [out[t, :out_n[t]].copy() for t in range(threads)]
+            del keys
     if overflowed:  # find this ply's decisions by a scan of the value bytes
         found = np.setdiff1d(_scan(enum.table.slots, values, code, dtype), seeds, assume_unique=True)
         if code == LONG and earlier_long is not None:

@@ -45,6 +45,42 @@ def test_a_tiny_budget_gives_the_same_file(tmp_path, small_tables, lion_chick_tb
     assert list(work.iterdir()) == []  # the build's own folder is gone
 
 
+def test_windows_in_key_order_give_the_same_file(tmp_path, monkeypatch, small_tables, lion_chick_tb):
+    """The enumeration and the retrograde analysis take positions in windows sorted by key:
+    windows of a few positions (the table growing under a window, a ply in many windows) change
+    no key, value or count."""
+    from dobutsu_tb.tablebase import enumeration
+
+    monkeypatch.setattr(enumeration, "_WINDOW", 5)
+    monkeypatch.setattr(config, "ENUM_BATCH", 2)
+    monkeypatch.setattr(retrograde, "_WINDOW", 3)
+    monkeypatch.setattr(retrograde, "_FRONTIER", 2)
+    result = build_tablebase(tmp_path / "windows.h5", LION_CHICK, progress=False)
+    keys, values, meta = _contents(result.path)
+    want_keys, want_values, want = _contents(lion_chick_tb.path)
+    assert np.array_equal(keys, want_keys) and np.array_equal(values, want_values)
+    assert (meta.catch_terminal, meta.try_terminal, meta.reachable) == (want.catch_terminal, want.try_terminal,
+                                                                         want.reachable)
+
+
+def test_slots_in_key_order_sort_each_share():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from dobutsu_tb.encoding.compact import table_key_at
+    from dobutsu_tb.tablebase.enumeration import slots_in_key_order
+
+    game = game_of(get_variant("dobutsu-3x3"))
+    enum = enumerate_positions(game, Position.start(game.variant).state())
+    found = np.flatnonzero(enum.table.slots).astype(np.int64)
+    with ThreadPoolExecutor(3) as pool:
+        ordered = slots_in_key_order(enum.table, found.copy(), 3, pool)
+    assert np.array_equal(np.sort(ordered), found)  # the same slots
+    per = -(-found.shape[0] // 3)
+    for lo in range(0, found.shape[0], per):
+        share = [table_key_at(enum.table.slots, enum.table.layout, s) >> 32 for s in ordered[lo:lo + per]]
+        assert share == sorted(share) and len(set(share)) > 1
+
+
 @pytest.mark.parametrize("parts", [2, 4, 8])
 def test_terminal_partitions_count_what_one_set_counts(parts):
     game = game_of(get_variant("dobutsu-3x3"))

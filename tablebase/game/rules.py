@@ -223,8 +223,12 @@ def child_keys(board, hand, moves, keys, classes):
                 if q != 0 and HAND_SLOT[q] >= 0:
                     h += 1 << (COUNT_BITS * HAND_SLOT[q])
             else:
+                if drops == 0:
+                    break  # no empty square left to drop on
                 j = k
-                if not (drops >> j) & 1:
+                bit = drops & 1
+                drops >>= 1
+                if not bit:
                     continue
                 move = (DROP + slot) | (j << TO_SHIFT)
                 placed = p

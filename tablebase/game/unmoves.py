@@ -88,13 +88,16 @@ def walk_unmoves(child_board, child_hand, out, out_hands, nonterminal_only, as_k
         enemy = find_piece(board, ROYAL | OPPONENT)
         if enemy < 0 or (HOME_ZONE >> enemy) & 1:
             return 0
-        for i in range(N_CELLS):
-            q = (board >> (CELL_BITS * i)) & CELL_MASK
-            if q != 0 and q < OPPONENT and (TARGETS[q, i] >> enemy) & 1:
-                attackers += 1
-                attacker = i
-        if attackers >= 2:
-            return 0
+    empty = 0
+    for i in range(N_CELLS):
+        q = (board >> (CELL_BITS * i)) & CELL_MASK
+        if q == 0:
+            empty |= 1 << i
+        elif nonterminal_only and q < OPPONENT and (TARGETS[q, i] >> enemy) & 1:
+            attackers += 1
+            attacker = i
+    if attackers >= 2:
+        return 0
     for t in range(N_CELLS):
         p = (board >> (CELL_BITS * t)) & CELL_MASK
         if p == 0 or p >= OPPONENT or (attackers == 1 and t != attacker):
@@ -120,12 +123,16 @@ def walk_unmoves(child_board, child_hand, out, out_hands, nonterminal_only, as_k
                 before = DEMOTED[p]
                 if before == 0 or not (PROMO_ZONE[before] >> t) & 1:
                     continue
-            srcs = SOURCES[before, t]
-            for f in range(N_CELLS):
-                if not (srcs >> f) & 1 or (board >> (CELL_BITS * f)) & CELL_MASK != 0:
+            srcs = SOURCES[before, t] & empty  # the empty squares it can have come from
+            if nonterminal_only:  # less those from which it attacks the enemy royal (catch-terminal)
+                srcs &= ~SOURCES[before, enemy]
+            f = -1
+            while srcs:  # the set bits of srcs, ascending
+                f += 1
+                bit = srcs & 1
+                srcs >>= 1
+                if not bit:
                     continue
-                if nonterminal_only and (TARGETS[before, f] >> enemy) & 1:
-                    continue  # from its source the piece attacks the enemy royal: catch-terminal
                 moved = lifted | (before << (CELL_BITS * f))
                 if n >= cap:
                     return -1

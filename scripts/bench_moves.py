@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Benchmark move and unmove generation on the stored positions of a tablebase file: how much of
+the enumeration and of the retrograde analysis is their own work, with no table in the way
+(docs/building.md, "How fast").
+
+Usage::
+
+    python scripts/bench_moves.py PATH [--positions N] [--runs R]
+
+It reads the first ``N`` keys of the file (default: all of them), shuffles them (the builder
+meets positions in the order of their hashes: as good as random, which is what the branch
+predictor sees; ``--sorted`` keeps the file's key order) and times, on every thread
+numba has (``NUMBA_NUM_THREADS``), one pass over them for each of:
+
+- ``decode``: the key decoded (every other pass does it too);
+- ``children``: :func:`~dobutsu_tb.tablebase.game.rules.child_keys`, what the enumeration's
+  expansion does for a position before it hashes and deals out the children;
+- ``unmoves``: :func:`~dobutsu_tb.tablebase.game.unmoves.gen_unmoves` (the non-terminal
+  predecessors as states);
+- ``parent keys``: :func:`~dobutsu_tb.tablebase.game.unmoves.parent_keys` (their canonical keys);
+- ``+ sorted, hashed``: the same, then sorted, de-duplicated and hashed, as the retrograde
+  analysis does before it looks the predecessors up.
+
+It prints the best of ``R`` runs (default 2) of each: wall seconds, nanoseconds a position
+(wall time times threads over positions: one thread's cost) and the children or predecessors
+made. The kernels compile on the first run (the cache keeps them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import h5py
+import numpy as np
+
+from dobutsu_tb.encoding import config
+from dobutsu_tb.encoding.binding import kernel_options
+from dobutsu_tb.encoding.bits import sort_prefix
+from dobutsu_tb.encoding.compact_layout import key_hash
+from dobutsu_tb.encoding.jit import prange
+from dobutsu_tb.tablebase.game.key import decode_key
+from dobutsu_tb.tablebase.game.layout import MAX_MOVES, MAX_UNMOVES
+from dobutsu_tb.tablebase.game.rules import child_keys
+from dobutsu_tb.tablebase.game.unmoves import gen_unmoves, parent_keys
+
+__kernels__ = ("generate",)
+
+#: The passes, by the mode number :func:`generate` takes.
+PASSES = ("decode", "children", "unmoves", "parent keys", "+ sorted, hashed")
+
+
+@kernel_options(parallel=True)
+def generate(keys, layout, mode, n_threads, out):
+    """One pass of ``PASSES[mode]`` over ``keys``, thread t over its share; ``out[t]`` gets a
+    checksum (so that nothing is optimised away) and the children or predecessors made."""
+    per = (keys.shape[0] + n_threads - 1) // n_threads
+    for t in prange(n_threads):
+        moves = np.empty(max(MAX_MOVES, MAX_UNMOVES), np.int64)
+        made = np.empty(max(MAX_MOVES, MAX_UNMOVES), np.int64)
+        extra = np.empty(max(MAX_MOVES, MAX_UNMOVES), np.int64)
+        check = 0
+        count = 0
+        for i in range(t * per, min(keys.shape[0], (t + 1) * per)):
+            board, hand = decode_key(keys[i])
+            if mode == 0:
+                check += board ^ hand
+                continue
+            if mode == 1:
+                n = child_keys(board, hand, moves, made, extra)
+            elif mode == 2:
+                n = gen_unmoves(board, hand, made, extra, True)
+            else:
+                n = parent_keys(board, hand, made)
+            count += n
+            if mode == 4:
+                sort_prefix(made, n)
+                prev = np.int64(0)
+                for k in range(n):
+                    if made[k] != prev:
+                        check += key_hash(made[k], layout)
+                        prev = made[k]
+            elif n > 0:
+                check += made[0] + made[n - 1]
+        out[t, 0] = check
+        out[t, 1] = count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("path", help="a tablebase file (its stored positions are the input)")
+    parser.add_argument("--positions", type=int, default=None, help="the first N keys (default: all)")
+    parser.add_argument("--runs", type=int, default=2, help="runs of each pass; the best is printed (default 2)")
+    parser.add_argument("--sorted", action="store_true", help="keep the file's key order (default: shuffled)")
+    parser.add_argument("--window", type=int, default=0, help="shuffled, then sorted within windows of W keys")
+    args = parser.parse_args()
+
+    from dobutsu_tb.encoding.compact import CompactTable
+    from dobutsu_tb.tablebase.game.game import game_of
+    from dobutsu_tb.tablebase.reader import TablebaseFile
+
+    with TablebaseFile(args.path) as f:
+        game = game_of(f.metadata.variant)
+    with h5py.File(args.path, "r") as f:
+        keys = np.asarray(f["keys"][: args.positions], np.int64)
+    if not args.sorted:
+        np.random.default_rng(0).shuffle(keys)
+        if args.window:
+            for lo in range(0, keys.shape[0], args.window):
+                keys[lo:lo + args.window].sort()
+    bits, shift = game.layout["MAX_KEY_BITS"], game.layout["KEY_SHIFT"]
+    layout = CompactTable(1000, bits, shift).layout  # the key hash of the build's tables
+    kernels = game.jitted(sys.modules[__name__])
+    threads = config.THREADS
+    out = np.zeros((threads, 2), np.int64)
+    print(f"{keys.shape[0]:,} positions of {args.path} ({game.variant.name}, "
+          f"{'sorted' if args.sorted else 'shuffled'}), {threads} threads")
+    print(f"{'pass':<18}{'seconds':>9}{'ns a position':>15}{'made a position':>17}")
+    for mode, name in enumerate(PASSES):
+        best = float("inf")
+        for _ in range(args.runs):
+            start = time.perf_counter()
+            kernels.generate(keys, layout, mode, threads, out)
+            best = min(best, time.perf_counter() - start)
+        made = out[:, 1].sum() / max(1, keys.shape[0])
+        print(f"{name:<18}{best:>9.2f}{best * threads / max(1, keys.shape[0]) * 1e9:>15.0f}"
+              f"{'' if mode == 0 else f'{made:.2f}':>17}")
+
+
+if __name__ == "__main__":
+    main()
