@@ -5,12 +5,13 @@ the enumeration and of the retrograde analysis is their own work, with no table 
 
 Usage::
 
-    python scripts/bench_moves.py PATH [--positions N] [--runs R]
+    python scripts/bench_moves.py PATH [--positions N] [--runs R] [--sorted | --window W]
 
 It reads the first ``N`` keys of the file (default: all of them), shuffles them (the builder
 meets positions in the order of their hashes: as good as random, which is what the branch
-predictor sees; ``--sorted`` keeps the file's key order) and times, on every thread
-numba has (``NUMBA_NUM_THREADS``), one pass over them for each of:
+predictor sees; ``--sorted`` keeps the file's key order, ``--window W`` sorts each W keys, as
+the builder does) and times, on every thread numba has (``NUMBA_NUM_THREADS``), one pass over
+them for each of:
 
 - ``decode``: the key decoded (every other pass does it too);
 - ``children``: :func:`~dobutsu_tb.tablebase.game.rules.child_keys`, what the enumeration's
@@ -23,7 +24,7 @@ numba has (``NUMBA_NUM_THREADS``), one pass over them for each of:
 
 It prints the best of ``R`` runs (default 2) of each: wall seconds, nanoseconds a position
 (wall time times threads over positions: one thread's cost) and the children or predecessors
-made. The kernels compile on the first run (the cache keeps them).
+made. The kernel is compiled (or loaded from the cache) before the first run.
 """
 
 from __future__ import annotations
@@ -114,6 +115,7 @@ def main() -> None:
     kernels = game.jitted(sys.modules[__name__])
     threads = config.THREADS
     out = np.zeros((threads, 2), np.int64)
+    kernels.generate(keys[:1], layout, 0, threads, out)  # compiled (or loaded) before anything is timed
     print(f"{keys.shape[0]:,} positions of {args.path} ({game.variant.name}, "
           f"{'sorted' if args.sorted else 'shuffled'}), {threads} threads")
     print(f"{'pass':<18}{'seconds':>9}{'ns a position':>15}{'made a position':>17}")
