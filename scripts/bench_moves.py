@@ -7,11 +7,12 @@ Usage::
 
     python scripts/bench_moves.py PATH [--positions N] [--runs R] [--sorted | --window W]
 
-It reads the first ``N`` keys of the file (default: all of them), shuffles them (the builder
-meets positions in the order of their hashes: as good as random, which is what the branch
-predictor sees; ``--sorted`` keeps the file's key order, ``--window W`` sorts each W keys, as
-the builder does) and times, on every thread numba has (``NUMBA_NUM_THREADS``), one pass over
-them for each of:
+It reads ``N`` keys of the file, evenly spaced (default: all of them), and shuffles them: the
+builder finds positions in the table's hash order, as good as random, which is the worst case
+for the branch predictor. ``--window W`` then sorts each W keys, as the builder does (2 M at a
+time in the enumeration, 4 M in the retrograde analysis); ``--sorted`` keeps the file's key
+order. It times, on every thread numba has (``NUMBA_NUM_THREADS``), one pass over them for
+each of:
 
 - ``decode``: the key decoded (every other pass does it too);
 - ``children``: :func:`~dobutsu_tb.tablebase.game.rules.child_keys`, what the enumeration's
@@ -91,20 +92,32 @@ def generate(keys, layout, mode, n_threads, out):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", help="a tablebase file (its stored positions are the input)")
-    parser.add_argument("--positions", type=int, default=None, help="the first N keys (default: all)")
+    parser.add_argument("--positions", type=int, default=None, help="N keys, evenly spaced (default: all)")
     parser.add_argument("--runs", type=int, default=2, help="runs of each pass; the best is printed (default 2)")
     parser.add_argument("--sorted", action="store_true", help="keep the file's key order (default: shuffled)")
     parser.add_argument("--window", type=int, default=0, help="shuffled, then sorted within windows of W keys")
     args = parser.parse_args()
+    for name in ("positions", "runs", "window"):
+        value = getattr(args, name)
+        if value is not None and value < (0 if name == "window" else 1):
+            parser.error(f"--{name} must be a positive number, got {value}")
+    if args.sorted and args.window:
+        parser.error("--sorted and --window exclude each other")
 
     from dobutsu_tb.encoding.compact import CompactTable
     from dobutsu_tb.tablebase.game.game import game_of
     from dobutsu_tb.tablebase.reader import TablebaseFile
+    from dobutsu_tb.tablebase.schema import TablebaseFileError
 
-    with TablebaseFile(args.path) as f:
-        game = game_of(f.metadata.variant)
+    try:
+        with TablebaseFile(args.path) as f:
+            game = game_of(f.metadata.variant)
+    except TablebaseFileError as e:
+        sys.exit(f"error: {e}")
     with h5py.File(args.path, "r") as f:
-        keys = np.asarray(f["keys"][: args.positions], np.int64)
+        keys = np.asarray(f["keys"][:], np.int64)
+    if args.positions is not None and args.positions < keys.shape[0]:  # evenly spaced: every part of the file
+        keys = keys[np.linspace(0, keys.shape[0] - 1, args.positions).astype(np.int64)]
     if not args.sorted:
         np.random.default_rng(0).shuffle(keys)
         if args.window:
@@ -117,7 +130,8 @@ def main() -> None:
     out = np.zeros((threads, 2), np.int64)
     kernels.generate(keys[:1], layout, 0, threads, out)  # compiled (or loaded) before anything is timed
     print(f"{keys.shape[0]:,} positions of {args.path} ({game.variant.name}, "
-          f"{'sorted' if args.sorted else 'shuffled'}), {threads} threads")
+          f"{'sorted' if args.sorted else f'sorted in windows of {args.window:,}' if args.window else 'shuffled'}), "
+          f"{threads} threads")
     print(f"{'pass':<18}{'seconds':>9}{'ns a position':>15}{'made a position':>17}")
     for mode, name in enumerate(PASSES):
         best = float("inf")
