@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from dobutsu_tb.encoding import compact_layout
+from dobutsu_tb.encoding.atomics import prefetch
 from dobutsu_tb.encoding.compact_layout import (
     L_DISP_MAX,
     L_R,
@@ -48,6 +49,9 @@ from dobutsu_tb.encoding.compact_layout import (
 )
 from dobutsu_tb.encoding.config import LOAD_FACTOR
 from dobutsu_tb.encoding.jit import njit, prange
+
+#: How many slots ahead :meth:`CompactTable.keys_at` prefetches.
+_KEYS_AHEAD = 16
 
 #: :func:`table_insert` answer when the shard has no usable slot (grow the table and retry).
 FULL = -1
@@ -173,6 +177,16 @@ def _keys_in_slot_order(slots, layout, offsets, out):
             if slots[s] != 0:
                 out[j] = table_key_at(slots, layout, s)
                 j += 1
+
+
+@njit(parallel=True)
+def _keys_at(slots, layout, where, out):
+    """out[i] = the key in (occupied) slot where[i], each slot prefetched a few ahead."""
+    n = where.shape[0]
+    for i in prange(n):
+        if i + _KEYS_AHEAD < n:
+            prefetch(slots, where[i + _KEYS_AHEAD])
+        out[i] = table_key_at(slots, layout, where[i])
 
 
 @njit(parallel=True)
@@ -368,6 +382,13 @@ class CompactTable(ShardedKeys):
         offsets = block_offsets(self.slots)
         out = np.empty(int(offsets[-1]), np.int64)
         _keys_in_slot_order(self.slots, self.layout, offsets, out)
+        return out
+
+    def keys_at(self, where: np.ndarray) -> np.ndarray:
+        """The keys (int64, shape (n,)) in occupied slots ``where`` (an integer array, shape (n,);
+        not checked: an empty slot gives a meaningless key)."""
+        out = np.empty(where.shape[0], np.int64)
+        _keys_at(self.slots, self.layout, where, out)
         return out
 
     def occupied(self) -> np.ndarray:

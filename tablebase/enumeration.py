@@ -325,25 +325,25 @@ def _occupied(slots, start, out):
     return n, s
 
 
-@njit(parallel=True)
-def _slots_with_keys(slots, layout, found, out):
-    """Each slot of ``found`` below the top 31 bits of its key (bits 62..32), into ``out``."""
-    for i in prange(found.shape[0]):
-        out[i] = ((table_key_at(slots, layout, found[i]) >> 32) << 32) | found[i]
+def sort_shares(a: np.ndarray, parts: int, pool) -> None:
+    """Sort each of ``parts`` equal shares of ``a`` in place, on ``pool``'s threads (numpy sorts
+    without the GIL): a thread of a kernel given a slice of a share meets its items in order."""
+    per = -(-a.shape[0] // parts)
+    list(pool.map(lambda lo: a[lo:lo + per].sort(), range(0, a.shape[0], per)))
 
 
 def slots_in_key_order(table: CompactTable, found: np.ndarray, parts: int, pool) -> np.ndarray:
     """The slots ``found`` (int64, shape (n,)), each of ``parts`` equal shares in the order of
-    its keys' top 31 bits (sorted on ``pool``'s threads: numpy sorts without the GIL), so that a
-    thread given a slice of a share expands neighbouring positions one after another: they take
-    the same branches in the move generator (:data:`_WINDOW`). In place, as found, when slots
-    do not fit 32 bits."""
+    its keys' top 31 bits (:func:`sort_shares`), so that a thread given a slice of a share
+    expands neighbouring positions one after another: they take the same branches in the move
+    generator (:data:`_WINDOW`). In place, as found, when slots do not fit 32 bits."""
     if table.capacity > 1 << 32:  # pragma: no cover - a table of 4 G slots
         return found
-    packed = np.empty(found.shape[0], np.int64)
-    _slots_with_keys(table.slots, table.layout, found, packed)
-    per = -(-packed.shape[0] // parts)
-    list(pool.map(lambda lo: packed[lo:lo + per].sort(), range(0, packed.shape[0], per)))
+    packed = table.keys_at(found)
+    packed >>= 32  # the key's bits 62..32 above the slot
+    packed <<= 32
+    packed |= found
+    sort_shares(packed, parts, pool)
     packed &= np.int64(0xFFFFFFFF)
     return packed
 

@@ -31,10 +31,10 @@ from dobutsu_tb.encoding import config, interrupt
 from dobutsu_tb.encoding.atomics import atomic_cas, atomic_sub, prefetch
 from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.encoding.bits import sort_prefix
-from dobutsu_tb.encoding.compact import table_find, table_key_at
+from dobutsu_tb.encoding.compact import table_find
 from dobutsu_tb.encoding.compact_layout import home_slot, key_hash
 from dobutsu_tb.encoding.jit import njit, prange
-from dobutsu_tb.tablebase.enumeration import TAG_NO_MOVES, TAG_WIN1, Enumeration
+from dobutsu_tb.tablebase.enumeration import TAG_NO_MOVES, TAG_WIN1, Enumeration, sort_shares
 from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import MAX_UNMOVES
 from dobutsu_tb.tablebase.game.unmoves import parent_keys
@@ -180,24 +180,12 @@ def _propagate(slots, layout, values, counters, frontier, ply, code, out, out_n)
                                     min(frontier.shape[0], (t + 1) * per), ply, code, out[t])
 
 
-@njit(parallel=True)
-def _keys_of_slots(slots, layout, frontier, out):
-    """The keys of the slots ``frontier`` into ``out``, each slot prefetched a few ahead."""
-    n = frontier.shape[0]
-    for i in prange(n):
-        if i + _GROUP < n:
-            prefetch(slots, frontier[i + _GROUP])
-        out[i] = table_key_at(slots, layout, frontier[i])
-
-
 def frontier_keys(table, frontier: np.ndarray, parts: int, pool) -> np.ndarray:
-    """The keys (int64) of a frontier's slots, each of ``parts`` equal shares sorted (on
-    ``pool``'s threads: numpy sorts without the GIL), so that a thread given a share, or a
-    slice of one, meets its positions in key order (:data:`_WINDOW`)."""
-    keys = np.empty(frontier.shape[0], np.int64)
-    _keys_of_slots(table.slots, table.layout, frontier, keys)
-    per = -(-keys.shape[0] // parts)
-    list(pool.map(lambda lo: keys[lo:lo + per].sort(), range(0, keys.shape[0], per)))
+    """The keys (int64) of a frontier's slots, each of ``parts`` equal shares sorted
+    (:func:`~dobutsu_tb.tablebase.enumeration.sort_shares`), so that a thread given a share, or
+    a slice of one, meets its positions in key order (:data:`_WINDOW`)."""
+    keys = table.keys_at(frontier)
+    sort_shares(keys, parts, pool)
     return keys
 
 
