@@ -9,9 +9,9 @@ the key (quotienting, as in Cleary's compact hash tables), so nothing is lost.
 
 - :class:`CompactTable` (linear probing, uint32 slots): a key never moves once inserted, so its
   slot indexes value arrays that run alongside (a tag, a counter, a value per position);
-- :class:`~dobutsu_tb.encoding.compact_set.CompactSet` (Robin Hood probing, entries of 3 to 8
-  bytes): a set that only counts and answers membership, as small as the remainder allows
-  (3 bytes an entry at ``2**28`` slots).
+- :class:`~dobutsu_tb.encoding.compact_set.CompactSet` (buckets of one cache line, entries of
+  3 to 8 bytes): a set that only counts and answers membership, as small as the remainder
+  allows (21 entries of 3 bytes a bucket at ``2**23`` buckets).
 
 Both are split into ``n_shards`` (a power of two) contiguous shards picked by the top bits of the
 home slot; probing wraps inside the shard, so one thread per shard inserts without atomics
@@ -20,8 +20,8 @@ home slot; probing wraps inside the shard, so one thread per shard inserts witho
     bits 31 .. r    displacement from the home slot + 1 (0: empty slot)
     bits r-1 .. 0   remainder: the low r = code_bits - q bits of the hash
 
-An entry of a ``CompactSet`` is the same, little-endian in ``entry_bytes`` bytes, with an
-8-bit displacement field.
+An entry of a ``CompactSet`` holds the same remainder, a preimage bit when its buckets a shard
+are not a power of two, and its displacement in buckets (:mod:`~dobutsu_tb.encoding.compact_set`).
 
 The kernels take the structure's ``layout``, an int64 array (fields ``L_*``), so one compiled
 kernel serves every size; the layout, the hash and the sizes are in

@@ -14,12 +14,19 @@ import numpy as np
 
 from dobutsu_tb.encoding.jit import njit, prange
 
-#: Fields of a layout array. A set's (:func:`make_set_layout`) also has its slots a shard
-#: (``L_SHARD_SLOTS``, any number) and the width of an entry's low part, remainder and
-#: preimage bit (``L_TAG_BITS``); a table's slots a shard are a power of two.
+#: Fields of a layout array. A set's (:func:`make_set_layout`) also has its buckets a shard
+#: (``L_SHARD_SLOTS``, any number), the width of an entry's low part, remainder and preimage
+#: bit (``L_TAG_BITS``), its entries a bucket (``L_BUCKET_ENTRIES``) and stash slots a shard
+#: (``L_STASH``); a table's slots a shard are a power of two.
 (L_BITS, L_SHIFT, L_MASK, L_XS, L_M1, L_M2, L_I1, L_I2, L_R, L_REM_MASK, L_SHARD_BITS, L_DISP_MAX, L_ENTRY,
- L_SHARD_SLOTS, L_TAG_BITS) = range(15)
-LAYOUT_FIELDS = 15
+ L_SHARD_SLOTS, L_TAG_BITS, L_BUCKET_ENTRIES, L_STASH) = range(17)
+LAYOUT_FIELDS = 17
+#: A set's buckets are one cache line each.
+BUCKET_BYTES = 64
+#: A set's stash (keys whose buckets are all full, as whole hashes) has about a slot for each this
+#: many entries of a shard (the power of two at or below), and at least :data:`STASH_MIN`.
+STASH_SHARE = 64
+STASH_MIN = 64
 #: Multipliers of the scramble (odd; masked to the code width).
 _M1 = 0x9E3779B97F4A7C15
 _M2 = 0xBF58476D1CE4E5B9
@@ -82,23 +89,25 @@ def make_layout(code_bits: int, shift: int, slot_bits: int, n_shards: int, disp_
     return layout
 
 
-def make_set_layout(code_bits: int, shift: int, slots: int, n_shards: int, disp_bits: int) -> np.ndarray:
-    """The layout of a set of ``slots`` slots, any multiple of ``n_shards``: a set can be sized to
-    the keys it will hold instead of the next power of two.
+def make_set_layout(code_bits: int, shift: int, buckets: int, n_shards: int, disp_bits: int) -> np.ndarray:
+    """The layout of a set of ``buckets`` buckets (of one 64-byte cache line each), any multiple
+    of ``n_shards``: a set can be sized to the keys it will hold instead of the next power of two.
 
-    Each shard's hashes are spread over its ``m = slots / n_shards`` slots by
+    Each shard's hashes are spread over its ``m = buckets / n_shards`` buckets by
     ``home = (t * m) >> k``, where ``t`` is the ``k = ceil(log2 m)`` bits of the hash after the
     shard bits; the lower ``r = code_bits - shard bits - k`` bits are the remainder. At most two
     values of ``t`` share a home (``m > 2**(k-1)``), so an entry stores the remainder, one bit
-    saying which of them it is (none when ``m`` is a power of two) and the displacement: the
-    hash is given back exactly (:func:`~dobutsu_tb.encoding.compact_set.set_hash_at`).
+    saying which of them it is (none when ``m`` is a power of two) and the displacement in
+    buckets: the hash is given back exactly
+    (:func:`~dobutsu_tb.encoding.compact_set.set_hash_at`). A bucket holds ``63 // entry bytes``
+    entries (21 of 3 bytes) and its count in its last byte.
 
     Parameters
     ----------
     code_bits, shift : int
         As for :func:`make_layout`.
-    slots : int
-        Slots of the set, a multiple of ``n_shards``.
+    buckets : int
+        Buckets of the set, a multiple of ``n_shards``.
     n_shards : int
         A power of two.
     disp_bits : int
@@ -113,16 +122,20 @@ def make_set_layout(code_bits: int, shift: int, slots: int, n_shards: int, disp_
     ValueError
         If the sizes are inconsistent.
     """
-    if n_shards < 1 or n_shards & (n_shards - 1) or slots < n_shards or slots % n_shards:
-        raise ValueError(f"a set's slots must be a positive multiple of its shards, got {slots} for {n_shards}")
-    per = slots // n_shards
+    if n_shards < 1 or n_shards & (n_shards - 1) or buckets < n_shards or buckets % n_shards:
+        raise ValueError(f"a set's buckets must be a positive multiple of its shards, got {buckets} for {n_shards}")
+    per = buckets // n_shards
     k = max(1, (per - 1).bit_length())
     layout = make_layout(code_bits, shift, k + n_shards.bit_length() - 1, n_shards, disp_bits)
     r = int(layout[L_R])
     tag = r + (0 if per == 1 << k else 1)
     entry = (tag + disp_bits + 7) // 8
+    if entry > 8:
+        raise ValueError(f"a set entry of {tag + disp_bits} bits does not fit 8 bytes")
     layout[L_ENTRY], layout[L_TAG_BITS], layout[L_SHARD_SLOTS] = entry, tag, per
-    layout[L_DISP_MAX] = min((1 << (8 * entry - tag)) - 2, (1 << 62) - 1)
+    layout[L_DISP_MAX] = min((1 << (8 * entry - tag)) - 1, per - 1, (1 << 62) - 1)
+    layout[L_BUCKET_ENTRIES] = (BUCKET_BYTES - 1) // entry
+    layout[L_STASH] = max(STASH_MIN, 1 << max(0, (per * int(layout[L_BUCKET_ENTRIES]) // STASH_SHARE).bit_length() - 1))
     return layout
 
 

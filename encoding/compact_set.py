@@ -1,20 +1,43 @@
-"""A compact set of 64-bit keys that counts distinct keys: Robin Hood probing over entries of
-3 to 8 bytes (the enumeration counts the terminal positions of the full game in it, 3 bytes a
-key). Keys, hashes, layouts and shards are those of :mod:`dobutsu_tb.encoding.compact`.
+"""A compact set of 64-bit keys that counts distinct keys: buckets of one cache line, entries of 3
+to 8 bytes (the enumeration counts the terminal positions of the full game in it, 21 entries of
+3 bytes a bucket). Keys, hashes, layouts and shards are those of :mod:`dobutsu_tb.encoding.compact`.
+
+A key goes to the first bucket from its home on that is not full, and its entry records how
+many buckets on that is (its displacement), so that a look-up reads one cache line, rarely
+two: with 21 entries a bucket at 85 % load, one key in 500 lands past its home bucket's
+neighbour. A key whose buckets are all full up to the largest displacement an entry can hold
+goes to its shard's *stash*, a small linear-probing array of whole hashes (about 1 in 5,000
+keys at 85 % load). Keys are never removed, so a bucket that is not full ends every search.
+
+Layout of ``buf`` (uint64 words; the buckets 64-byte aligned), with ``E = 63 // entry bytes``
+entries a bucket and ``S`` stash slots a shard::
+
+    buckets of shard 0, shard 1, ...    64 bytes each: byte plane j (the j-th byte of every
+                                         entry, little-endian) at bytes j*E .. j*E + E - 1,
+                                         the number of entries in byte 63
+    stash of shard 0, shard 1, ...      S words each: a hash, or 0 for an empty slot
+
+The first byte plane is searched eight entries at a time (a SWAR compare of a word), and the
+other bytes of a candidate compared one by one.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numba.cpython.unsafe.numbers import trailing_zeros
 
 from dobutsu_tb.encoding.compact import ShardedKeys
 from dobutsu_tb.encoding.compact_layout import (
+    BUCKET_BYTES,
+    L_BITS,
+    L_BUCKET_ENTRIES,
     L_DISP_MAX,
     L_ENTRY,
     L_R,
     L_REM_MASK,
     L_SHARD_BITS,
     L_SHARD_SLOTS,
+    L_STASH,
     L_TAG_BITS,
     MAX_SLOT_BITS,
     CompactTableFullError,
@@ -26,137 +49,154 @@ from dobutsu_tb.encoding.compact_layout import (
 from dobutsu_tb.encoding.config import SET_LOAD_FACTOR
 from dobutsu_tb.encoding.jit import njit, prange
 
-#: Fewest bits of an entry's displacement field (displacements up to 126; at 90 % load the
-#: largest of 15 M random keys was 58).
-SET_DISP_BITS = 7
-#: A set's slots are a multiple of this many a shard (sizes are rounded up to it).
-SET_SLOT_GRAIN = 1 << 12
-#: The fewest slots of a set.
-MIN_SET_SLOTS = 1 << 16
+#: Fewest bits of an entry's displacement field (in buckets: up to 7 before the stash).
+SET_DISP_BITS = 3
+#: A set's buckets are a multiple of this many a shard (sizes are rounded up to it).
+SET_BUCKET_GRAIN = 1 << 8
+#: The fewest buckets of a set (256 KiB).
+MIN_SET_BUCKETS = 1 << 12
 #: How full a set may get before it grows, whatever load it was sized for: a set made for a
 #: known count at its load factor must not grow for a few keys more in one shard.
-SET_FILL_LIMIT = 0.95
-
-
-@njit
-def entry_at(buf, nbytes, s):
-    """The value of entry ``s`` of a set's ``buf`` (``nbytes`` bytes, little-endian)."""
-    if nbytes == 3:  # the full game's entries: three loads, no loop
-        b = 3 * s
-        return np.int64(buf[b]) | (np.int64(buf[b + 1]) << 8) | (np.int64(buf[b + 2]) << 16)
-    v = np.int64(0)
-    base = s * nbytes
-    for j in range(nbytes):
-        v |= np.int64(buf[base + j]) << (8 * j)
-    return v
-
-
-@njit
-def _put_entry(buf, nbytes, s, v):
-    base = s * nbytes
-    for j in range(nbytes):
-        buf[base + j] = (v >> (8 * j)) & 0xFF
+SET_FILL_LIMIT = 0.93
+#: Most stash slots probed for one key before the set asks to grow.
+STASH_PROBES = 64
+#: Words of a bucket.
+_BUCKET_WORDS = BUCKET_BYTES // 8
+_COUNT_BYTE = BUCKET_BYTES - 1
+_ONES = np.uint64(0x0101010101010101)
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+#: Multiplying the low bits of a word's eight bytes by this gathers them in its top byte.
+_GATHER = np.uint64(0x0102040810204080)
 
 
 @njit(inline="always")
-def _move_run(buf, nbytes, s, t, inc):
-    """Move entries ``s .. t - 1`` of a set's ``buf`` one slot on (to ``s + 1 .. t``) and add
-    ``inc`` to the top byte of each: their displacements, one more (no wrap-around)."""
-    for j in range(nbytes * t + nbytes - 1, nbytes * s + nbytes - 1, -1):
-        buf[j] = buf[j - nbytes]
-    for j in range(nbytes * (s + 1) + nbytes - 1, nbytes * (t + 1), nbytes):
-        buf[j] += inc
+def _byte(buf, w0, o):
+    """Byte ``o`` of the bucket at word ``w0``."""
+    return np.int64((buf[w0 + (o >> 3)] >> np.uint64(8 * (o & 7))) & np.uint64(0xFF))
+
+
+@njit(inline="always")
+def _put_byte(buf, w0, o, v):
+    i = w0 + (o >> 3)
+    shift = np.uint64(8 * (o & 7))
+    buf[i] = (buf[i] & ~(np.uint64(0xFF) << shift)) | (np.uint64(v & 0xFF) << shift)
+
+
+@njit(inline="always")
+def _entry(buf, w0, i, n_entries, nbytes):
+    """Entry ``i`` of the bucket at word ``w0``."""
+    v = np.int64(0)
+    for j in range(nbytes):
+        v |= _byte(buf, w0, j * n_entries + i) << (8 * j)
+    return v
+
+
+@njit(inline="always")
+def _bucket_has(buf, w0, c, n_entries, nbytes, v):
+    """Whether the ``c`` entries of the bucket at word ``w0`` hold ``v``: the entries whose first
+    byte matches are found eight at a time (the zero bytes of a word XOR the byte repeated,
+    gathered into one bit each), then their other bytes compared."""
+    pattern = np.uint64(v & 0xFF) * _ONES
+    found = np.uint64(0)
+    for j in range((n_entries + 7) >> 3):
+        x = buf[w0 + j] ^ pattern
+        zero = ~(((x & _LOW7) + _LOW7) | x | _LOW7)  # the top bit of each zero byte, exactly
+        found |= ((zero >> np.uint64(7)) * _GATHER >> np.uint64(56)) << np.uint64(8 * j)
+    found &= (np.uint64(1) << np.uint64(c)) - np.uint64(1)
+    while found != 0:
+        i = np.int64(trailing_zeros(found))
+        same = True
+        for b in range(1, nbytes):
+            if _byte(buf, w0, b * n_entries + i) != (v >> (8 * b)) & 0xFF:
+                same = False
+                break
+        if same:
+            return True
+        found &= found - np.uint64(1)
+    return False
 
 
 @njit
-def set_home(h, layout):
-    """The home slot of hash ``h`` in a set (:func:`~dobutsu_tb.encoding.compact_layout.make_set_layout`)."""
-    r, per = layout[L_R], layout[L_SHARD_SLOTS]
-    k = layout[L_SHARD_BITS]
+def set_line(h, layout):
+    """The word of a set's ``buf`` where the home bucket of hash ``h`` starts (to prefetch)."""
+    r, per, k = layout[L_R], layout[L_SHARD_SLOTS], layout[L_SHARD_BITS]
     t = (h >> r) & ((np.int64(1) << k) - 1)
-    return (h >> (r + k)) * per + ((t * per) >> k)
+    return ((h >> (r + k)) * per + ((t * per) >> k)) * _BUCKET_WORDS
 
 
 @njit
-def _set_tag(h, layout):
-    """The low part of hash ``h``'s entry: its remainder, and above it the preimage bit (1 when
-    the ``t`` just below this one has the same home: :func:`make_set_layout`)."""
-    r, per = layout[L_R], layout[L_SHARD_SLOTS]
-    k = layout[L_SHARD_BITS]
-    rem = h & layout[L_REM_MASK]
-    if layout[L_TAG_BITS] == r:
-        return rem
-    t = (h >> r) & ((np.int64(1) << k) - 1)
-    if t > 0 and ((t - 1) * per) >> k == (t * per) >> k:
-        return (np.int64(1) << r) | rem
-    return rem
+def _n_shards(layout):
+    return np.int64(1) << (layout[L_BITS] - layout[L_R] - layout[L_SHARD_BITS])
+
+
+@njit
+def set_entries(layout):
+    """The number of entry indices of a set (:func:`set_hash_at`): its buckets' entries, then
+    its stash slots."""
+    n = _n_shards(layout)
+    return n * layout[L_SHARD_SLOTS] * layout[L_BUCKET_ENTRIES] + n * layout[L_STASH]
+
+
+#: The full game's entries (bytes, entries a bucket), for :func:`set_add_sized`.
+ENTRY_3 = (3, 21)
 
 
 @njit
 def set_add(buf, layout, h):
     """Add the key with hash ``h`` to a :class:`CompactSet`'s ``buf``: 1 if it is new, 0 if it
-    was there, -1 (nothing changed) when a displacement would not fit: grow the set and add again.
-
-    Robin Hood probing: the key goes to the first slot of its probe sequence whose entry is
-    nearer to its own home, and the run of entries from there to the next empty slot moves one
-    slot on; this keeps every displacement short. Probes wrap around within the key's shard.
-    Only the owner of the key's shard (:func:`shard_of`) may call this."""
-    if layout[L_ENTRY] == 3:  # the full game's entries: the body compiled for a constant width
-        return _set_add(buf, layout, h, 3)
-    return _set_add(buf, layout, h, layout[L_ENTRY])
+    was there, -1 (nothing changed) when neither its buckets nor the stash have room: grow the
+    set and add again. Only the owner of the key's shard (:func:`shard_of`) may call this."""
+    return set_add_sized(buf, layout, h, layout[L_ENTRY], layout[L_BUCKET_ENTRIES])
 
 
 @njit(inline="always")
-def _set_add(buf, layout, h, nbytes):
-    """:func:`set_add` for entries of ``nbytes`` bytes."""
+def set_add_sized(buf, layout, h, nbytes, n_entries):
+    """:func:`set_add` for entries of ``nbytes`` bytes, ``n_entries`` a bucket. A loop of many
+    additions branches once on the set's width and calls this with constants for the common
+    one (:data:`ENTRY_3`), so that the body compiles for them: 20 instead of 33 ns an addition
+    (a branch inside each addition costs as much as the generic body)."""
+    r, per, k = layout[L_R], layout[L_SHARD_SLOTS], layout[L_SHARD_BITS]
     tag_bits = layout[L_TAG_BITS]
-    tag_mask = (np.int64(1) << tag_bits) - 1
-    disp_max = layout[L_DISP_MAX]
-    tag = _set_tag(h, layout)
-    per = layout[L_SHARD_SLOTS]
-    s = set_home(h, layout)
-    base = (h >> (layout[L_R] + layout[L_SHARD_BITS])) * per
-    end = base + per
-    d = np.int64(0)
-    while True:  # find the key, or where it goes
-        v = entry_at(buf, nbytes, s)
-        if v == 0:
-            break
-        vd = (v >> tag_bits) - 1
-        if vd == d and (v & tag_mask) == tag:
+    t = (h >> r) & ((np.int64(1) << k) - 1)
+    shard = h >> (r + k)
+    local = (t * per) >> k
+    tag = h & layout[L_REM_MASK]
+    if tag_bits > r and t > 0 and ((t - 1) * per) >> k == local:
+        tag |= np.int64(1) << r  # the second t of this home
+    base = shard * per
+    for d in range(layout[L_DISP_MAX] + 1):
+        w0 = (base + local) * _BUCKET_WORDS
+        c = _byte(buf, w0, _COUNT_BYTE)
+        v = (np.int64(d) << tag_bits) | tag
+        if _bucket_has(buf, w0, c, n_entries, nbytes, v):
             return 0
-        if vd < d:
-            break
-        d += 1
-        if d > disp_max:
-            return -1
-        s += 1
-        if s == end:
-            s = base
-    t = s  # the run from s to the next empty slot moves on by one; check it fits first
-    while True:
-        v = entry_at(buf, nbytes, t)
+        if c < n_entries:
+            for j in range(nbytes):
+                _put_byte(buf, w0, j * n_entries + c, v >> (8 * j))
+            _put_byte(buf, w0, _COUNT_BYTE, c + 1)
+            return 1
+        local += 1
+        if local == per:
+            local = 0
+    return _stash_add(buf, layout, h, shard)
+
+
+@njit
+def _stash_add(buf, layout, h, shard):
+    """:func:`set_add` in the shard's stash (every bucket the key may go to is full)."""
+    size = layout[L_STASH]
+    start = _n_shards(layout) * layout[L_SHARD_SLOTS] * _BUCKET_WORDS + shard * size
+    want = np.uint64(h)
+    s = h & (size - 1)
+    for _ in range(min(STASH_PROBES, size)):
+        v = buf[start + s]
+        if v == want:
+            return 0
         if v == 0:
-            break
-        if (v >> tag_bits) > disp_max:
-            return -1
-        t += 1
-        if t == end:
-            t = base
-        if t == s:
-            return -1
-    top = 8 * (nbytes - 1)
-    if t >= s and tag_bits >= top:  # no wrap, displacements in the top byte: move bytes, bump top bytes
-        inc = np.uint8(1 << (tag_bits - top))  # one more displacement: no carry (the run was checked)
-        _move_run(buf, nbytes, s, t, inc)
-    else:
-        one = np.int64(1) << tag_bits
-        while t != s:
-            prev = t - 1 if t > base else end - 1
-            _put_entry(buf, nbytes, t, entry_at(buf, nbytes, prev) + one)
-            t = prev
-    _put_entry(buf, nbytes, s, ((d + 1) << tag_bits) | tag)
-    return 1
+            buf[start + s] = want
+            return 1
+        s = (s + 1) & (size - 1)
+    return -1
 
 
 @njit(parallel=True)
@@ -182,16 +222,25 @@ def _set_add_many(buf, layout, n_shards, counts, hashes, out):
 
 @njit
 def set_hash_at(buf, layout, s):
-    """The hash held by entry ``s`` of a set's buffer (its home from the stored displacement,
-    the hash bits that chose the home from the home and the preimage bit, then the remainder),
-    or -1 if the entry is empty."""
+    """The hash held by entry ``s`` of a set (``0 <= s <`` :func:`set_entries`), or -1 if the
+    entry is empty. A bucket's entry gives its home from the bucket and the displacement, the
+    hash bits that chose the home from the home and the preimage bit, then the remainder; a
+    stash slot holds the hash."""
     r, per, k = layout[L_R], layout[L_SHARD_SLOTS], layout[L_SHARD_BITS]
-    tag_bits = layout[L_TAG_BITS]
-    v = entry_at(buf, layout[L_ENTRY], s)
-    if v == 0:
+    n_entries = layout[L_BUCKET_ENTRIES]
+    n = _n_shards(layout)
+    in_buckets = n * per * n_entries
+    if s >= in_buckets:
+        v = buf[n * per * _BUCKET_WORDS + s - in_buckets]
+        return np.int64(-1) if v == 0 else np.int64(v)
+    bucket, i = s // n_entries, s % n_entries
+    w0 = bucket * _BUCKET_WORDS
+    if i >= _byte(buf, w0, _COUNT_BYTE):
         return np.int64(-1)
-    shard = s // per
-    home = (s - shard * per - ((v >> tag_bits) - 1)) % per
+    tag_bits = layout[L_TAG_BITS]
+    v = _entry(buf, w0, i, n_entries, layout[L_ENTRY])
+    shard = bucket // per
+    home = (bucket - shard * per - (v >> tag_bits)) % per
     t = ((home << k) + per - 1) // per  # the smallest t whose home this is
     if tag_bits > r:
         t += (v >> r) & 1
@@ -201,7 +250,7 @@ def set_hash_at(buf, layout, s):
 @njit
 def _set_hashes(buf, layout, out):
     n = 0
-    for s in range(buf.shape[0] // layout[L_ENTRY]):
+    for s in range(set_entries(layout)):
         h = set_hash_at(buf, layout, s)
         if h >= 0:
             if n < out.shape[0]:
@@ -213,7 +262,7 @@ def _set_hashes(buf, layout, out):
 @njit
 def _set_rehash(old, old_layout, new, new_layout, counts):
     failed = 0
-    for s in range(old.shape[0] // old_layout[L_ENTRY]):
+    for s in range(set_entries(old_layout)):
         h = set_hash_at(old, old_layout, s)
         if h < 0:
             continue
@@ -225,43 +274,47 @@ def _set_rehash(old, old_layout, new, new_layout, counts):
     return failed
 
 
-def set_slots_for(expected: int, load_factor: float, n_shards: int, code_bits: int) -> int:
-    """Slots of a set for ``expected`` keys under ``load_factor``: the fewest that keep it below
-    the load factor, rounded up to :data:`SET_SLOT_GRAIN` a shard, at least :data:`MIN_SET_SLOTS`;
-    a multiple of ``n_shards``, not necessarily a power of two (unless the next power of two a
-    shard takes fewer bytes).
+def set_buckets_for(expected: int, load_factor: float, n_shards: int, code_bits: int) -> int:
+    """Buckets of a set for ``expected`` keys under ``load_factor``: the fewest bytes among the
+    bucket counts that keep it below the load factor (a multiple of :data:`SET_BUCKET_GRAIN` a
+    shard, or a power of two a shard, whose entries have no preimage bit and may be a byte
+    shorter), at least :data:`MIN_SET_BUCKETS`.
 
     Raises
     ------
     CompactTableFullError
-        If that is more than ``2**MAX_SLOT_BITS`` slots or the hash can address.
+        If that is more than ``2**MAX_SLOT_BITS`` buckets or the hash can address.
     """
-    need = max(MIN_SET_SLOTS, int(np.ceil(max(expected, 1) / load_factor)))
-    grain = SET_SLOT_GRAIN * n_shards
-    slots = -(-need // grain) * grain
+    need = max(1, int(np.ceil(max(expected, 1) / load_factor)))
+    grain = SET_BUCKET_GRAIN * n_shards
     most = 1 << min(code_bits, MAX_SLOT_BITS)
-    if slots > most:
-        raise CompactTableFullError(f"hash table is full: {expected:,} keys would need {slots:,} slots, "
-                                    f"more than {most:,}")
-    whole = n_shards << max(0, (slots // n_shards - 1).bit_length())  # the next power of two a shard
-    if whole <= most and _entry_bytes(code_bits, whole, n_shards) * whole < _entry_bytes(code_bits, slots,
-                                                                                           n_shards) * slots:
-        return whole  # a remainder bit less makes the entries a byte shorter: fewer bytes in all
-    return slots
-
-
-def _entry_bytes(code_bits: int, slots: int, n_shards: int) -> int:
-    return int(make_set_layout(code_bits, 0, slots, n_shards, SET_DISP_BITS)[L_ENTRY])
+    best = None
+    for nbytes in range(3, 9):
+        buckets = max(MIN_SET_BUCKETS, -(-need // ((BUCKET_BYTES - 1) // nbytes)))
+        buckets = -(-buckets // grain) * grain
+        whole = n_shards << max(0, (buckets // n_shards - 1).bit_length())  # the next power of two a shard
+        for b in (buckets, whole):
+            if b > most:
+                continue
+            layout = make_set_layout(code_bits, 0, b, n_shards, SET_DISP_BITS)
+            if layout[L_ENTRY] > nbytes:
+                continue  # these entries are wider: fewer a bucket than counted
+            size = b * BUCKET_BYTES + n_shards * int(layout[L_STASH]) * 8
+            if best is None or size < best[0]:
+                best = (size, b)
+    if best is None:
+        raise CompactTableFullError(f"hash table is full: {expected:,} keys would need more than {most:,} buckets")
+    return best[1]
 
 
 class CompactSet(ShardedKeys):
-    """A set of keys ``code << shift`` that counts distinct keys (Robin Hood probing).
+    """A set of keys ``code << shift`` that counts distinct keys (buckets of a cache line).
 
-    The set has any number of slots (a multiple of :data:`SET_SLOT_GRAIN` a shard), so it is
+    The set has any number of buckets (a multiple of :data:`SET_BUCKET_GRAIN` a shard), so it is
     sized to its keys (:func:`~dobutsu_tb.encoding.compact_layout.make_set_layout`). Entries take
-    ``ceil((r + p + 7) / 8)`` bytes, with ``r = code_bits - ceil(log2 slots)`` remainder bits and
-    ``p`` one preimage bit (none when the slots a shard are a power of two): 3 bytes for 44-bit
-    codes at 2**27 to 2**28 slots.
+    ``ceil((r + p + 3) / 8)`` bytes, with ``r = code_bits - ceil(log2 buckets)`` remainder bits,
+    ``p`` one preimage bit (none when the buckets a shard are a power of two) and 3 bits of
+    displacement: 3 bytes for 44-bit codes at ``2**23`` buckets, 21 a bucket.
 
     Parameters
     ----------
@@ -270,13 +323,14 @@ class CompactSet(ShardedKeys):
     code_bits, shift : int
         As for :class:`CompactTable`.
     load_factor : float, optional
-        Most keys per slot (default :data:`~dobutsu_tb.encoding.config.SET_LOAD_FACTOR`).
+        Most keys per entry (default :data:`~dobutsu_tb.encoding.config.SET_LOAD_FACTOR`).
     n_shards : int, optional
         Threads that may add at once; rounded up to a power of two.
 
     Attributes
     ----------
-    buf : numpy.ndarray of uint8, shape (capacity * entry_bytes,)
+    buf : numpy.ndarray of uint64, shape (buckets * 8 + n_shards * stash slots,)
+        64-byte aligned (module docstring).
     layout : numpy.ndarray of int64
     counts : numpy.ndarray of int64, shape (n_shards,)
 
@@ -290,27 +344,35 @@ class CompactSet(ShardedKeys):
                  n_shards: int = 1):
         self.code_bits, self.shift, self.load_factor = int(code_bits), int(shift), float(load_factor)
         self.n_shards = shards_for(n_shards)
-        self._allocate(set_slots_for(expected, load_factor, self.n_shards, self.code_bits))
+        self._allocate(set_buckets_for(expected, load_factor, self.n_shards, self.code_bits))
 
-    def _allocate(self, slots: int) -> None:
-        self.layout = make_set_layout(self.code_bits, self.shift, slots, self.n_shards, SET_DISP_BITS)
-        self.buf = np.zeros(slots * int(self.layout[L_ENTRY]), np.uint8)
+    def _allocate(self, buckets: int) -> None:
+        self.layout = make_set_layout(self.code_bits, self.shift, buckets, self.n_shards, SET_DISP_BITS)
+        words = buckets * _BUCKET_WORDS + self.n_shards * int(self.layout[L_STASH])
+        raw = np.zeros(words + _BUCKET_WORDS, np.uint64)
+        skip = (-raw.ctypes.data % BUCKET_BYTES) // 8  # buckets on cache lines
+        self.buf = raw[skip:skip + words]
         self.counts = np.zeros(self.n_shards, np.int64)
 
     @property
-    def capacity(self) -> int:
-        """Number of slots."""
+    def buckets(self) -> int:
+        """Number of buckets."""
         return int(self.layout[L_SHARD_SLOTS]) * self.n_shards
 
     @property
+    def capacity(self) -> int:
+        """Number of entries in the buckets (the stash not counted)."""
+        return self.buckets * int(self.layout[L_BUCKET_ENTRIES])
+
+    @property
     def limit(self) -> int:
-        """Most keys one shard may hold before the set grows: :data:`SET_FILL_LIMIT` of its slots
+        """Most keys one shard may hold before the set grows: :data:`SET_FILL_LIMIT` of its entries
         (the load factor sizes the set; the last few percent are slack)."""
         return int(self.capacity // self.n_shards * max(self.load_factor, SET_FILL_LIMIT))
 
     @property
     def entry_bytes(self) -> int:
-        """Bytes per slot."""
+        """Bytes per entry."""
         return int(self.layout[L_ENTRY])
 
     @property
@@ -318,7 +380,7 @@ class CompactSet(ShardedKeys):
         return self.buf.nbytes
 
     def hashes(self) -> np.ndarray:
-        """The hashes of the keys held, in slot order (int64, shape (len(self),))."""
+        """The hashes of the keys held, in entry order (int64, shape (len(self),))."""
         out = np.empty(len(self), np.int64)
         if _set_hashes(self.buf, self.layout, out) != out.shape[0]:
             raise AssertionError("the set's counts disagree with its entries")  # pragma: no cover
@@ -340,7 +402,7 @@ class CompactSet(ShardedKeys):
         return self.add_hashes(hash_keys(keys, self.layout))
 
     def grow(self, expected: int) -> None:
-        """Rehash into at least twice as many slots, sized for ``max(expected, 2 * len(self))`` keys.
+        """Rehash into at least twice as many buckets, sized for ``max(expected, 2 * len(self))`` keys.
 
         Raises
         ------
@@ -349,26 +411,26 @@ class CompactSet(ShardedKeys):
         """
         old_buf, old_layout = self.buf, self.layout
         most = 1 << min(self.code_bits, MAX_SLOT_BITS)
-        slots = 2 * self.capacity
+        buckets = 2 * self.buckets
         try:
-            slots = max(slots, set_slots_for(max(int(expected), 2 * len(self)), self.load_factor, self.n_shards,
-                                             self.code_bits))
+            buckets = max(buckets, set_buckets_for(max(int(expected), 2 * len(self)), self.load_factor,
+                                                   self.n_shards, self.code_bits))
         except CompactTableFullError:
-            slots = most + 1
+            buckets = most + 1
         while True:
-            if slots > most:
+            if buckets > most:
                 raise CompactTableFullError(f"hash table is full: {len(self):,} keys, and it cannot grow beyond "
-                                            f"{most:,} slots")
-            self._allocate(slots)
+                                            f"{most:,} buckets")
+            self._allocate(buckets)
             if _set_rehash(old_buf, old_layout, self.buf, self.layout, self.counts) == 0:
                 return
-            slots *= 2
+            buckets *= 2
 
 
 def set_nbytes(expected: int, code_bits: int, shift: int, load_factor: float = SET_LOAD_FACTOR,
                n_shards: int = 1) -> int:
-    """Bytes of the entries of a :class:`CompactSet` made for ``expected`` keys, for memory
-    estimates.
+    """Bytes of a :class:`CompactSet` made for ``expected`` keys (its buckets and stash), for
+    memory estimates.
 
     Raises
     ------
@@ -376,5 +438,6 @@ def set_nbytes(expected: int, code_bits: int, shift: int, load_factor: float = S
         If no set can hold that many keys.
     """
     shards = shards_for(n_shards)
-    slots = set_slots_for(expected, load_factor, shards, code_bits)
-    return slots * int(make_set_layout(code_bits, shift, slots, shards, SET_DISP_BITS)[L_ENTRY])
+    buckets = set_buckets_for(expected, load_factor, shards, code_bits)
+    layout = make_set_layout(code_bits, shift, buckets, shards, SET_DISP_BITS)
+    return buckets * BUCKET_BYTES + shards * int(layout[L_STASH]) * 8

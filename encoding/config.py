@@ -23,12 +23,12 @@ def _threads() -> int:
 THREADS = _threads()
 #: Fraction of hash table slots in use at most.
 LOAD_FACTOR = 0.75
-#: The same for the compact sets that only count keys (Robin Hood probing; any size, so a set
-#: made for a known count is this full at the end).
+#: The same for the compact sets that only count keys (buckets of a cache line; any size, so a
+#: set made for a known count is about this full at the end).
 SET_LOAD_FACTOR = 0.85
 #: The load a build's set of terminal positions may go up to, before the plan splits it into
-#: partitions (Robin Hood probing keeps displacements short even so full; a pass over the table
-#: costs more than the longer probes).
+#: partitions (buckets of 21 entries seldom overflow even so full; a pass over the table costs
+#: more than the longer searches).
 MAX_SET_LOAD_FACTOR = 0.9
 #: Positions expanded per batch during enumeration (buffers are BATCH x MAX_MOVES int64).
 ENUM_BATCH = 1 << 15

@@ -27,8 +27,8 @@ import numpy as np
 
 from dobutsu_tb.encoding.atomics import prefetch
 from dobutsu_tb.encoding.compact import CompactTable, table_insert
-from dobutsu_tb.encoding.compact_layout import L_ENTRY, L_R, home_slot
-from dobutsu_tb.encoding.compact_set import CompactSet, set_add, set_home
+from dobutsu_tb.encoding.compact_layout import L_BUCKET_ENTRIES, L_ENTRY, L_R, home_slot
+from dobutsu_tb.encoding.compact_set import ENTRY_3, CompactSet, set_add_sized, set_line
 from dobutsu_tb.encoding.config import LOAD_FACTOR, SET_LOAD_FACTOR
 from dobutsu_tb.encoding.jit import njit
 
@@ -48,21 +48,27 @@ def _insert_table(slots, layout, hashes):
     return new
 
 
-@njit
-def _insert_set(buf, layout, hashes):
-    entry = layout[L_ENTRY]
+@njit(inline="always")
+def _add_all(buf, layout, hashes, nbytes, n_entries):
     new = 0
     for i in range(hashes.shape[0]):
         if i + AHEAD < hashes.shape[0]:
-            prefetch(buf, set_home(hashes[i + AHEAD], layout) * entry)
-        new += set_add(buf, layout, hashes[i])
+            prefetch(buf, set_line(hashes[i + AHEAD], layout))
+        new += set_add_sized(buf, layout, hashes[i], nbytes, n_entries)
     return new
+
+
+@njit
+def _insert_set(buf, layout, hashes):
+    if layout[L_ENTRY] == ENTRY_3[0]:  # as the builder does: the body compiled for 3-byte entries
+        return _add_all(buf, layout, hashes, ENTRY_3[0], ENTRY_3[1])
+    return _add_all(buf, layout, hashes, layout[L_ENTRY], layout[L_BUCKET_ENTRIES])
 
 
 @njit
 def _set_homes(hashes, layout, out):
     for i in range(hashes.shape[0]):
-        out[i] = set_home(hashes[i], layout)
+        out[i] = set_line(hashes[i], layout)
 
 
 def insertions(n: int, repeat: int) -> None:

@@ -29,8 +29,8 @@ from dobutsu_tb.encoding.atomics import atomic_cas, atomic_sub, prefetch
 from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.encoding.bits import sort_prefix
 from dobutsu_tb.encoding.compact import FULL, table_find, table_insert, table_key_at
-from dobutsu_tb.encoding.compact_layout import L_ENTRY, home_slot, key_hash, shard_of
-from dobutsu_tb.encoding.compact_set import set_add, set_home
+from dobutsu_tb.encoding.compact_layout import L_BUCKET_ENTRIES, L_ENTRY, home_slot, key_hash, shard_of
+from dobutsu_tb.encoding.compact_set import ENTRY_3, set_add_sized, set_line
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase.enumeration import TAG_FRESH, TAG_NO_MOVES, TAG_WIN1, repeated
 from dobutsu_tb.tablebase.game.key import decode_key
@@ -176,26 +176,38 @@ def insert_nonterminal(slots, layout, table_counts, tags, hashes, starts, fresh,
     return failed
 
 
+@njit(inline="always")
+def _add_terminals(buf, layout, set_counts, items, lo, hi, by_class, shard, nbytes, n_entries):
+    """:func:`insert_terminal` for one shard's ``items[lo:hi]`` (entries of ``nbytes`` bytes,
+    ``n_entries`` a bucket: :func:`~dobutsu_tb.encoding.compact_set.set_add_sized`); returns the
+    additions that found no room."""
+    bad = 0
+    for i in range(lo, hi):
+        if i + _AHEAD < hi:
+            prefetch(buf, set_line(items[i + _AHEAD] >> CLASS_BITS, layout))
+        a = set_add_sized(buf, layout, items[i] >> CLASS_BITS, nbytes, n_entries)
+        if a == 1:
+            set_counts[shard] += 1
+            by_class[shard, items[i] & CLASS_MASK] += 1
+        elif a < 0:
+            bad += 1
+    return bad
+
+
 @njit(parallel=True)
 def insert_terminal(buf, layout, set_counts, items, starts, by_class):
     """Add terminal children (hash above, class below; grouped by shard) to a set, one thread per
     shard; the new ones are counted by class in ``by_class[shard]``. Returns the additions that
     found no room (grow the set, add again: idempotent)."""
     n_shards = starts.shape[0] - 1
-    entry = layout[L_ENTRY]
     failed = 0
     for shard in prange(n_shards):
         lo, hi = starts[shard], starts[shard + 1]
-        bad = 0
-        for i in range(lo, hi):
-            if i + _AHEAD < hi:
-                prefetch(buf, set_home(items[i + _AHEAD] >> CLASS_BITS, layout) * entry)
-            a = set_add(buf, layout, items[i] >> CLASS_BITS)
-            if a == 1:
-                set_counts[shard] += 1
-                by_class[shard, items[i] & CLASS_MASK] += 1
-            elif a < 0:
-                bad += 1
+        if layout[L_ENTRY] == ENTRY_3[0]:  # the body compiled for the full game's entries
+            bad = _add_terminals(buf, layout, set_counts, items, lo, hi, by_class, shard, ENTRY_3[0], ENTRY_3[1])
+        else:
+            bad = _add_terminals(buf, layout, set_counts, items, lo, hi, by_class, shard, layout[L_ENTRY],
+                                 layout[L_BUCKET_ENTRIES])
         failed += bad
     return failed
 

@@ -2,8 +2,8 @@
 
 Non-terminal positions go into a :class:`~dobutsu_tb.encoding.compact.CompactTable` (4 bytes
 a slot) with one *tag* byte per slot; terminal positions (catch- or try-terminal) are reached
-but never expanded: a :class:`~dobutsu_tb.encoding.compact_set.CompactSet` (3 bytes a slot for the
-full game) only counts the distinct ones.
+but never expanded: a :class:`~dobutsu_tb.encoding.compact_set.CompactSet` (21 entries of 3 bytes in a cache line
+for the full game) only counts the distinct ones.
 
 The table is walked in sweeps: each sweep scans the tags in slot order and expands every
 position tagged :data:`TAG_FRESH` in batches. A batch's children are generated in parallel
@@ -35,6 +35,7 @@ from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.encoding.bits import find_bytes
 from dobutsu_tb.encoding.compact import FULL, CompactTable, table_insert, table_key_at
 from dobutsu_tb.encoding.compact_layout import (
+    L_BUCKET_ENTRIES,
     L_ENTRY,
     CompactTableFullError,
     hash_key,
@@ -42,7 +43,15 @@ from dobutsu_tb.encoding.compact_layout import (
     key_hash,
     shard_of,
 )
-from dobutsu_tb.encoding.compact_set import CompactSet, set_add, set_hash_at, set_home
+from dobutsu_tb.encoding.compact_set import (
+    ENTRY_3,
+    CompactSet,
+    set_add,
+    set_add_sized,
+    set_entries,
+    set_hash_at,
+    set_line,
+)
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase.game.game import Game
 from dobutsu_tb.tablebase.game.key import decode_key
@@ -208,23 +217,36 @@ def _insert_shard(shard, slots, layout, table_counts, tags, nt, term, counts, se
             prefetch(tags, fresh[i + _PREFETCH_AHEAD])
         tags[fresh[i]] = TAG_FRESH
     table_counts[shard] += added
-    entry = set_layout[L_ENTRY]
+    if set_layout[L_ENTRY] == ENTRY_3[0]:  # the body compiled for the full game's entries
+        bad_set = _add_terminals(shard, term, counts, setbuf, set_layout, set_counts, new_by_class, part_mask,
+                                 ENTRY_3[0], ENTRY_3[1])
+    else:
+        bad_set = _add_terminals(shard, term, counts, setbuf, set_layout, set_counts, new_by_class, part_mask,
+                                 set_layout[L_ENTRY], set_layout[L_BUCKET_ENTRIES])
+    return bad, bad_set
+
+
+@njit(inline="always")
+def _add_terminals(shard, term, counts, setbuf, set_layout, set_counts, new_by_class, part_mask, nbytes, n_entries):
+    """:func:`_insert_shard`'s additions to the set of terminal positions (entries of ``nbytes``
+    bytes, ``n_entries`` a bucket: :func:`~dobutsu_tb.encoding.compact_set.set_add_sized`);
+    returns the additions that found no room."""
     bad_set = 0
     for t in range(term.shape[0]):
         row = term[t, shard]
         m = counts[t, shard, 1]
         for i in range(m):
             if i + _PREFETCH_AHEAD < m:
-                prefetch(setbuf, set_home(row[i + _PREFETCH_AHEAD] >> _CLASS_BITS, set_layout) * entry)
+                prefetch(setbuf, set_line(row[i + _PREFETCH_AHEAD] >> _CLASS_BITS, set_layout))
             if (row[i] >> _CLASS_BITS) & part_mask != 0:
                 continue  # no longer partition 0's (the partitions doubled meanwhile)
-            a = set_add(setbuf, set_layout, row[i] >> _CLASS_BITS)
+            a = set_add_sized(setbuf, set_layout, row[i] >> _CLASS_BITS, nbytes, n_entries)
             if a == 1:
                 set_counts[shard] += 1
                 new_by_class[shard, row[i] & _CLASS_MASK] += 1
             elif a < 0:
                 bad_set += 1
-    return bad, bad_set
+    return bad_set
 
 
 @njit(parallel=True)
@@ -284,7 +306,7 @@ def _keep_partition_zero(old, old_layout, new, new_layout, counts, part_mask, dr
     into a new set; count the others by terminal class into ``dropped`` (their positions are
     decoded and classified: the set keeps no class). Returns the keys that did not fit."""
     failed = 0
-    for s in range(old.shape[0] // old_layout[L_ENTRY]):
+    for s in range(set_entries(old_layout)):
         h = set_hash_at(old, old_layout, s)
         if h < 0:
             continue

@@ -4,7 +4,7 @@ fits the biggest variants into it (docs/building.md, "Memory").
 The builder keeps three big structures: the table of non-terminal positions (4 bytes a slot,
 :mod:`~dobutsu_tb.encoding.compact`) with a tag byte a slot during the enumeration and a value
 and a counter byte a slot during the retrograde analysis; the set that counts the terminal
-positions (3 bytes a slot for dobutsu's keys); and the sort records of the write (8 bytes a
+positions (buckets of 21 3-byte entries for dobutsu's keys); and the sort records of the write (8 bytes a
 position). When they do not fit the budget together, the plan trades passes for memory:
 
 - **terminal partitions**: the set holds only the terminal positions whose hash lies in the

@@ -262,8 +262,9 @@ def test_the_memory_estimate_grows_with_the_positions():
     full = build_module.estimate_memory(build_module.STANDARD_NONTERMINAL, build_module.STANDARD_TERMINAL)
     assert build_module.BASE_MEMORY < small < 2 * build_module.BASE_MEMORY
     # The full build's peak is the enumeration: a 2**27-slot table (512 MiB), its tags (128 MiB)
-    # and the set of 147 M terminal positions, 173 M slots of 3 bytes (495 MiB), besides the base.
-    assert full == build_module.BASE_MEMORY + (512 + 128) * 2**20 + 3 * 173_318_144
+    # and the set of 147 M terminal positions, 2**23 buckets of 64 bytes (512 MiB) and a stash of
+    # 2**21 hashes (16 MiB), besides the base.
+    assert full == build_module.BASE_MEMORY + (512 + 128) * 2**20 + (512 + 16) * 2**20
 
 
 def test_parallel_commands_wait_for_the_cached_build(tmp_path):

@@ -75,25 +75,30 @@ def test_set_counts_distinct_keys(shards):
 
 
 def test_set_entry_width_follows_the_remainder():
-    # 147 M keys (the standard game's terminal positions) at 85 %: 173 M slots (not 2**28) of
-    # 16 remainder bits, a preimage bit and 7 of displacement
+    # 147 M keys (the standard game's terminal positions) at 85 %: 2**23 buckets of 21 entries
+    # (a power of two a shard: 21 remainder bits and 3 of displacement, 3 bytes), 512 MiB
     s = compact_set.CompactSet(147_000_000, BITS, SHIFT, load_factor=0.85, n_shards=2)
-    assert s.entry_bytes == 3 and s.capacity == 172_941_312 and s.nbytes < 0.65 * 3 * 2**28
-    # 100 M keys: 2**27 slots of 3 bytes (17 + 7 bits) take fewer bytes than 118 M of 4
-    assert compact_set.CompactSet(100_000_000, BITS, SHIFT, load_factor=0.75).capacity == 2**27
-    assert compact_set.CompactSet(1000, BITS, SHIFT).entry_bytes == 5  # 2**16 slots: 28 + 7 bits
+    assert s.entry_bytes == 3 and s.buckets == 2**23 and s.capacity == 21 * 2**23
+    assert s.nbytes == 2**29 + 2 * 2**20 * 8  # and a stash of 2**20 slots a shard
+    assert s.buf.ctypes.data % 64 == 0  # buckets on cache lines
+    # 100 M keys at 75 %: 8.4 M buckets, not a power of two (a preimage bit: 4 bytes, 15 a
+    # bucket) would take more bytes than 2**23 of 3
+    assert compact_set.CompactSet(100_000_000, BITS, SHIFT, load_factor=0.75).buckets == 2**23
+    assert compact_set.CompactSet(1000, BITS, SHIFT).entry_bytes == 5  # 2**12 buckets: 32 + 3 bits
 
 
-@pytest.mark.parametrize("slots,shards", [(1 << 16, 1), (3 << 15, 1), (5 << 14, 2), (100_000, 4), (7 << 13, 4)])
-def test_a_set_of_any_size_gives_back_its_hashes(slots, shards):
-    """Sets of any number of slots (a power of two a shard or not) hold every key once and give
-    back exactly the hashes added, from each entry's home, preimage bit and remainder; full to
-    90 %, so displacements are long."""
-    layout = compact_layout.make_set_layout(BITS, SHIFT, slots, shards, compact_set.SET_DISP_BITS)
+@pytest.mark.parametrize("buckets,shards", [(1 << 12, 1), (3 << 11, 1), (5 << 10, 2), (100_000 // 21, 4),
+                                            (7 << 9, 4)])
+def test_a_set_of_any_size_gives_back_its_hashes(buckets, shards):
+    """Sets of any number of buckets (a power of two a shard or not) hold every key once and
+    give back exactly the hashes added, from each entry's bucket, displacement, preimage bit and
+    remainder; full to 93 %, so that many keys land past their home bucket."""
+    buckets -= buckets % shards
+    layout = compact_layout.make_set_layout(BITS, SHIFT, buckets, shards, compact_set.SET_DISP_BITS)
     s = compact_set.CompactSet(1, BITS, SHIFT, load_factor=0.95, n_shards=shards)
-    s._allocate(slots)
-    assert (s.layout == layout).all() and s.capacity == slots
-    keys = np.unique(random_keys(int(0.9 * slots), seed=slots + shards, dup=0))
+    s._allocate(buckets)
+    assert (s.layout == layout).all() and s.buckets == buckets
+    keys = np.unique(random_keys(int(0.93 * s.capacity), seed=buckets + shards, dup=0))
     hashes = compact_layout.hash_keys(keys, s.layout)
     out = np.zeros(len(hashes), np.int64)
     assert compact_set._set_add_many(s.buf, s.layout, shards, s.counts, hashes, out) == 0  # all fitted
@@ -101,6 +106,24 @@ def test_a_set_of_any_size_gives_back_its_hashes(slots, shards):
     assert compact_set._set_add_many(s.buf, s.layout, shards, s.counts, hashes[::7], out[::7]) == 0
     assert out[::7].sum() == 0 and len(s) == len(keys)
     assert sorted(s.hashes().tolist()) == sorted(hashes.tolist())
+
+
+def test_a_full_stash_asks_to_grow():
+    """Keys that all share a home fill its buckets, then the stash; the next one finds no room
+    (-1, nothing changed), and the set grows and keeps them all."""
+    s = compact_set.CompactSet(1, BITS, SHIFT, n_shards=1)
+    r = int(s.layout[compact_layout.L_R])
+    layout = s.layout
+    reach = (int(layout[compact_layout.L_DISP_MAX]) + 1) * int(layout[compact_layout.L_BUCKET_ENTRIES])
+    reach += int(layout[compact_layout.L_STASH])  # consecutive hashes fill the stash in order
+    hashes = (np.int64(5) << r) + np.arange(1, reach + 2, dtype=np.int64)  # one home, t = 5
+    out = np.zeros(len(hashes), np.int64)
+    assert compact_set._set_add_many(s.buf, s.layout, 1, s.counts, hashes[:-1], out[:-1]) == 0
+    assert out[:-1].sum() == reach == len(s)
+    assert compact_set.set_add(s.buf, s.layout, int(hashes[-1])) == -1
+    assert compact_set.set_add(s.buf, s.layout, int(hashes[7])) == 0
+    assert s.add_hashes(hashes)[-1] == 1 and len(s) == reach + 1
+    assert sorted(s.hashes().tolist()) == hashes.tolist()
 
 
 def test_a_set_grows_from_any_size():

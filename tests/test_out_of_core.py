@@ -28,8 +28,8 @@ def small_tables(monkeypatch):
     """Tables that start tiny and grow, so that a budget of a few hundred KiB bites."""
     monkeypatch.setattr(config, "DEFAULT_EXPECTED", 1024)
     monkeypatch.setattr(compact_layout, "MIN_SLOT_BITS", 14)
-    monkeypatch.setattr(compact_set, "MIN_SET_SLOTS", 1024)
-    monkeypatch.setattr(compact_set, "SET_SLOT_GRAIN", 256)
+    monkeypatch.setattr(compact_set, "MIN_SET_BUCKETS", 64)
+    monkeypatch.setattr(compact_set, "SET_BUCKET_GRAIN", 16)
 
 
 def test_a_tiny_budget_gives_the_same_file(tmp_path, small_tables, lion_chick_tb):
