@@ -4,8 +4,8 @@ to 8 bytes (the enumeration counts the terminal positions of the full game in it
 
 A key goes to the first bucket from its home on that is not full, and its entry records how
 many buckets on that is (its displacement), so that a look-up reads one cache line, rarely
-two: with 21 entries a bucket at 85 % load, one key in 500 lands past its home bucket's
-neighbour. A key whose buckets are all full up to the largest displacement an entry can hold
+two: with 21 entries a bucket at 85 % load, one key in 40 lands past its home bucket and one in
+200 past its neighbour. A key whose buckets are all full up to the largest displacement an entry can hold
 goes to its shard's *stash*, a small linear-probing array of whole hashes (about 1 in 5,000
 keys at 85 % load). Keys are never removed, so a bucket that is not full ends every search.
 
