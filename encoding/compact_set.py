@@ -1,13 +1,14 @@
-"""A compact set of 64-bit keys that counts distinct keys: buckets of one cache line, entries of 3
+"""A compact set of 64-bit keys that counts distinct keys: buckets of one cache line, entries of 2
 to 8 bytes (the enumeration counts the terminal positions of the full game in it, 21 entries of
 3 bytes a bucket). Keys, hashes, layouts and shards are those of :mod:`dobutsu_tb.encoding.compact`.
 
 A key goes to the first bucket from its home on that is not full, and its entry records how
 many buckets on that is (its displacement), so that a look-up reads one cache line, rarely
-two: with 21 entries a bucket at 85 % load, one key in 40 lands past its home bucket and one in
-200 past its neighbour. A key whose buckets are all full up to the largest displacement an entry can hold
-goes to its shard's *stash*, a small linear-probing array of whole hashes (about 1 in 5,000
-keys at 85 % load). Keys are never removed, so a bucket that is not full ends every search.
+two: in a one-off count of a set of 21 entries a bucket filled to 85 %, one key in 40 lay past
+its home bucket and one in 200 past its neighbour. A key whose buckets are all full up to the
+largest displacement an entry can hold goes to its shard's *stash*, a small linear-probing
+array of whole hashes (about 1 key in 5,000 in that count). Keys are never removed, so a
+bucket that is not full ends every search.
 
 Layout of ``buf`` (uint64 words; the buckets 64-byte aligned), with ``E = 63 // entry bytes``
 entries a bucket and ``S`` stash slots a shard::
@@ -116,12 +117,19 @@ def _bucket_has(buf, w0, c, n_entries, nbytes, v):
     return False
 
 
+@njit(inline="always")
+def _home(h, layout):
+    """(shard, t, home bucket within the shard) of hash ``h`` (:func:`make_set_layout`)."""
+    r, per, k = layout[L_R], layout[L_SHARD_SLOTS], layout[L_SHARD_BITS]
+    t = (h >> r) & ((np.int64(1) << k) - 1)
+    return h >> (r + k), t, (t * per) >> k
+
+
 @njit
 def set_line(h, layout):
     """The word of a set's ``buf`` where the home bucket of hash ``h`` starts (to prefetch)."""
-    r, per, k = layout[L_R], layout[L_SHARD_SLOTS], layout[L_SHARD_BITS]
-    t = (h >> r) & ((np.int64(1) << k) - 1)
-    return ((h >> (r + k)) * per + ((t * per) >> k)) * _BUCKET_WORDS
+    shard, _, local = _home(h, layout)
+    return (shard * layout[L_SHARD_SLOTS] + local) * _BUCKET_WORDS
 
 
 @njit
@@ -135,6 +143,11 @@ def set_entries(layout):
     its stash slots."""
     n = _n_shards(layout)
     return n * layout[L_SHARD_SLOTS] * layout[L_BUCKET_ENTRIES] + n * layout[L_STASH]
+
+
+def _words(layout: np.ndarray, n_shards: int) -> int:
+    """uint64 words of a set's ``buf``: its buckets, then each shard's stash."""
+    return int(layout[L_SHARD_SLOTS]) * n_shards * _BUCKET_WORDS + n_shards * int(layout[L_STASH])
 
 
 #: The full game's entries (bytes, entries a bucket), for :func:`set_add_sized`.
@@ -157,9 +170,7 @@ def set_add_sized(buf, layout, h, nbytes, n_entries):
     (a branch inside each addition costs as much as the generic body)."""
     r, per, k = layout[L_R], layout[L_SHARD_SLOTS], layout[L_SHARD_BITS]
     tag_bits = layout[L_TAG_BITS]
-    t = (h >> r) & ((np.int64(1) << k) - 1)
-    shard = h >> (r + k)
-    local = (t * per) >> k
+    shard, t, local = _home(h, layout)
     tag = h & layout[L_REM_MASK]
     if tag_bits > r and t > 0 and ((t - 1) * per) >> k == local:
         tag |= np.int64(1) << r  # the second t of this home
@@ -299,7 +310,7 @@ def set_buckets_for(expected: int, load_factor: float, n_shards: int, code_bits:
             layout = make_set_layout(code_bits, 0, b, n_shards, SET_DISP_BITS)
             if layout[L_ENTRY] > nbytes:
                 continue  # these entries are wider: fewer a bucket than counted
-            size = b * BUCKET_BYTES + n_shards * int(layout[L_STASH]) * 8
+            size = 8 * _words(layout, n_shards)
             if best is None or size < best[0]:
                 best = (size, b)
     if best is None:
@@ -348,7 +359,7 @@ class CompactSet(ShardedKeys):
 
     def _allocate(self, buckets: int) -> None:
         self.layout = make_set_layout(self.code_bits, self.shift, buckets, self.n_shards, SET_DISP_BITS)
-        words = buckets * _BUCKET_WORDS + self.n_shards * int(self.layout[L_STASH])
+        words = _words(self.layout, self.n_shards)
         raw = np.zeros(words + _BUCKET_WORDS, np.uint64)
         skip = (-raw.ctypes.data % BUCKET_BYTES) // 8  # buckets on cache lines
         self.buf = raw[skip:skip + words]
@@ -439,5 +450,4 @@ def set_nbytes(expected: int, code_bits: int, shift: int, load_factor: float = S
     """
     shards = shards_for(n_shards)
     buckets = set_buckets_for(expected, load_factor, shards, code_bits)
-    layout = make_set_layout(code_bits, shift, buckets, shards, SET_DISP_BITS)
-    return buckets * BUCKET_BYTES + shards * int(layout[L_STASH]) * 8
+    return 8 * _words(make_set_layout(code_bits, shift, buckets, shards, SET_DISP_BITS), shards)

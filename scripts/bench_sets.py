@@ -66,7 +66,7 @@ def _insert_set(buf, layout, hashes):
 
 
 @njit
-def _set_homes(hashes, layout, out):
+def _set_lines(hashes, layout, out):
     for i in range(hashes.shape[0]):
         out[i] = set_line(hashes[i], layout)
 
@@ -93,7 +93,7 @@ def insertions(n: int, repeat: int) -> None:
             if what == "table":
                 homes[:] = hashes >> int(arrays[1][L_R])
             else:
-                _set_homes(hashes, arrays[1], homes)
+                _set_lines(hashes, arrays[1], homes)
             data = hashes[np.argsort(homes, kind="stable")]
         start = time.perf_counter()
         new = kernel(*arrays, data)

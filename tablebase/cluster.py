@@ -62,6 +62,7 @@ from dobutsu_tb.tablebase.build import (
     sample_codes,
     value_histogram,
 )
+from dobutsu_tb.tablebase.enumeration import CLASS_BITS, CLASS_MASK
 from dobutsu_tb.tablebase.game.game import Game, game_of
 from dobutsu_tb.tablebase.game.layout import CATCH, TRY
 from dobutsu_tb.tablebase.game.position import Position
@@ -359,7 +360,7 @@ class ShardWorker:
         self.table = CompactTable(max(1, n_nt // self.n), self.bits, self.shift, config.LOAD_FACTOR, self.threads)
         self.tags = np.zeros(self.table.capacity, np.uint8)
         self.terminal = CompactSet(max(1, n_t // self.n), self.bits, self.shift, config.SET_LOAD_FACTOR, self.threads)
-        self.by_class = np.zeros((self.table.n_shards, ck.CLASS_MASK + 1), np.int64)
+        self.by_class = np.zeros((self.table.n_shards, CLASS_MASK + 1), np.int64)
         self.fresh: list = []  # slots not yet expanded, in arrays
         self.expanded = self.no_moves = 0
         self.own = None  # this worker's share of its last messages
@@ -456,7 +457,7 @@ class ShardWorker:
     def _insert_terminal(self, items: np.ndarray) -> None:
         for part in _within_room(items, self.terminal, self.terminal.grow):
             while True:
-                grouped, starts = _by_shard(part, ck.CLASS_BITS, self.terminal.layout, self.terminal.n_shards)
+                grouped, starts = _by_shard(part, CLASS_BITS, self.terminal.layout, self.terminal.n_shards)
                 if ck.insert_terminal(self.terminal.buf, self.terminal.layout, self.terminal.counts, grouped, starts,
                                       self.by_class) == 0:
                     break

@@ -29,19 +29,22 @@ from dobutsu_tb.encoding.atomics import atomic_cas, atomic_sub, prefetch
 from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.encoding.bits import sort_prefix
 from dobutsu_tb.encoding.compact import FULL, table_find, table_insert, table_key_at
-from dobutsu_tb.encoding.compact_layout import L_BUCKET_ENTRIES, L_ENTRY, home_slot, key_hash, shard_of
-from dobutsu_tb.encoding.compact_set import ENTRY_3, set_add_sized, set_line
+from dobutsu_tb.encoding.compact_layout import home_slot, key_hash, shard_of
 from dobutsu_tb.encoding.jit import njit, prange
-from dobutsu_tb.tablebase.enumeration import TAG_FRESH, TAG_NO_MOVES, TAG_WIN1, repeated
+from dobutsu_tb.tablebase.enumeration import (  # a terminal child in a list: hash above CLASS_BITS, class below
+    CLASS_BITS,
+    TAG_FRESH,
+    TAG_NO_MOVES,
+    TAG_WIN1,
+    add_terminals,
+    repeated,
+)
 from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import MAX_MOVES, MAX_UNMOVES, NONTERMINAL, TRY
 from dobutsu_tb.tablebase.game.rules import child_keys
 from dobutsu_tb.tablebase.game.unmoves import parent_keys
 from dobutsu_tb.tablebase.values import UNDECIDED
 
-#: A terminal child in a list: its hash shifted up, its class (CATCH or TRY) below.
-CLASS_BITS = 2
-CLASS_MASK = (1 << CLASS_BITS) - 1
 #: How many keys ahead of the one being handled a slot is prefetched; positions per lookup group.
 _AHEAD = 16
 _GROUP = 32
@@ -176,24 +179,6 @@ def insert_nonterminal(slots, layout, table_counts, tags, hashes, starts, fresh,
     return failed
 
 
-@njit(inline="always")
-def _add_terminals(buf, layout, set_counts, items, lo, hi, by_class, shard, nbytes, n_entries):
-    """:func:`insert_terminal` for one shard's ``items[lo:hi]`` (entries of ``nbytes`` bytes,
-    ``n_entries`` a bucket: :func:`~dobutsu_tb.encoding.compact_set.set_add_sized`); returns the
-    additions that found no room."""
-    bad = 0
-    for i in range(lo, hi):
-        if i + _AHEAD < hi:
-            prefetch(buf, set_line(items[i + _AHEAD] >> CLASS_BITS, layout))
-        a = set_add_sized(buf, layout, items[i] >> CLASS_BITS, nbytes, n_entries)
-        if a == 1:
-            set_counts[shard] += 1
-            by_class[shard, items[i] & CLASS_MASK] += 1
-        elif a < 0:
-            bad += 1
-    return bad
-
-
 @njit(parallel=True)
 def insert_terminal(buf, layout, set_counts, items, starts, by_class):
     """Add terminal children (hash above, class below; grouped by shard) to a set, one thread per
@@ -203,12 +188,7 @@ def insert_terminal(buf, layout, set_counts, items, starts, by_class):
     failed = 0
     for shard in prange(n_shards):
         lo, hi = starts[shard], starts[shard + 1]
-        if layout[L_ENTRY] == ENTRY_3[0]:  # the body compiled for the full game's entries
-            bad = _add_terminals(buf, layout, set_counts, items, lo, hi, by_class, shard, ENTRY_3[0], ENTRY_3[1])
-        else:
-            bad = _add_terminals(buf, layout, set_counts, items, lo, hi, by_class, shard, layout[L_ENTRY],
-                                 layout[L_BUCKET_ENTRIES])
-        failed += bad
+        failed += add_terminals(buf, layout, items, lo, hi, 0, set_counts, by_class, shard)
     return failed
 
 

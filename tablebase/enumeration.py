@@ -64,8 +64,8 @@ TAG_FRESH = 255
 TAG_WIN1 = 254
 TAG_NO_MOVES = 253
 #: A terminal child in a batch buffer: its hash shifted up, its class (CATCH or TRY) below.
-_CLASS_BITS = 2
-_CLASS_MASK = (1 << _CLASS_BITS) - 1
+CLASS_BITS = 2
+CLASS_MASK = (1 << CLASS_BITS) - 1
 #: How many keys ahead of the one being inserted a slot is prefetched.
 _PREFETCH_AHEAD = 16
 #: Fresh positions found at a time and expanded in the order of their keys, batch by batch: in
@@ -163,7 +163,7 @@ def _expand_range(slots, layout, batch, lo, hi, tags, nt, term, counts, part_mas
             else:
                 win1 |= cls == TRY
                 if h & part_mask == 0:
-                    term[shard, counts[shard, 1]] = (h << _CLASS_BITS) | cls
+                    term[shard, counts[shard, 1]] = (h << CLASS_BITS) | cls
                     counts[shard, 1] += 1
         if n == 0:
             tags[s] = TAG_NO_MOVES
@@ -217,36 +217,44 @@ def _insert_shard(shard, slots, layout, table_counts, tags, nt, term, counts, se
             prefetch(tags, fresh[i + _PREFETCH_AHEAD])
         tags[fresh[i]] = TAG_FRESH
     table_counts[shard] += added
-    if set_layout[L_ENTRY] == ENTRY_3[0]:  # the body compiled for the full game's entries
-        bad_set = _add_terminals(shard, term, counts, setbuf, set_layout, set_counts, new_by_class, part_mask,
-                                 ENTRY_3[0], ENTRY_3[1])
-    else:
-        bad_set = _add_terminals(shard, term, counts, setbuf, set_layout, set_counts, new_by_class, part_mask,
-                                 set_layout[L_ENTRY], set_layout[L_BUCKET_ENTRIES])
+    bad_set = 0
+    for t in range(term.shape[0]):
+        bad_set += add_terminals(setbuf, set_layout, term[t, shard], 0, counts[t, shard, 1], part_mask, set_counts,
+                                 new_by_class, shard)
     return bad, bad_set
 
 
 @njit(inline="always")
-def _add_terminals(shard, term, counts, setbuf, set_layout, set_counts, new_by_class, part_mask, nbytes, n_entries):
-    """:func:`_insert_shard`'s additions to the set of terminal positions (entries of ``nbytes``
-    bytes, ``n_entries`` a bucket: :func:`~dobutsu_tb.encoding.compact_set.set_add_sized`);
-    returns the additions that found no room."""
-    bad_set = 0
-    for t in range(term.shape[0]):
-        row = term[t, shard]
-        m = counts[t, shard, 1]
-        for i in range(m):
-            if i + _PREFETCH_AHEAD < m:
-                prefetch(setbuf, set_line(row[i + _PREFETCH_AHEAD] >> _CLASS_BITS, set_layout))
-            if (row[i] >> _CLASS_BITS) & part_mask != 0:
-                continue  # no longer partition 0's (the partitions doubled meanwhile)
-            a = set_add_sized(setbuf, set_layout, row[i] >> _CLASS_BITS, nbytes, n_entries)
-            if a == 1:
-                set_counts[shard] += 1
-                new_by_class[shard, row[i] & _CLASS_MASK] += 1
-            elif a < 0:
-                bad_set += 1
-    return bad_set
+def _add_terminal_run(setbuf, set_layout, items, lo, hi, part_mask, set_counts, by_class, shard, nbytes, n_entries):
+    """:func:`add_terminals` for entries of ``nbytes`` bytes, ``n_entries`` a bucket
+    (:func:`~dobutsu_tb.encoding.compact_set.set_add_sized`)."""
+    bad = 0
+    for i in range(lo, hi):
+        if i + _PREFETCH_AHEAD < hi:
+            prefetch(setbuf, set_line(items[i + _PREFETCH_AHEAD] >> CLASS_BITS, set_layout))
+        if (items[i] >> CLASS_BITS) & part_mask != 0:
+            continue  # no longer partition 0's (the partitions doubled meanwhile)
+        a = set_add_sized(setbuf, set_layout, items[i] >> CLASS_BITS, nbytes, n_entries)
+        if a == 1:
+            set_counts[shard] += 1
+            by_class[shard, items[i] & CLASS_MASK] += 1
+        elif a < 0:
+            bad += 1
+    return bad
+
+
+@njit(inline="always")
+def add_terminals(setbuf, set_layout, items, lo, hi, part_mask, set_counts, by_class, shard):
+    """Add the terminal children ``items[lo:hi]`` (hash above, class below) of shard ``shard``
+    whose hash lies in partition 0 (``hash & part_mask`` zero) to a set, each one's bucket
+    prefetched a few ahead; the new ones are counted in ``set_counts[shard]`` and by class in
+    ``by_class[shard]``. Returns the additions that found no room. Branches once on the set's
+    entry width, so that the loop compiles for the full game's (:data:`~dobutsu_tb.encoding.compact_set.ENTRY_3`)."""
+    if set_layout[L_ENTRY] == ENTRY_3[0]:
+        return _add_terminal_run(setbuf, set_layout, items, lo, hi, part_mask, set_counts, by_class, shard,
+                                 ENTRY_3[0], ENTRY_3[1])
+    return _add_terminal_run(setbuf, set_layout, items, lo, hi, part_mask, set_counts, by_class, shard,
+                             set_layout[L_ENTRY], set_layout[L_BUCKET_ENTRIES])
 
 
 @njit(parallel=True)
@@ -286,7 +294,7 @@ def _terminal_range(slots, layout, batch, lo, hi, part_mask, part, term, counts)
             if h & part_mask != part:
                 continue
             shard = shard_of(h, layout)
-            term[shard, counts[shard, 1]] = (h << _CLASS_BITS) | cls
+            term[shard, counts[shard, 1]] = (h << CLASS_BITS) | cls
             counts[shard, 1] += 1
 
 
@@ -445,8 +453,8 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     nt = np.empty((threads, shards, per_thread), np.int64)  # pages never written cost no memory
     term = np.empty((threads, shards, per_thread), np.int64)
     counts = np.zeros((threads, shards, 2), np.int64)
-    by_class = np.zeros((table.n_shards, _CLASS_MASK + 1), np.int64)
-    dropped = np.zeros(_CLASS_MASK + 1, np.int64)  # counted, then moved to another partition
+    by_class = np.zeros((table.n_shards, CLASS_MASK + 1), np.int64)
+    dropped = np.zeros(CLASS_MASK + 1, np.int64)  # counted, then moved to another partition
 
     def halve_set():
         """Double the terminal partitions: keep partition 0's half of the set."""
@@ -570,7 +578,7 @@ def count_terminal_partitions(enum: Enumeration, progress: Callable[[int], None]
     expected = max(1, (enum.catch_terminal + enum.try_terminal))
     for part in range(1, enum.terminal_parts):
         terminal = CompactSet(expected, bits, shift, config.SET_LOAD_FACTOR, threads)
-        by_class = np.zeros((table.n_shards, _CLASS_MASK + 1), np.int64)
+        by_class = np.zeros((table.n_shards, CLASS_MASK + 1), np.int64)
         start = 0
         while start < table.capacity:
             interrupt.check()
