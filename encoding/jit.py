@@ -33,6 +33,7 @@ import hashlib
 import io
 import os
 import pickle
+import re
 import shutil
 import sys
 import types
@@ -240,8 +241,9 @@ def bind_jitted(modules, names: dict | None = None, cache_key: str | None = None
     cache_key : str, optional
         A folder name for the on-disk cache of these copies, unique to ``names`` (a variant's
         name and digest): numba's cache knows a kernel by its source only, so copies bound to
-        other tables must never share a folder. Default: the project's cache folder itself,
-        for kernels bound to nothing.
+        other tables must never share a folder. It is also added to each copy's qualified name,
+        from which numba names its compiled code (see ``compile_copy``). Default: the project's
+        cache folder itself, for kernels bound to nothing.
     known : dict of int to object, optional
         Kernels jitted before with the same ``names`` and ``cache_key``, by ``id`` of their plain
         original: the new kernels call them. Updated with this call's kernels.
@@ -265,6 +267,14 @@ def bind_jitted(modules, names: dict | None = None, cache_key: str | None = None
         cache_dir = os.path.join(numba.config.CACHE_DIR, cache_key)
 
     def compile_copy(name, copy):
+        if cache_key is not None:
+            # Copies bound to other tables must also differ in their symbols: numba names a compiled
+            # function after its module, qualified name and the count of functions compiled before
+            # it in the process, and a cached kernel carries the code of the kernels it calls under
+            # those names. Two variants compiled in the same order by two processes would otherwise
+            # give the same names to different code, and a process that loads both from the cache
+            # links every call to whichever it loaded first.
+            copy.__qualname__ = f"{copy.__qualname__}__{re.sub(r'[^0-9A-Za-z]', '_', cache_key)}"
         saved = numba.config.CACHE_DIR
         numba.config.CACHE_DIR = cache_dir  # read when the dispatcher's cache is made, just below
         try:

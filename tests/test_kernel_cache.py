@@ -138,3 +138,43 @@ def test_an_index_of_another_programs_types_is_a_plain_miss(tiny_kernel, tmp_pat
     assert run() == ("42", [])
     assert b"gone_module" not in index.read_bytes()  # the index was written again without it
     assert run() == ("42", [])
+
+
+PERFT = textwrap.dedent("""
+    import sys
+    from dobutsu_tb.tablebase.game.game import game_of
+    from dobutsu_tb.tablebase.game.position import Position
+    from dobutsu_tb.tablebase.game.variant import get_variant
+
+    for name in sys.argv[1:]:
+        variant = get_variant(name)
+        state = Position.from_text("S/-l-/-c-/-C-/-L-/-", variant).state()
+        print(name, game_of(variant).perft(state, 4))
+""")
+
+
+def test_two_variants_from_caches_filled_by_two_processes(tmp_path):
+    """The hostile round's wrong value: a process that used two variants whose kernels two other
+    processes had compiled, in the same order, ran the first variant's kernels for the second
+    (a cached kernel carries its callees' code under names made of the module, the name and the
+    count of kernels compiled before it in the process, the same in both). Each variant is
+    compiled in a cache of its own; their folders are put together; one process uses both."""
+    names = ("dobutsu", "dobutsu-nodrops")
+
+    def perft(cache, *variants):
+        env = {**os.environ, "DOBUTSU_TB_CACHE": str(cache)}
+        proc = subprocess.run([sys.executable, "-c", PERFT, *variants], capture_output=True, text=True,
+                              check=False, timeout=600, env=env, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
+        return dict(line.split() for line in proc.stdout.splitlines())
+
+    alone = {}
+    for name in names:
+        alone.update(perft(tmp_path / name, name))
+    assert alone["dobutsu"] != alone["dobutsu-nodrops"]  # the drops make a difference within 4 plies
+    merged = tmp_path / names[0]
+    for folder in (tmp_path / names[1]).glob("numba-*/variant-*"):
+        folder.rename(merged / folder.parent.name / folder.name)
+    assert len(list(merged.glob("numba-*/variant-*"))) == 2
+    assert perft(merged, *names) == alone
+    assert perft(merged, *reversed(names)) == alone
