@@ -358,12 +358,15 @@ class CompactSet(ShardedKeys):
         self._allocate(set_buckets_for(expected, load_factor, self.n_shards, self.code_bits))
 
     def _allocate(self, buckets: int) -> None:
-        self.layout = make_set_layout(self.code_bits, self.shift, buckets, self.n_shards, SET_DISP_BITS)
-        words = _words(self.layout, self.n_shards)
+        self.layout, self.buf, self.counts = self._empty(buckets)
+
+    def _empty(self, buckets: int):
+        """The layout, buffer and counts of an empty set of ``buckets`` buckets."""
+        layout = make_set_layout(self.code_bits, self.shift, buckets, self.n_shards, SET_DISP_BITS)
+        words = _words(layout, self.n_shards)
         raw = np.zeros(words + _BUCKET_WORDS, np.uint64)
         skip = (-raw.ctypes.data % BUCKET_BYTES) // 8  # buckets on cache lines
-        self.buf = raw[skip:skip + words]
-        self.counts = np.zeros(self.n_shards, np.int64)
+        return layout, raw[skip:skip + words], np.zeros(self.n_shards, np.int64)
 
     @property
     def buckets(self) -> int:
@@ -402,10 +405,14 @@ class CompactSet(ShardedKeys):
         hashes = np.ascontiguousarray(hashes, dtype=np.int64)
         if self.room() < hashes.size:
             self.grow(len(self) + hashes.size)
+        new = np.zeros(hashes.shape[0], np.int64)
+        out = np.empty_like(new)
         while True:
-            out = np.zeros(hashes.shape[0], np.int64)
-            if _set_add_many(self.buf, self.layout, self.n_shards, self.counts, hashes, out) == 0:
-                return out
+            out[:] = 0
+            failed = _set_add_many(self.buf, self.layout, self.n_shards, self.counts, hashes, out)
+            np.maximum(new, out, out=new)  # a key added before the set grew is found again (0), not new
+            if failed == 0:
+                return new
             self.grow(2 * len(self) + hashes.size)
 
     def add(self, keys) -> np.ndarray:
@@ -415,12 +422,15 @@ class CompactSet(ShardedKeys):
     def grow(self, expected: int) -> None:
         """Rehash into at least twice as many buckets, sized for ``max(expected, 2 * len(self))`` keys.
 
+        The set is unchanged if this raises.
+
         Raises
         ------
         CompactTableFullError
             If the set cannot grow (the hash has no more bits).
+        MemoryError
+            If numpy cannot allocate the new buckets.
         """
-        old_buf, old_layout = self.buf, self.layout
         most = 1 << min(self.code_bits, MAX_SLOT_BITS)
         buckets = 2 * self.buckets
         try:
@@ -432,8 +442,9 @@ class CompactSet(ShardedKeys):
             if buckets > most:
                 raise CompactTableFullError(f"hash table is full: {len(self):,} keys, and it cannot grow beyond "
                                             f"{most:,} buckets")
-            self._allocate(buckets)
-            if _set_rehash(old_buf, old_layout, self.buf, self.layout, self.counts) == 0:
+            layout, buf, counts = self._empty(buckets)
+            if _set_rehash(self.buf, self.layout, buf, layout, counts) == 0:
+                self.layout, self.buf, self.counts = layout, buf, counts
                 return
             buckets *= 2
 

@@ -126,6 +126,42 @@ def test_a_full_stash_asks_to_grow():
     assert sorted(s.hashes().tolist()) == hashes.tolist()
 
 
+def test_keys_added_before_the_set_grew_count_as_new():
+    """One batch whose last key finds no room: the set grows and adds the batch again, and
+    every key of it still counts as new (the first attempt added all but the last)."""
+    s = compact_set.CompactSet(1, BITS, SHIFT, n_shards=1)
+    layout = s.layout
+    reach = (int(layout[compact_layout.L_DISP_MAX]) + 1) * int(layout[compact_layout.L_BUCKET_ENTRIES])
+    reach += int(layout[compact_layout.L_STASH])
+    hashes = (np.int64(5) << int(layout[compact_layout.L_R])) + np.arange(1, reach + 2, dtype=np.int64)
+    new = s.add_hashes(np.concatenate([hashes, hashes[:3]]))
+    assert s.buckets > 4096 and len(s) == reach + 1  # it grew
+    assert new[:-3].tolist() == [1] * (reach + 1) and new[-3:].tolist() == [0, 0, 0]
+
+
+def test_a_set_that_cannot_grow_is_unchanged(monkeypatch):
+    """Growth that fails (no memory; or no more hash bits) leaves the set as it was."""
+    s = compact_set.CompactSet(1000, 20, SHIFT, n_shards=2)
+    keys = random_keys(5000, seed=3) & ((1 << (20 + SHIFT)) - 1)
+    keys = keys[keys != 0]
+    s.add(keys)
+    before = (s.buckets, len(s), sorted(s.hashes().tolist()))
+
+    def no_memory(buckets):
+        raise MemoryError
+    with monkeypatch.context() as m:
+        m.setattr(s, "_empty", no_memory)
+        with pytest.raises(MemoryError):
+            s.grow(10**6)
+    assert (s.buckets, len(s), sorted(s.hashes().tolist())) == before
+    with monkeypatch.context() as m:
+        m.setattr(compact_set, "_set_rehash", lambda *args: 1)  # never fits: doubles up to the limit
+        with pytest.raises(compact_set.CompactTableFullError):
+            s.grow(10**5)
+    assert (s.buckets, len(s), sorted(s.hashes().tolist())) == before
+    assert s.add(keys).sum() == 0
+
+
 def test_a_set_grows_from_any_size():
     s = compact_set.CompactSet(70_000, BITS, SHIFT, load_factor=0.85, n_shards=2)
     assert s.capacity & (s.capacity - 1)  # not a power of two
