@@ -300,7 +300,7 @@ def set_buckets_for(expected: int, load_factor: float, n_shards: int, code_bits:
     grain = SET_BUCKET_GRAIN * n_shards
     most = 1 << min(code_bits, MAX_SLOT_BITS)
     best = None
-    for nbytes in range(3, 9):
+    for nbytes in range(1, 9):
         buckets = max(MIN_SET_BUCKETS, -(-need // ((BUCKET_BYTES - 1) // nbytes)))
         buckets = -(-buckets // grain) * grain
         whole = n_shards << max(0, (buckets // n_shards - 1).bit_length())  # the next power of two a shard

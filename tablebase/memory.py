@@ -105,8 +105,14 @@ def parse_size(text: str) -> int:
 
 
 def gib(n: int) -> str:
-    """``n`` bytes as ``'1.8 GiB'``."""
-    return f"{n / GIB:.1f} GiB"
+    """``n`` bytes as ``'1.8 GiB'``; below 0.1 GiB in MiB, KiB or bytes (``'40 MiB'`` rather than
+    ``'0.0 GiB'``)."""
+    if n >= GIB // 10:
+        return f"{n / GIB:.1f} GiB"
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.0f} {unit}"
+    return f"{n} bytes"
 
 
 @dataclass(frozen=True)

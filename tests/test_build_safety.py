@@ -234,7 +234,7 @@ def test_too_little_memory_is_said_before_the_build(cli, tmp_path, monkeypatch):
         result = cli("build", "--out", tmp_path / "full.h5", "-q")
         assert result.exit_code == 1 and result.output.count("\n") == 1
         assert result.output == ("error: the build needs at least 1.1 GiB of memory for 246,803,167 positions (the "
-                                 "table of the non-terminal positions and their values), but the budget is 0.1 GiB "
+                                 "table of the non-terminal positions and their values), but the budget is 100 MiB "
                                  "(MemAvailable in /proc/meminfo); free some memory or raise --max-memory\n")
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "1G")
         assert result.exit_code == 1 and "but the budget is 1.0 GiB (--max-memory)" in result.output

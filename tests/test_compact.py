@@ -162,6 +162,20 @@ def test_a_set_that_cannot_grow_is_unchanged(monkeypatch):
     assert s.add(keys).sum() == 0
 
 
+@pytest.mark.parametrize("expected,width", [(200_000, 2), (900_000, 1)])
+def test_short_hashes_make_narrow_entries_sized_as_such(expected, width):
+    """20-bit codes leave few remainder bits: entries of 2 bytes (31 a bucket) or 1 (63), and the
+    set is sized by those counts, not as if 21 fitted a bucket; every key is held and given back."""
+    s = compact_set.CompactSet(expected, 20, 0, load_factor=0.85)
+    assert s.entry_bytes == width and s.capacity == s.buckets * (63 // width)
+    # never more buckets than 2-byte entries need (not 21 a bucket; 1-byte entries need a power
+    # of two, which may still be fewer bytes)
+    assert s.buckets < 1.1 * max(expected / 0.85 / 31, compact_set.MIN_SET_BUCKETS)
+    keys = np.random.default_rng(width).choice(np.arange(1, 1 << 20), expected, replace=False)
+    assert s.add(keys).sum() == expected == len(s)
+    assert sorted(s.hashes().tolist()) == sorted(compact_layout.hash_keys(keys, s.layout).tolist())
+
+
 def test_a_set_grows_from_any_size():
     s = compact_set.CompactSet(70_000, BITS, SHIFT, load_factor=0.85, n_shards=2)
     assert s.capacity & (s.capacity - 1)  # not a power of two

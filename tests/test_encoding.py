@@ -159,7 +159,7 @@ def test_text_forms_round_trip(pos):
     ("gl\u00b2/1c1/1C1/ELG[-] w 0 1", "unknown piece letter '\u00b2'"),  # str.isdigit() is true for '²'
     ("gle/1c1/1C1/EL\u0662[-] w 0 1", "unknown piece letter"),  # an Arabic-Indic two
     ("S/gle/-c-/-C-/ELG/", "the hand field is empty"),
-    ("S/gle/-c-/-C-/ELG/-x", "'-' cannot be in hand"),  # '-' with pieces
+    ("S/gle/-c-/-C-/ELG/-x", "the hand field '-x' mixes '-' with pieces"),
     ("S/g\u0131e/-c-/-C-/ELG/-", "unknown piece letter"),  # a dotless i, upper-cased to I
     ("S/gle/-c-/-C-/ELG/-" + " " * 200, "at most 100 characters"),
 ])

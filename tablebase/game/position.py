@@ -240,14 +240,20 @@ class Position:
         """
         v = variant or standard_variant()
         cells, hands, side = parse_position_text(v, text)
-        return cls._from_letters(v, cells, hands, SENTE if side == "S" else GOTE)
+        return cls._from_letters(v, cells, hands, SENTE if side == "S" else GOTE, text.strip())
 
     @classmethod
-    def _from_letters(cls, v: Variant, cells: list, hands: tuple, turn: int) -> "Position":
+    def _from_letters(cls, v: Variant, cells: list, hands: tuple, turn: int, context: str | None = None) -> "Position":
+        """The position of parsed letters; an impossible one's error names ``context`` (the text)."""
         index = {p.letter: k + 1 for k, p in enumerate(v.pieces)}
         board = tuple(0 if not ch else index[ch.upper()] | (0 if ch.isupper() else OPPONENT) for ch in cells)
         counts = tuple(hands[0][s] for s in v.hand_order) + tuple(hands[1][s] for s in v.hand_order)
-        return cls(board, counts, turn, v)
+        try:
+            return cls(board, counts, turn, v)
+        except PositionError as exc:
+            if context is None:
+                raise
+            raise PositionError(f"{context!r}: {exc}") from None
 
     def _letter(self, code: int) -> str:
         if code == 0:
@@ -311,7 +317,7 @@ class Position:
                 raise PositionError(f"{fen!r}: rank {r} must have {v.files} cells")
             cells += row
         hands = parse_hand(v, hand or "-", fen)
-        return cls._from_letters(v, cells, hands, SENTE if side == "w" else GOTE)
+        return cls._from_letters(v, cells, hands, SENTE if side == "w" else GOTE, fen)
 
     @staticmethod
     def looks_like_fen(text: str) -> bool:

@@ -63,6 +63,9 @@ def parse_hand(variant, hand: str, context: str) -> tuple[dict, dict]:
     if not hand:
         raise PositionError(f"{context!r}: the hand field is empty; write '-' when no piece is in hand")
     for ch in hand:
+        if ch == "-":
+            raise PositionError(f"{context!r}: the hand field {hand!r} mixes '-' with pieces; '-' alone means "
+                                f"no piece in hand")
         if not (ch.isascii() and ch.upper() in variant.hand_order):
             can = " ".join(variant.hand_order) or "none in this variant"
             raise PositionError(f"{context!r}: {ch!r} cannot be in hand (the hand field is '-' or "
