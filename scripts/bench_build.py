@@ -7,6 +7,7 @@ Usage::
     python scripts/bench_build.py [--variant NAME] [--start POSITION] [--out PATH] [--compile]
     python scripts/bench_build.py --peer PATH_TO_GENTB [--runs N]
     python scripts/bench_build.py --scaling [--variant NAME] [--start POSITION]
+    python scripts/bench_build.py --enumeration [--runs N] [--variant NAME] [--start POSITION]
     python scripts/bench_build.py --cluster local --workers N [--worker-threads T] [--compare] [--variant NAME]
                                   [--start POSITION]
 
@@ -24,6 +25,11 @@ and prints both wall times, both peak RSS and the ratio ours/peer of each pair.
 Each build's report ends with its profile: the wall seconds of the phases' parts (children
 generated and inserted, predecessors propagated, ...). ``--scaling`` builds with 1 thread, then
 with every CPU (``NUMBA_NUM_THREADS``), and prints each phase's and part's speed-up.
+
+``--enumeration`` runs only the enumeration (``enumerate_positions`` with the known counts, as
+the build calls it, then the terminal partitions), ``--runs`` times, each in a process of its
+own: its wall seconds and parts and the process's peak RSS. For trying a change to the
+enumeration against the code before it, run alternately (the phase's noise here is a few seconds).
 
 With ``--cluster ADDRESS --workers N`` the build runs on a Ray cluster (``local``: one started on
 this machine; tablebase/cluster.py): it prints the phases as above (the driver's own RSS), then
@@ -107,6 +113,36 @@ def child(variant: str, start: str | None, out: str, cluster: str | None = None,
                       "cluster": None if result.cluster is None else {
                           "address": result.cluster.address, "workers": result.cluster.workers,
                           "rounds": result.cluster.rounds, "sent": result.cluster.sent}}))
+
+
+def enumeration_child(variant: str, start: str | None) -> None:
+    """Run only the enumeration in this process and print its figures as JSON."""
+    from dobutsu_tb.tablebase.build import expected_counts
+    from dobutsu_tb.tablebase.enumeration import count_terminal_partitions, enumerate_positions
+    from dobutsu_tb.tablebase.game.game import game_of
+    from dobutsu_tb.tablebase.game.position import Position
+    from dobutsu_tb.tablebase.game.variant import get_variant
+
+    game = game_of(get_variant(variant))
+    position = Position.start(game.variant) if start is None else Position.from_text(start, game.variant)
+    t = time.perf_counter()
+    enum = enumerate_positions(game, position.state(), expected_counts(game.variant, position))
+    count_terminal_partitions(enum)
+    print(json.dumps({"seconds": time.perf_counter() - t, "profile": enum.profile, "nonterminal": enum.nonterminal,
+                      "reachable": enum.reachable}))
+
+
+def enumeration_runs(variant: str, start: str | None, runs: int) -> None:
+    """``--enumeration``: the enumeration alone, ``runs`` times, a process each."""
+    for k in range(runs):
+        argv = [sys.executable, __file__, "--child-enumeration", "--variant", variant] + (
+            ["--start", start] if start else [])
+        wall, peak, text = run(argv)
+        r = json.loads(text)
+        parts = ", ".join(f"{name} {sec:.1f} s" for name, sec in r["profile"].items())
+        print(f"run {k + 1}: enumeration {r['seconds']:.1f} s ({parts}); {r['reachable'] / r['seconds']:,.0f} "
+              f"positions/s; process {wall:.1f} s, peak RSS {peak / 2**30:.2f} GiB; {r['nonterminal']:,} non-terminal, "
+              f"{r['reachable']:,} reachable", flush=True)
 
 
 def run(argv: list[str], env: dict | None = None, capture: bool = True) -> tuple[float, int, str]:
@@ -199,16 +235,22 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="output file (default: a temporary file, removed)")
     parser.add_argument("--compile", action="store_true", help="measure numba's compile time first")
     parser.add_argument("--peer", default=None, metavar="GENTB", help="a built gentb to run side by side")
-    parser.add_argument("--runs", type=int, default=1, help="pairs of runs with --peer (default 1)")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="pairs of runs with --peer, runs with --enumeration (default 1)")
     parser.add_argument("--cluster", default=None, metavar="ADDRESS", help="build on a Ray cluster ('local')")
     parser.add_argument("--workers", type=int, default=2, help="workers with --cluster (default 2)")
     parser.add_argument("--worker-threads", type=int, default=None, help="threads of each worker with --cluster")
     parser.add_argument("--compare", action="store_true", help="with --cluster: the in-process build first, and the "
                                                                "ratio of the wall times")
+    parser.add_argument("--enumeration", action="store_true", help="only the enumeration, --runs times")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-enumeration", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.variant, args.start, args.out, args.cluster, args.workers, args.worker_threads)
+        return
+    if args.child_enumeration:
+        enumeration_child(args.variant, args.start)
         return
 
     tmp = Path(tempfile.mkdtemp())
@@ -216,7 +258,9 @@ def main() -> None:
     if args.compile or args.peer:
         compile_time()
     ours(LION_CHICK, str(tmp / "warm.h5"))  # fill the kernel cache
-    if args.scaling:
+    if args.enumeration:
+        enumeration_runs(args.variant, args.start, args.runs)
+    elif args.scaling:
         scaling(args.variant, args.start, out)
     elif args.cluster:
         cluster = ["--cluster", args.cluster, "--workers", str(args.workers)] + (
