@@ -244,9 +244,12 @@ def verify_games(tb: Tablebase, start, games: list[list[str]], progress=None) ->
     pos = tb.position(start)
     variant = tb.variant
     start_value = tb.value(pos)[:2]
-    specs_of: dict = {}
-    specs = np.fromiter((specs_of[t] if t in specs_of else specs_of.setdefault(t, replay.move_spec(t, variant))
-                         for game in games for t in game), np.int64, sum(len(g) for g in games))
+    specs_of = {t: replay.move_spec(t, variant) for t in {t for game in games for t in game}}
+    if replay.NOT_A_MOVE in specs_of.values():  # UCI's strings (or moves that are no moves)
+        games = [_in_our_notation(pos, game) if any(specs_of[t] == replay.NOT_A_MOVE for t in game) else game
+                 for game in games]
+    specs = np.fromiter((_spec_of(t, variant, specs_of) for game in games for t in game), np.int64,
+                        sum(len(g) for g in games))
     plies = np.fromiter((len(g) for g in games), np.int64, len(games))
     judged = replay.replay_games(tb, pos.state(), pos.turn, specs, plies, progress)
     status = judged.plies["status"]
@@ -262,6 +265,36 @@ def verify_games(tb: Tablebase, start, games: list[list[str]], progress=None) ->
         raise MissingPositionError(f"{where.text()} is not in this tablebase "
                                    f"(not reachable from {tb.metadata.start})")
     return _judged_reports(judged, pos, start_value, games)
+
+
+def _spec_of(text: str, variant, specs_of: dict) -> int:
+    """:func:`~dobutsu_tb.tablebase.replay.move_spec` of a move's text, remembered in ``specs_of``."""
+    from dobutsu_tb.tablebase import replay
+
+    if text not in specs_of:
+        specs_of[text] = replay.move_spec(text, variant)
+    return specs_of[text]
+
+
+def _in_our_notation(start: Position, moves: list[str]) -> list[str]:
+    """A game's moves in our notation, for the replay's kernels, which read only ours: the game is
+    played in Python (:func:`parse_move` reads UCI's strings too) up to its first move that is
+    not legal or that ends the game; that move and those after it stay as written, so the
+    replay stops where this did and says why."""
+    from dobutsu_tb.tablebase.game.notation import play_move
+
+    out = []
+    here = start
+    for k, text in enumerate(moves):
+        try:
+            mv = parse_move(here, text)
+        except IllegalMoveError:
+            return out + list(moves[k:])
+        out.append(move_text(here, mv))
+        here = play_move(here, mv)
+        if here is None or here.game.game_over(here.state()):
+            return out + list(moves[k + 1:])
+    return out
 
 
 #: Games whose reports :func:`verify_games` makes at a time (their plies column by column).

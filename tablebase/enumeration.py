@@ -434,7 +434,7 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     if cls != NONTERMINAL:
         raise StartPositionError("the start position is terminal: the side to move "
                                  + (f"can capture the enemy {royal}" if cls == CATCH
-                                    else f"faces an enemy {royal} that has reached its home rank"))
+                                    else f"faces an enemy {royal} that has reached its far rank safely"))
     kernels = game.jitted(sys.modules[__name__])
     n_nt, n_t = expected or (config.DEFAULT_EXPECTED, config.DEFAULT_EXPECTED)
     threads = config.THREADS

@@ -10,6 +10,7 @@ from conftest import LION_CHICK, reseal, reseal_chunks
 from dobutsu_tb.analysis.lines import read_games, reads_whole_file, verify_games, verify_line
 from dobutsu_tb.analysis.stats import tablebase_stats
 from dobutsu_tb.analysis.verify import verify_file
+from dobutsu_tb.tablebase.game.notation import uci_of_move_text
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.probe import MissingPositionError, open_tablebase
 from dobutsu_tb.tablebase.schema import TablebaseFileError
@@ -64,8 +65,9 @@ def test_illegal_move_reported(lion_chick_tb):
 
 
 def _random_games(tb, start, n_games, rng):
-    """Random games from ``start`` (probe_moves), some spoiled: a lower-case letter, garbage, an
-    illegal move, a capture written with '-', a move after the end of the game."""
+    """Random games from ``start`` (probe_moves), some moves written as UCI strings, some games
+    spoiled: a lower-case letter, garbage, an illegal move (in our notation or UCI's), a capture
+    written with '-', a move after the end of the game."""
     games = []
     for _ in range(n_games):
         pos, game = Position.from_text(start), []
@@ -75,7 +77,9 @@ def _random_games(tb, start, n_games, rng):
                 break
             # a side that can take the lion does (the tablebase stops at such positions)
             pick = options[0] if options[0].terminal == "lion captured" else options[int(rng.integers(len(options)))]
-            game.append(pick.move.replace("x", "-") if rng.random() < 0.05 else pick.move)
+            roll = rng.random()
+            game.append(pick.move.replace("x", "-") if roll < 0.05 else uci_of_move_text(pick.move) if roll < 0.15
+                        else pick.move)
             if pick.position is None or pick.terminal == "try":
                 break
             pos = pick.position
@@ -88,6 +92,8 @@ def _random_games(tb, start, n_games, rng):
             game.append("Lb4-b1")
         elif roll < 0.2:
             game.append("C*a1")
+        elif roll < 0.25:
+            game.append("b1b1")  # a UCI string, never legal
         games.append(game)
     return games
 

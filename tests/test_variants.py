@@ -344,3 +344,8 @@ def test_positions_without_a_move_and_jh85s_counts(tmp_path, cli):
     assert line in built.output
     stats = cli("stats", "--tb", tmp_path / "again.h5")
     assert stats.exit_code == 0 and f"{counts.draws:>14,}" in stats.output and "jh85's solver" in stats.output
+    # a position without a move is a loss for want of moves, not a try (the line command once said so)
+    stuck = Position.from_key(no_moves[0], v).text()
+    shown = cli("line", stuck, "--tb", tmp_path / "again.h5")
+    assert shown.exit_code == 0 and "loss in 0 plies" in shown.output
+    assert shown.output.rstrip().endswith("Sente has no legal move: a loss, as in shogi (docs/rules.md §6)")

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from dobutsu_tb.analysis.cli.common import (
+    FILE_OUT,
     PATH,
     default_tb,
     picture_file,
@@ -275,7 +276,7 @@ def verify(ctx, legacy_path, tb_path, max_problems):
 @tb_option
 @click.option("--longest", default=10, show_default=True, type=click.IntRange(min=0),
               help="How many of the longest wins to list.")
-@click.option("--plot", "plot", type=PATH, default=None, callback=png_path,
+@click.option("--plot", "plot", type=FILE_OUT, default=None, callback=png_path,
               help="Draw positions per DTM (wins and losses) into this PNG file.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context

@@ -33,6 +33,9 @@ class PathType(click.ParamType):
 
     name = "path"
 
+    def __init__(self, file: bool = False):
+        self.file = file
+
     def convert(self, value, param, ctx):
         if isinstance(value, Path):
             return value
@@ -40,11 +43,16 @@ class PathType(click.ParamType):
             self.fail("the path is empty", param, ctx)
         if "\0" in value:
             self.fail("the path holds a NUL character", param, ctx)
+        if self.file and value.endswith(("/", os.sep)):
+            self.fail(f"{value[:80]!r} ends with '/': give the name of a file, not of a folder", param, ctx)
         return Path(value)
 
 
 #: The type of every path option and argument.
 PATH = PathType()
+#: The type of a file to write (``build --out``, ``--png``): a path that ends with '/' names a
+#: folder, never the file (``Path`` would drop the '/').
+FILE_OUT = PathType(file=True)
 
 
 def same_file(a, b) -> bool:

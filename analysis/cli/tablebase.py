@@ -9,6 +9,7 @@ import click
 
 from dobutsu_tb.analysis.cli.common import (
     DEFAULT_TB,
+    FILE_OUT,
     PATH,
     picture_file,
     picture_folder,
@@ -34,7 +35,7 @@ def default_output(variant, position) -> Path:
 @click.option("--start", default=None, metavar="POSITION",
               help="Start position (default: the variant's start, S/gle/-c-/-C-/ELG/- for dobutsu).")
 @variant_options
-@click.option("--out", type=PATH, default=None,
+@click.option("--out", type=FILE_OUT, default=None,
               help=f"File to write (default: {DEFAULT_TB} for the standard start, NAME.h5 for another variant's "
                    f"start, else a name from the start).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars or per-ply lines on stderr.")
@@ -154,7 +155,7 @@ def probe(position, tb_path, as_json):
     side = SIDE_NAMES[pos.turn]
     royal = pos.variant.royal.name
     note = {Terminal.CATCH: f" (it can capture the enemy {royal})",
-            Terminal.TRY: f" (the enemy {royal} has reached its home rank: the game is over)"}.get(terminal, "")
+            Terminal.TRY: f" (the enemy {royal} has reached its far rank safely: the game is over)"}.get(terminal, "")
     click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {side}, DTM {signed_text(dtm)}{note}")
     notes = {Terminal.ROYAL_CAPTURED: f"captures the {royal}", Terminal.TRY: f"the {royal} reaches the far rank",
              Terminal.CATCH: f"leaves the {royal} to be captured"}
@@ -168,7 +169,7 @@ def probe(position, tb_path, as_json):
 
 @click.command()
 @click.argument("position")
-@click.option("--png", "png", type=PATH, required=True, callback=png_path,
+@click.option("--png", "png", type=FILE_OUT, required=True, callback=png_path,
               help="The PNG file to write.")
 @variant_options
 def show(position, png, variant, variant_file):
@@ -222,8 +223,11 @@ def line(position, tb_path, max_plies, png_dir, as_json):
             click.echo(f"  {mover}'s {royal} has reached the far rank safely and wins.")
     if wdl == 0:
         click.echo(f"\ndraw: the line stops after {len(pv)} plies")
+    elif not pv and pos.game.game_over(pos.state()):
+        click.echo(f"\nthe game is already over: the enemy {royal} has reached {SIDE_NAMES[pos.turn]}'s home rank "
+                   f"safely")
     elif not pv:
-        click.echo(f"\nthe game is already over: the enemy {royal} has reached {SIDE_NAMES[pos.turn]}'s home rank")
+        click.echo(f"\n{SIDE_NAMES[pos.turn]} has no legal move: a loss, as in shogi (docs/rules.md §6)")
     elif not pv[-1].ends_game:
         click.echo(f"\nstopped early: after {len(pv)} of the {abs(dtm)} plies to the end of the game (--max-plies)")
     if png_dir is not None:

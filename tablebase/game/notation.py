@@ -312,9 +312,8 @@ def parse_move(position: Position, text: str) -> int:
     m = pattern.fullmatch(t)
     moves = position.game.legal_move_list(position.state())
     if not m:
-        uci = {uci_move_text(position, mv): mv for mv in moves}
-        if t in uci:
-            return uci[t]
+        if UCI_MOVE_PATTERN.fullmatch(t):
+            return parse_uci_move(position, t)
         hint = " (the piece letter is upper case for both sides)" if pattern.fullmatch(t[:1].upper() + t[1:]) else ""
         example = " or ".join(_examples(v))
         raise IllegalMoveError(f"{quote_move(text)} is not a move like {example}{hint}")
