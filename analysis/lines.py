@@ -224,7 +224,7 @@ def verify_games(tb: Tablebase, start, games: list[list[str]], progress=None) ->
         A tablebase that covers ``start``.
     start : Position or str
     games : list of list of str
-        Moves in our notation (docs/rules.md §8), game by game.
+        Moves in our notation (docs/rules.md §8) or UCI's, game by game.
     progress : callable, optional
         ``progress(games_done)`` while the games are judged (before the first report).
 
