@@ -66,6 +66,11 @@ TAG_NO_MOVES = 253
 #: A terminal child in a batch buffer: its hash shifted up, its class (CATCH or TRY) below.
 CLASS_BITS = 2
 CLASS_MASK = (1 << CLASS_BITS) - 1
+#: The counters of one thread and shard (the lengths of its lists of non-terminal and terminal
+#: children) take a cache line of int64s, of which two are used: each thread counts every child
+#: it deals out, and counters of two threads on one line would make the line move between
+#: their cores at every child.
+COUNTER_WORDS = 8
 #: How many keys ahead of the one being inserted a slot is prefetched.
 _PREFETCH_AHEAD = 16
 #: Fresh positions found at a time and expanded in the order of their keys, batch by batch: in
@@ -229,6 +234,7 @@ def _add_terminal_run(setbuf, set_layout, items, lo, hi, part_mask, set_counts, 
     """:func:`add_terminals` for entries of ``nbytes`` bytes, ``n_entries`` a bucket
     (:func:`~dobutsu_tb.encoding.compact_set.set_add_sized`)."""
     bad = 0
+    new = np.zeros(CLASS_MASK + 1, np.int64)  # counted here, added to the shared counters once
     for i in range(lo, hi):
         if i + _PREFETCH_AHEAD < hi:
             prefetch(setbuf, set_line(items[i + _PREFETCH_AHEAD] >> CLASS_BITS, set_layout))
@@ -236,10 +242,12 @@ def _add_terminal_run(setbuf, set_layout, items, lo, hi, part_mask, set_counts, 
             continue  # no longer partition 0's (the partitions doubled meanwhile)
         a = set_add_sized(setbuf, set_layout, items[i] >> CLASS_BITS, nbytes, n_entries)
         if a == 1:
-            set_counts[shard] += 1
-            by_class[shard, items[i] & CLASS_MASK] += 1
+            new[items[i] & CLASS_MASK] += 1
         elif a < 0:
             bad += 1
+    for c in range(CLASS_MASK + 1):
+        set_counts[shard] += new[c]
+        by_class[shard, c] += new[c]
     return bad
 
 
@@ -452,7 +460,7 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     shards = table.n_shards  # the table and the set have the same shards: a child's hash picks both
     nt = np.empty((threads, shards, per_thread), np.int64)  # pages never written cost no memory
     term = np.empty((threads, shards, per_thread), np.int64)
-    counts = np.zeros((threads, shards, 2), np.int64)
+    counts = np.zeros((threads, shards, COUNTER_WORDS), np.int64)
     by_class = np.zeros((table.n_shards, CLASS_MASK + 1), np.int64)
     dropped = np.zeros(CLASS_MASK + 1, np.int64)  # counted, then moved to another partition
 
@@ -573,7 +581,7 @@ def count_terminal_partitions(enum: Enumeration, progress: Callable[[int], None]
     batch = np.empty(config.ENUM_BATCH, np.int64)
     per_thread = -(-config.ENUM_BATCH // threads) * game.layout["MAX_MOVES"]
     term = np.empty((threads, table.n_shards, per_thread), np.int64)
-    counts = np.zeros((threads, table.n_shards, 2), np.int64)
+    counts = np.zeros((threads, table.n_shards, COUNTER_WORDS), np.int64)
     no_nt = np.empty((threads, table.n_shards, 0), np.int64)
     expected = max(1, (enum.catch_terminal + enum.try_terminal))
     for part in range(1, enum.terminal_parts):
