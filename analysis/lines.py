@@ -244,12 +244,18 @@ def verify_games(tb: Tablebase, start, games: list[list[str]], progress=None) ->
     pos = tb.position(start)
     variant = tb.variant
     start_value = tb.value(pos)[:2]
-    specs_of = {t: replay.move_spec(t, variant) for t in {t for game in games for t in game}}
+    specs_of: dict = {}  # each distinct text's spec, made once
+
+    def read_specs():
+        for text in {t for game in games for t in game} - specs_of.keys():
+            specs_of[text] = replay.move_spec(text, variant)
+
+    read_specs()
     if replay.NOT_A_MOVE in specs_of.values():  # UCI's strings (or moves that are no moves)
         games = [_in_our_notation(pos, game) if any(specs_of[t] == replay.NOT_A_MOVE for t in game) else game
                  for game in games]
-    specs = np.fromiter((_spec_of(t, variant, specs_of) for game in games for t in game), np.int64,
-                        sum(len(g) for g in games))
+        read_specs()  # the texts in our notation
+    specs = np.fromiter((specs_of[t] for game in games for t in game), np.int64, sum(len(g) for g in games))
     plies = np.fromiter((len(g) for g in games), np.int64, len(games))
     judged = replay.replay_games(tb, pos.state(), pos.turn, specs, plies, progress)
     status = judged.plies["status"]
@@ -265,15 +271,6 @@ def verify_games(tb: Tablebase, start, games: list[list[str]], progress=None) ->
         raise MissingPositionError(f"{where.text()} is not in this tablebase "
                                    f"(not reachable from {tb.metadata.start})")
     return _judged_reports(judged, pos, start_value, games)
-
-
-def _spec_of(text: str, variant, specs_of: dict) -> int:
-    """:func:`~dobutsu_tb.tablebase.replay.move_spec` of a move's text, remembered in ``specs_of``."""
-    from dobutsu_tb.tablebase import replay
-
-    if text not in specs_of:
-        specs_of[text] = replay.move_spec(text, variant)
-    return specs_of[text]
 
 
 def _in_our_notation(start: Position, moves: list[str]) -> list[str]:

@@ -10,7 +10,7 @@ the key (quotienting, as in Cleary's compact hash tables), so nothing is lost.
 - :class:`CompactTable` (linear probing, uint32 slots): a key never moves once inserted, so its
   slot indexes value arrays that run alongside (a tag, a counter, a value per position);
 - :class:`~dobutsu_tb.encoding.compact_set.CompactSet` (buckets of one cache line, entries of
-  3 to 8 bytes): a set that only counts and answers membership, as small as the remainder
+  1 to 8 bytes): a set that only counts and answers membership, as small as the remainder
   allows (21 entries of 3 bytes a bucket at ``2**23`` buckets).
 
 Both are split into ``n_shards`` (a power of two) contiguous shards picked by the top bits of the

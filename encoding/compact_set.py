@@ -1,4 +1,4 @@
-"""A compact set of 64-bit keys that counts distinct keys: buckets of one cache line, entries of 2
+"""A compact set of 64-bit keys that counts distinct keys: buckets of one cache line, entries of 1
 to 8 bytes (the enumeration counts the terminal positions of the full game in it, 21 entries of
 3 bytes a bucket). Keys, hashes, layouts and shards are those of :mod:`dobutsu_tb.encoding.compact`.
 
@@ -151,7 +151,7 @@ def _words(layout: np.ndarray, n_shards: int) -> int:
 
 
 #: The full game's entries (bytes, entries a bucket), for :func:`set_add_sized`.
-ENTRY_3 = (3, 21)
+ENTRY_3 = (3, (BUCKET_BYTES - 1) // 3)
 
 
 @njit

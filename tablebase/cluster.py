@@ -62,7 +62,7 @@ from dobutsu_tb.tablebase.build import (
     sample_codes,
     value_histogram,
 )
-from dobutsu_tb.tablebase.enumeration import CLASS_BITS, CLASS_MASK, COUNTER_WORDS
+from dobutsu_tb.tablebase.enumeration import CLASS_BITS, CLASS_MASK, thread_counters
 from dobutsu_tb.tablebase.game.game import Game, game_of
 from dobutsu_tb.tablebase.game.layout import CATCH, TRY
 from dobutsu_tb.tablebase.game.position import Position
@@ -423,7 +423,7 @@ class ShardWorker:
         per_thread = max(1, -(-take.shape[0] // t)) * n_moves
         nt = self._buffer("nt", (t, self.n, per_thread))
         term = self._buffer("term", (t, self.n, per_thread))
-        counts = np.zeros((t, self.n, COUNTER_WORDS), np.int64)  # a thread's counters on lines of their own
+        counts = thread_counters(t, self.n)
         if take.shape[0]:
             self.no_moves += self.kernels._expand(self.table.slots, self.table.layout, take, self.tags, self.n, nt,
                                                   term, counts)
@@ -507,10 +507,10 @@ class ShardWorker:
         t = self.threads
         per_thread = max(1, -(-slice_.shape[0] // t)) * self.game.layout["MAX_UNMOVES"]
         out = self._buffer("preds", (t, self.n, per_thread))
-        counts = np.zeros((t, self.n + COUNTER_WORDS), np.int64)  # rows a cache line apart (owners < n used)
+        counts = thread_counters(t, self.n)
         if slice_.shape[0]:
             self.kernels._predecessors(self.table.slots, self.table.layout, slice_, self.n, out, counts)
-        return self._messages([(a,) for a in self._deal(out, counts)], "retrograde")
+        return self._messages([(a,) for a in self._deal(out, counts[:, :, 0])], "retrograde")
 
     def apply(self, ply: int, *parts) -> int:
         """Decide the predecessors that the workers sent (and this worker's own) of positions of

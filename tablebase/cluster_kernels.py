@@ -207,19 +207,20 @@ def _predecessors_range(slots, layout, frontier, lo, hi, n_workers, out, counts)
             if key != prev:
                 h = key_hash(key, layout)
                 o = owner_of(h, n_workers)
-                out[o, counts[o]] = h
-                counts[o] += 1
+                out[o, counts[o, 0]] = h
+                counts[o, 0] += 1
                 prev = key
 
 
 @kernel_options(parallel=True)
 def _predecessors(slots, layout, frontier, n_workers, out, counts):
     """The distinct canonical non-terminal predecessors of each position at slots ``frontier``, as
-    hashes, one thread t per ``out[t]``: into ``out[t, owner, :counts[t, owner]]``."""
+    hashes, one thread t per ``out[t]``: into ``out[t, owner, :counts[t, owner, 0]]``
+    (:func:`~dobutsu_tb.tablebase.enumeration.thread_counters`)."""
     n_threads = out.shape[0]
     per = (frontier.shape[0] + n_threads - 1) // n_threads
     for t in prange(n_threads):
-        counts[t, :] = 0
+        counts[t, :, :] = 0
         _predecessors_range(slots, layout, frontier, t * per, min(frontier.shape[0], (t + 1) * per), n_workers,
                             out[t], counts[t])
 

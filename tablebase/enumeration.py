@@ -66,10 +66,7 @@ TAG_NO_MOVES = 253
 #: A terminal child in a batch buffer: its hash shifted up, its class (CATCH or TRY) below.
 CLASS_BITS = 2
 CLASS_MASK = (1 << CLASS_BITS) - 1
-#: The counters of one thread and shard (the lengths of its lists of non-terminal and terminal
-#: children) take a cache line of int64s, of which two are used: each thread counts every child
-#: it deals out, and counters of two threads on one line would make the line move between
-#: their cores at every child.
+#: The counters of one thread and list group (:func:`thread_counters`) take a cache line of int64s.
 COUNTER_WORDS = 8
 #: How many keys ahead of the one being inserted a slot is prefetched.
 _PREFETCH_AHEAD = 16
@@ -245,9 +242,8 @@ def _add_terminal_run(setbuf, set_layout, items, lo, hi, part_mask, set_counts, 
             new[items[i] & CLASS_MASK] += 1
         elif a < 0:
             bad += 1
-    for c in range(CLASS_MASK + 1):
-        set_counts[shard] += new[c]
-        by_class[shard, c] += new[c]
+    set_counts[shard] += new.sum()
+    by_class[shard, :] += new
     return bad
 
 
@@ -386,6 +382,16 @@ def slots_in_key_order(table: CompactTable, found: np.ndarray, parts: int, pool)
     return packed
 
 
+def thread_counters(threads: int, groups: int) -> np.ndarray:
+    """Zeroed counters of the lengths of each thread's lists, by group (shard or worker), for the
+    kernels that deal items out to them: int64, shape (threads, groups, COUNTER_WORDS), of which
+    ``[t, group, 0]`` and ``[t, group, 1]`` are used (non-terminal and terminal children; one list
+    a group uses only the first). A thread writes its counters at every item it deals out, so each
+    thread's take whole cache lines: counters of two threads on one line would make the line move
+    between their cores at every item."""
+    return np.zeros((threads, groups, COUNTER_WORDS), np.int64)
+
+
 def _regrow_tags(tags: np.ndarray, remap: np.ndarray, size: int) -> np.ndarray:
     out = np.zeros(size, np.uint8)
     used = remap >= 0
@@ -460,7 +466,7 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     shards = table.n_shards  # the table and the set have the same shards: a child's hash picks both
     nt = np.empty((threads, shards, per_thread), np.int64)  # pages never written cost no memory
     term = np.empty((threads, shards, per_thread), np.int64)
-    counts = np.zeros((threads, shards, COUNTER_WORDS), np.int64)
+    counts = thread_counters(threads, shards)
     by_class = np.zeros((table.n_shards, CLASS_MASK + 1), np.int64)
     dropped = np.zeros(CLASS_MASK + 1, np.int64)  # counted, then moved to another partition
 
@@ -581,7 +587,7 @@ def count_terminal_partitions(enum: Enumeration, progress: Callable[[int], None]
     batch = np.empty(config.ENUM_BATCH, np.int64)
     per_thread = -(-config.ENUM_BATCH // threads) * game.layout["MAX_MOVES"]
     term = np.empty((threads, table.n_shards, per_thread), np.int64)
-    counts = np.zeros((threads, table.n_shards, COUNTER_WORDS), np.int64)
+    counts = thread_counters(threads, table.n_shards)
     no_nt = np.empty((threads, table.n_shards, 0), np.int64)
     expected = max(1, (enum.catch_terminal + enum.try_terminal))
     for part in range(1, enum.terminal_parts):

@@ -108,15 +108,19 @@ def test_a_set_of_any_size_gives_back_its_hashes(buckets, shards):
     assert sorted(s.hashes().tolist()) == sorted(hashes.tolist())
 
 
+def _one_home(layout):
+    """``reach + 1`` hashes that share one home (t = 5), where ``reach`` is what its buckets up to
+    the largest displacement and the stash hold (consecutive hashes fill the stash in order)."""
+    reach = (int(layout[compact_layout.L_DISP_MAX]) + 1) * int(layout[compact_layout.L_BUCKET_ENTRIES])
+    reach += int(layout[compact_layout.L_STASH])
+    return reach, (np.int64(5) << int(layout[compact_layout.L_R])) + np.arange(1, reach + 2, dtype=np.int64)
+
+
 def test_a_full_stash_asks_to_grow():
     """Keys that all share a home fill its buckets, then the stash; the next one finds no room
     (-1, nothing changed), and the set grows and keeps them all."""
     s = compact_set.CompactSet(1, BITS, SHIFT, n_shards=1)
-    r = int(s.layout[compact_layout.L_R])
-    layout = s.layout
-    reach = (int(layout[compact_layout.L_DISP_MAX]) + 1) * int(layout[compact_layout.L_BUCKET_ENTRIES])
-    reach += int(layout[compact_layout.L_STASH])  # consecutive hashes fill the stash in order
-    hashes = (np.int64(5) << r) + np.arange(1, reach + 2, dtype=np.int64)  # one home, t = 5
+    reach, hashes = _one_home(s.layout)
     out = np.zeros(len(hashes), np.int64)
     assert compact_set._set_add_many(s.buf, s.layout, 1, s.counts, hashes[:-1], out[:-1]) == 0
     assert out[:-1].sum() == reach == len(s)
@@ -130,10 +134,7 @@ def test_keys_added_before_the_set_grew_count_as_new():
     """One batch whose last key finds no room: the set grows and adds the batch again, and
     every key of it still counts as new (the first attempt added all but the last)."""
     s = compact_set.CompactSet(1, BITS, SHIFT, n_shards=1)
-    layout = s.layout
-    reach = (int(layout[compact_layout.L_DISP_MAX]) + 1) * int(layout[compact_layout.L_BUCKET_ENTRIES])
-    reach += int(layout[compact_layout.L_STASH])
-    hashes = (np.int64(5) << int(layout[compact_layout.L_R])) + np.arange(1, reach + 2, dtype=np.int64)
+    reach, hashes = _one_home(s.layout)
     new = s.add_hashes(np.concatenate([hashes, hashes[:3]]))
     assert s.buckets > 4096 and len(s) == reach + 1  # it grew
     assert new[:-3].tolist() == [1] * (reach + 1) and new[-3:].tolist() == [0, 0, 0]
