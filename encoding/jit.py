@@ -69,7 +69,8 @@ def _source_digest() -> str:
 
 
 def cache_root() -> str:
-    """The project's cache folder: ``$DOBUTSU_TB_CACHE`` or ``~/.cache/dobutsu-tablebase``."""
+    """The project's cache folder: ``$DOBUTSU_TB_CACHE`` or, when that is unset or empty (as for
+    ``$XDG_CACHE_HOME``), ``~/.cache/dobutsu-tablebase``."""
     return os.environ.get("DOBUTSU_TB_CACHE") or os.path.join(
         os.path.expanduser("~"), ".cache", "dobutsu-tablebase")
 
@@ -85,7 +86,7 @@ def _cache_dir() -> str:
         for entry in old:
             shutil.rmtree(entry.path, ignore_errors=True)
     except OSError:
-        pass  # a read-only home: kernels are compiled in every process (_TolerantCache)
+        pass  # a read-only home: kernels are compiled in every process, with a warning (_cached)
     return path
 
 
@@ -137,8 +138,18 @@ class _TolerantIndex(caching.IndexDataCacheFile):
         return overloads if stamp == self._source_stamp and isinstance(overloads, dict) else {}
 
 
+class _OwnFolderCacheImpl(caching.CompileResultCacheImpl):
+    """numba's cache of compiled kernels, in :func:`cache_root` only: where that folder cannot be
+    made, numba's other locators would write beside the sources (the package's ``__pycache__``)
+    or into ``~/.cache/numba``, unasked and unseen."""
+
+    _locator_classes = [caching.UserProvidedCacheLocator]
+
+
 class _TolerantCache(caching.FunctionCache):
     """numba's per-function cache, where an entry that cannot be loaded or saved is compiled again."""
+
+    _impl_class = _OwnFolderCacheImpl
 
     def __init__(self, py_func):
         super().__init__(py_func)
@@ -164,9 +175,21 @@ def _cached(dispatcher):
         return dispatcher
     try:
         dispatcher._cache = _TolerantCache(dispatcher.py_func)
-    except Exception as exc:  # noqa: BLE001 (numba finds no writable folder: no caching)
-        _warn("no usable folder", exc)
+    except Exception:  # noqa: BLE001 (the folder cannot be made or written: no caching)
+        dispatcher._cache = _NoFolderCache()
     return dispatcher
+
+
+class _NoFolderCache(caching.NullCache):
+    """No caching, for a cache folder that cannot be made or written: one warning line per
+    process, when the first kernel is compiled (a command that fails before compiling shows its
+    own error alone)."""
+
+    def save_overload(self, sig, data):
+        if not _warned:
+            _warned.append("folder")
+            sys.stderr.write(f"warning: the kernel cache folder {cache_root()} cannot be written; the kernels are "
+                             f"compiled in every run (DOBUTSU_TB_CACHE names another folder)\n")
 
 
 def njit(func=None, **options):
@@ -278,7 +301,7 @@ def bind_jitted(modules, names: dict | None = None, cache_key: str | None = None
         saved = numba.config.CACHE_DIR
         numba.config.CACHE_DIR = cache_dir  # read when the dispatcher's cache is made, just below
         try:
-            return numba.njit(copy, cache=True, nogil=True, **copy.__jit_options__)
+            return _cached(numba.njit(copy, nogil=True, **copy.__jit_options__))
         finally:
             numba.config.CACHE_DIR = saved
 

@@ -8,6 +8,7 @@ Usage::
     python scripts/bench_build.py --peer PATH_TO_GENTB [--runs N]
     python scripts/bench_build.py --scaling [--variant NAME] [--start POSITION]
     python scripts/bench_build.py --enumeration [--runs N] [--variant NAME] [--start POSITION]
+    python scripts/bench_build.py --write TABLEBASE [--runs N]
     python scripts/bench_build.py --cluster local --workers N [--worker-threads T] [--compare] [--variant NAME]
                                   [--start POSITION]
 
@@ -30,6 +31,11 @@ with every CPU (``NUMBA_NUM_THREADS``), and prints each phase's and part's speed
 the build calls it, then the terminal partitions), ``--runs`` times, each in a process of its
 own: its wall seconds and parts and the process's peak RSS. For trying a change to the
 enumeration against the code before it, run alternately (the phase's noise here is a few seconds).
+
+``--write TABLEBASE`` times the write phase alone: it reads a tablebase's keys, values and
+metadata, then writes them again with ``write_file`` (as one block of records), ``--runs``
+times, each in a process of its own, and checks that the file written holds the same keys,
+values and metadata.
 
 With ``--cluster ADDRESS --workers N`` the build runs on a Ray cluster (``local``: one started on
 this machine; tablebase/cluster.py): it prints the phases as above (the driver's own RSS), then
@@ -145,6 +151,54 @@ def enumeration_runs(variant: str, start: str | None, runs: int) -> None:
               f"{r['reachable']:,} reachable", flush=True)
 
 
+def write_child(source: str, out: str) -> None:
+    """Rewrite the tablebase ``source`` into ``out`` in this process; print the seconds as JSON."""
+    import h5py
+
+    from dobutsu_tb.tablebase.game.game import game_of
+    from dobutsu_tb.tablebase.schema import read_metadata
+    from dobutsu_tb.tablebase.writer import pack_records, reserve_output, write_file
+
+    with h5py.File(source, "r") as f:
+        meta = read_metadata(f)
+        keys, values = f["keys"][:], f["values"][:]
+    value_bits = 8 * values.dtype.itemsize
+    records = pack_records(keys, values, game_of(meta.variant).layout["KEY_SHIFT"], value_bits)
+    del keys, values
+    with reserve_output(out, force=True) as reserved:
+        t = time.perf_counter()
+        write_file(reserved.tmp, records, meta, value_bits=value_bits)
+        seconds = time.perf_counter() - t
+        reserved.commit()
+    print(json.dumps({"seconds": seconds, "records": int(records.shape[0])}))
+
+
+def write_runs(source: str, out: str, runs: int) -> None:
+    """``--write``: the write phase alone, ``runs`` times, a process each; each file compared."""
+    for k in range(runs):
+        wall, peak, text = run([sys.executable, __file__, "--child-write", source, "--out", out])
+        r = json.loads(text)
+        same = same_tablebase(out, source)
+        print(f"run {k + 1}: write {r['seconds']:.2f} s ({r['records'] / r['seconds']:,.0f} records/s); process "
+              f"{wall:.1f} s, peak RSS {peak / 2**30:.2f} GiB; {'the same' if same else 'NOT THE SAME'} keys, values "
+              f"and metadata", flush=True)
+        if not same:
+            sys.exit(f"{out} differs from {source}")
+
+
+def same_tablebase(a: str, b: str) -> bool:
+    """Whether two tablebase files hold the same keys, values and metadata (the chunks may lie
+    elsewhere in the files)."""
+    import numpy as np
+
+    from dobutsu_tb.tablebase.reader import TablebaseFile
+
+    with TablebaseFile(a) as fa, TablebaseFile(b) as fb:
+        ka, va = fa.read_all()
+        kb, vb = fb.read_all()
+        return fa.metadata == fb.metadata and np.array_equal(ka, kb) and np.array_equal(va, vb)
+
+
 def run(argv: list[str], env: dict | None = None, capture: bool = True) -> tuple[float, int, str]:
     """Run a command; (wall seconds, peak RSS in bytes of the process, its stdout)."""
     t = time.perf_counter()
@@ -243,7 +297,10 @@ def main() -> None:
     parser.add_argument("--compare", action="store_true", help="with --cluster: the in-process build first, and the "
                                                                "ratio of the wall times")
     parser.add_argument("--enumeration", action="store_true", help="only the enumeration, --runs times")
+    parser.add_argument("--write", default=None, metavar="TABLEBASE", help="only the write phase, of this file's "
+                        "positions, --runs times")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--child-write", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child-enumeration", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -252,13 +309,18 @@ def main() -> None:
     if args.child_enumeration:
         enumeration_child(args.variant, args.start)
         return
+    if args.child_write:
+        write_child(args.child_write, args.out)
+        return
 
     tmp = Path(tempfile.mkdtemp())
     out = args.out or str(tmp / "bench.h5")
     if args.compile or args.peer:
         compile_time()
     ours(LION_CHICK, str(tmp / "warm.h5"))  # fill the kernel cache
-    if args.enumeration:
+    if args.write:
+        write_runs(args.write, out, args.runs)
+    elif args.enumeration:
         enumeration_runs(args.variant, args.start, args.runs)
     elif args.scaling:
         scaling(args.variant, args.start, out)

@@ -113,8 +113,8 @@ def expected_counts(variant: Variant, start: Position) -> tuple[int, int] | None
 def _records_kernel(slots, layout, values, long_slots, long_dtm, key_shift, value_bits, lo, hi, offsets, out,
                       count_only, counts):
     """The sort records of the occupied slots whose code lies in [lo, hi), block b of the slots
-    into ``out[offsets[b]:]`` (or, with ``count_only``, only their number into ``counts[b]``). A
-    value byte LONG takes its DTM from ``long_slots``/``long_dtm``."""
+    into ``out[offsets[b]:]``, and their number into ``counts[b]`` (with ``count_only``, only the
+    number). A value byte LONG takes its DTM from ``long_slots``/``long_dtm``."""
     size = slots.shape[0]
     n_blocks = offsets.shape[0] - 1
     per = (size + n_blocks - 1) // n_blocks
@@ -135,7 +135,7 @@ def _records_kernel(slots, layout, values, long_slots, long_dtm, key_shift, valu
                 v = long_dtm[np.searchsorted(long_slots, s)] + 1
             out[j] = np.uint64((code << value_bits) | v)
             j += 1
-        counts[b] = n
+        counts[b] = n if count_only else j - offsets[b]
 
 
 @njit
@@ -167,18 +167,47 @@ def range_bounds(sample: np.ndarray, passes: int) -> list[int]:
     return sorted(set(bounds))
 
 
-def records_between(table, solution, key_shift: int, value_bits: int, lo: int, hi: int) -> np.ndarray:
+@njit(parallel=True)
+def _range_counts(slots, layout, key_shift, bounds, counts):
+    """``counts[b, r]``: the occupied slots of block b of the slots (as :func:`_records_kernel`
+    splits them) whose code lies in ``[bounds[r], bounds[r + 1])``."""
+    size = slots.shape[0]
+    n_blocks = counts.shape[0]
+    per = (size + n_blocks - 1) // n_blocks
+    for b in prange(n_blocks):
+        for s in range(b * per, min(size, (b + 1) * per)):
+            if slots[s] != 0:
+                r = np.searchsorted(bounds, table_key_at(slots, layout, s) >> key_shift, side="right") - 1
+                counts[b, r] += 1
+
+
+def range_counts(table, key_shift: int, bounds: list[int]) -> np.ndarray:
+    """Positions of each block of slots in each key range, in one scan of the table (int64,
+    shape (BLOCKS, len(bounds) - 1)); ``bounds`` as :func:`range_bounds` gives them."""
+    counts = np.zeros((BLOCKS, len(bounds) - 1), np.int64)
+    _range_counts(table.slots, table.layout, key_shift, np.asarray(bounds, np.int64), counts)
+    return counts
+
+
+def records_between(table, solution, key_shift: int, value_bits: int, lo: int, hi: int,
+                    counts: np.ndarray | None = None) -> np.ndarray:
     """The sort records of the positions of a solved table whose code lies in ``[lo, hi)``, sorted
-    (uint64, shape (n,)); arguments as for :func:`record_blocks`."""
-    counts = np.zeros(BLOCKS, np.int64)
+    (uint64, shape (n,)); arguments as for :func:`record_blocks`; ``counts`` (int64, shape
+    (BLOCKS,)): the positions of the range in each block of slots, if known (:func:`range_counts`),
+    else counted here in a scan of the table."""
     offsets = np.zeros(BLOCKS + 1, np.int64)
     empty = np.zeros(0, np.uint64)
-    _records_kernel(table.slots, table.layout, solution.values, solution.long_slots, solution.long_dtm,
-                    key_shift, value_bits, lo, hi, offsets, empty, True, counts)
+    if counts is None:
+        counts = np.zeros(BLOCKS, np.int64)
+        _records_kernel(table.slots, table.layout, solution.values, solution.long_slots, solution.long_dtm,
+                        key_shift, value_bits, lo, hi, offsets, empty, True, counts)
     np.cumsum(counts, out=offsets[1:])
+    made = np.zeros(BLOCKS, np.int64)
     out = np.empty(int(offsets[-1]), np.uint64)
     _records_kernel(table.slots, table.layout, solution.values, solution.long_slots, solution.long_dtm,
-                    key_shift, value_bits, lo, hi, offsets, out, False, counts)
+                    key_shift, value_bits, lo, hi, offsets, out, False, made)
+    if not np.array_equal(made, counts):
+        raise AssertionError("the records of a key range are not the ones counted")
     out.sort()
     return out
 
@@ -208,9 +237,11 @@ def record_blocks(table, solution, key_shift: int, value_bits: int, passes: int)
     bounds = range_bounds(sample_codes(table, key_shift), passes) if passes > 1 else [0, 1 << 62]
 
     def blocks():
-        for lo, hi in zip(bounds[:-1], bounds[1:]):
+        counts = range_counts(table, key_shift, bounds) if len(bounds) > 2 else None  # one scan, not one a range
+        for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
             interrupt.check()
-            out = records_between(table, solution, key_shift, value_bits, lo, hi)
+            out = records_between(table, solution, key_shift, value_bits, lo, hi,
+                                  None if counts is None else np.ascontiguousarray(counts[:, r]))
             yield out
             del out
 

@@ -7,6 +7,7 @@ The layout is :mod:`~dobutsu_tb.tablebase.schema`'s.
 
 from __future__ import annotations
 
+import collections
 import datetime as _dt
 import math
 import os
@@ -98,24 +99,49 @@ def _encode_group(records: np.ndarray, first: int, count: int, chunk: int, keys:
     return [(data, place_crc(row + first + k, data)) for k, data in enumerate(stored)]
 
 
-def _write_chunks(dset, records: np.ndarray, chunk: int, keys: bool, key_shift: int, value_bits: int, pool,
-                  progress, first_chunk: int, row: int, crcs: np.ndarray) -> None:
-    """Write ``records`` chunk by chunk from chunk ``first_chunk`` of ``dset`` (``row``: the row of
-    the dataset's first chunk in /chunk_table), their :func:`place_crc` values into ``crcs``."""
-    n_chunks = math.ceil(records.shape[0] / chunk)
-    per_task = 256
-    group = per_task * 8
-    for g in range(0, n_chunks, group):
-        interrupt.check()
-        firsts = range(g, min(n_chunks, g + group), per_task)
-        tasks = [pool.submit(_encode_group, records, f, min(per_task, n_chunks - f), chunk, keys, key_shift,
-                             value_bits, row + first_chunk) for f in firsts]
-        for f, task in zip(firsts, tasks):
-            for k, (data, crc) in enumerate(task.result()):
-                dset.id.write_direct_chunk(((first_chunk + f + k) * chunk,), data, 0)
-                crcs[first_chunk + f + k] = crc
-            if progress is not None:
-                progress(min(per_task * chunk, records.shape[0] - f * chunk))
+class _ChunkWriter:
+    """Chunks compressed by a thread pool (:func:`_encode_group`, tasks of :data:`_TASK_CHUNKS`
+    chunks) and written by this thread in the order they were asked for, with their
+    :func:`place_crc` values, up to ``ahead`` tasks in flight: both threads keep compressing while
+    this one writes, with no pause between groups of tasks or between the datasets."""
+
+    def __init__(self, pool, progress, ahead: int):
+        self.pool, self.progress, self.ahead = pool, progress, ahead
+        self.pending: collections.deque = collections.deque()
+
+    def submit(self, dset, records: np.ndarray, first: int, count: int, chunk: int, keys: bool, key_shift: int,
+               value_bits: int, base: int, row: int, crcs: np.ndarray) -> None:
+        """Compress chunks ``first`` .. ``first + count - 1`` of ``records`` (a span that starts at
+        chunk ``base`` of ``dset``, whose first chunk is row ``row`` of /chunk_table)."""
+        task = self.pool.submit(_encode_group, records, first, count, chunk, keys, key_shift, value_bits, row + base)
+        entries = min(count * chunk, records.shape[0] - first * chunk)
+        self.pending.append((dset, base + first, chunk, crcs, entries, task))
+        while len(self.pending) > self.ahead:
+            self.write_next()
+
+    def write_next(self) -> None:
+        """Write the oldest task's chunks (waiting for them)."""
+        dset, first, chunk, crcs, entries, task = self.pending.popleft()
+        for k, (data, crc) in enumerate(task.result()):
+            dset.id.write_direct_chunk(((first + k) * chunk,), data, 0)
+            crcs[first + k] = crc
+        if self.progress is not None:
+            self.progress(entries)
+
+    def drain(self) -> None:
+        """Write every task's chunks."""
+        while self.pending:
+            self.write_next()
+
+    def cancel(self) -> None:
+        """Drop the tasks not started (after an error or an interrupt: the pool need not finish them)."""
+        for *_, task in self.pending:
+            task.cancel()
+        self.pending.clear()
+
+
+#: Chunks a compression task makes (of /keys: 128 Ki positions).
+_TASK_CHUNKS = 256
 
 
 def write_tablebase(path, records: np.ndarray, meta: Metadata, progress=None, force: bool = False) -> Path:
@@ -328,11 +354,20 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
             carry = np.zeros(0, np.uint64)
             last = None  # the code of the last record so far, for the order across blocks
 
+            chunks = _ChunkWriter(pool, progress, ahead=4 * config.THREADS)
+            step = _TASK_CHUNKS * unit  # a task of the larger chunks, two of the smaller (powers of two)
+
             def write_span(span):
+                """Hand ``span``'s chunks to the pool, keys and values in turns; writes those done."""
                 nonlocal written
-                for name, chunk in (("keys", key_chunk), ("values", value_chunk)):
-                    _write_chunks(dsets[name], span, chunk, name == "keys", key_shift, value_bits, pool, progress,
-                                  written // chunk, rows[name], crcs[name])
+                for lo in range(0, span.shape[0], step):
+                    interrupt.check()
+                    for name, chunk in (("keys", key_chunk), ("values", value_chunk)):
+                        end = math.ceil(min(span.shape[0], lo + step) / chunk)
+                        for first in range(lo // chunk, end, _TASK_CHUNKS):
+                            chunks.submit(dsets[name], span, first, min(_TASK_CHUNKS, end - first), chunk,
+                                          name == "keys", key_shift, value_bits, written // chunk, rows[name],
+                                          crcs[name])
                 index_parts.append(record_keys(span[::key_chunk], key_shift, value_bits).astype("<i8"))
                 written += span.shape[0]
 
@@ -359,11 +394,17 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
                     write_span(block[:full])
                 carry = block[full:].copy()
 
-            for block in blocks.blocks():
-                take(block)
-                del block  # before the next block is made: one block in memory at a time
-            if carry.shape[0]:
-                write_span(carry)
+            try:
+                for block in blocks.blocks():
+                    take(block)
+                    chunks.drain()  # before the next block is made: one block in memory at a time
+                    del block
+                if carry.shape[0]:
+                    write_span(carry)
+                chunks.drain()
+            except BaseException:
+                chunks.cancel()
+                raise
             if written != n:
                 raise ValueError(f"{written:,} records given, {n:,} announced")
             dtm_counts = counts[1:]  # counts[d + 1] = positions with DTM d

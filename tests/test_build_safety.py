@@ -306,3 +306,19 @@ def test_parallel_commands_wait_for_the_cached_build(tmp_path):
     assert results[0][1].startswith("building the tablebase for")
     assert [err for _, err, _ in results[1:]] == ["", ""]  # nothing more than the line read above
     assert len(list((cache / "tablebases").glob("*.h5"))) == 1
+
+
+@pytest.mark.parametrize("text, size", [("20G", 20 << 30), ("1gb", 1 << 30), ("1GiB", 1 << 30), ("512mb", 512 << 20),
+                                        ("1.5gib", 3 << 29), (" 2 T ", 2 << 40), ("1000000", 10**6), ("100B", 100)])
+def test_a_memory_size_in_any_common_spelling(text, size):
+    from dobutsu_tb.tablebase.memory import parse_size
+
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["lots", "", "0", "-1G", "nan", "inf", "1ib", "1gbb", "1.2.3G", "gb", "1 0G"])
+def test_a_memory_size_that_is_not_one(text):
+    from dobutsu_tb.tablebase.memory import parse_size
+
+    with pytest.raises(ValueError, match="is not a size like 20G"):
+        parse_size(text)

@@ -111,6 +111,23 @@ def test_a_damaged_cache_entry_is_compiled_again_with_one_warning(tiny_kernel, t
             assert run() == ("42", [])  # compiled again and saved: the next run loads it
 
 
+def test_a_cache_folder_that_cannot_be_made_is_named_and_nothing_is_cached_elsewhere(tmp_path):
+    """``DOBUTSU_TB_CACHE`` naming a file: numba's other locators used to cache the kernels beside
+    the sources (the module's ``__pycache__``) without a word; now one warning names the folder,
+    and the kernel runs uncached."""
+    (tmp_path / "kern.py").write_text(KERNEL)
+    (tmp_path / "a-file").write_text("")
+    env = {**os.environ, "DOBUTSU_TB_CACHE": str(tmp_path / "a-file"), "PYTHONPATH": str(tmp_path)}
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", "import kern; print(kern.twice(21))"], capture_output=True,
+                              text=True, check=False, timeout=300, env=env, cwd=tmp_path)
+        assert proc.returncode == 0 and proc.stdout.strip() == "42", proc.stderr
+        assert proc.stderr.splitlines() == [
+            f"warning: the kernel cache folder {tmp_path / 'a-file'} "
+            "cannot be written; the kernels are compiled in every run (DOBUTSU_TB_CACHE names another folder)"]
+    assert not [p for p in tmp_path.rglob("*") if p.suffix in (".nbi", ".nbc")]
+
+
 def test_an_index_of_another_programs_types_is_a_plain_miss(tiny_kernel, tmp_path):
     """An index that lists a signature with a class from a module this process cannot import
     (as the search tests leave in a generic kernel's index) is a miss without a word."""

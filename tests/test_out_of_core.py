@@ -107,16 +107,26 @@ def test_records_by_key_range_are_the_records(passes):
     assert all(np.all(b[1:] > b[:-1]) for b in blocks if b.size)
 
 
-def test_the_writer_takes_uneven_blocks(tmp_path, lion_chick_tb):
+def test_the_writer_takes_uneven_blocks(tmp_path, monkeypatch, lion_chick_tb):
+    """Blocks of any size, in compression tasks of 2 chunks (many tasks in flight, keys and
+    values in turns): the build's keys, values and metadata."""
+    monkeypatch.setattr(writer, "_TASK_CHUNKS", 2)
     keys, values, meta = _contents(lion_chick_tb.path)
     records = writer.pack_records(keys, values.astype(np.uint8), 19)
     cuts = [0, 1, 700, 701, 2048, 5000, records.shape[0]]
-    blocks = writer.RecordBlocks(records.shape[0], lambda: (records[a:b] for a, b in zip(cuts[:-1], cuts[1:])))
+    made = []
+
+    def blocks():
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            made.append(a)
+            yield records[a:b].copy()
+
     with writer.reserve_output(tmp_path / "blocks.h5") as out:
-        writer.write_file(out.tmp, blocks, meta)
+        writer.write_file(out.tmp, writer.RecordBlocks(records.shape[0], blocks), meta)
         out.commit()
-    k, v, _ = _contents(tmp_path / "blocks.h5")
-    assert np.array_equal(k, keys) and np.array_equal(v, values)
+    assert made == cuts[:-1]
+    k, v, m = _contents(tmp_path / "blocks.h5")
+    assert np.array_equal(k, keys) and np.array_equal(v, values) and m == meta
 
 
 def test_dtms_too_long_for_a_byte_take_two(tmp_path, monkeypatch, lion_chick_tb):

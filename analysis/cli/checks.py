@@ -35,7 +35,7 @@ def _tablebase_for(start_text: str | None, tb_path: Path | None, variant):
     from dobutsu_tb.encoding.jit import cache_root
     from dobutsu_tb.tablebase.build import build_tablebase
     from dobutsu_tb.tablebase.game.position import Position
-    from dobutsu_tb.tablebase.output import OutputError, wait_for_writer
+    from dobutsu_tb.tablebase.output import OutputError, describe_os_error, wait_for_writer
     from dobutsu_tb.tablebase.probe import open_tablebase
 
     def start_of(v):
@@ -58,7 +58,12 @@ def _tablebase_for(start_text: str | None, tb_path: Path | None, variant):
             return tb, start
         tb.close()
     folder = Path(cache_root()) / "tablebases"
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot make {folder}, the cache folder of the tablebases built for a start "
+                          f"({describe_os_error(exc)}); give --tb, or set DOBUTSU_TB_CACHE to a writable "
+                          f"folder") from None
     name = f"{start.key():016x}.h5"
     if variant.name != "dobutsu":
         name = f"{variant.name}-{variant.digest}-{name}"

@@ -298,6 +298,8 @@ class Position:
         cells = []
         for r, rank in enumerate(ranks, 1):
             row, promoted = [], False
+            if re.search(r"[0-9]{2}", rank):  # FEN's 21 is twenty-one squares, not 2 and 1
+                raise PositionError(f"{fen!r}: rank {r} has two digits in a row; write the empty squares as one count")
             for ch in rank:
                 if ch == "+":
                     promoted = True
