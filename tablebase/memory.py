@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,24 +85,24 @@ def default_budget() -> int | None:
 
 
 def parse_size(text: str) -> int:
-    """Bytes of a size like ``20G``, ``512M``, ``1.5GiB`` or ``1000000`` (bytes).
+    """Bytes of a size like ``20G``, ``512M``, ``1.5GiB``, ``1gb`` or ``1000000`` (bytes): K, M, G
+    and T are powers of 1024, with or without ``B`` or ``iB``, in either case (as ``free`` and
+    most memory options read them).
 
     Raises
     ------
     ValueError
         If the text is not such a size.
     """
-    units = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    t = text.strip().upper().replace("IB", "").replace(" ", "")
-    number = t.rstrip("BKMGT")
-    unit = t[len(number):]
+    found = re.fullmatch(r"\s*([0-9.]+(?:E[+-]?[0-9]+)?)\s*(?:([KMGT])(?:I?B)?|B)?\s*", text.upper())
     try:
-        value = float(number)
+        value = float(found.group(1)) if found else math.nan
     except ValueError:
-        raise ValueError(f"{text!r} is not a size like 20G, 512M or 1000000") from None
-    if unit not in units or not math.isfinite(value) or value <= 0:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{text!r} is not a size like 20G, 512M or 1000000")
-    return int(value * units[unit])
+    unit = {None: 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[found.group(2)]
+    return int(value * unit)
 
 
 def gib(n: int) -> str:
