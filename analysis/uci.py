@@ -108,9 +108,6 @@ def read_fen(text: str, variant: Variant) -> Position:
     PositionError
         If the text is malformed or the position impossible.
     """
-    board, _, rest = text.strip().partition(" ")
-    if "/" in board and "[" not in board and rest.split()[:1] in (["w"], ["b"]):
-        text = f"{board}[-] {rest}"
     return parse_position(text, variant)
 
 

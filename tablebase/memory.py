@@ -106,9 +106,9 @@ def parse_size(text: str) -> int:
 
 
 def gib(n: int) -> str:
-    """``n`` bytes as ``'1.8 GiB'``; below 0.1 GiB in MiB, KiB or bytes (``'40 MiB'`` rather than
-    ``'0.0 GiB'``)."""
-    if n >= GIB // 10:
+    """``n`` bytes as ``'1.8 GiB'``; below 1 GiB in MiB, KiB or bytes (``'320 MiB'`` rather than
+    ``'0.3 GiB'``, so that a need and a budget a few MiB apart do not read the same)."""
+    if n >= GIB:
         return f"{n / GIB:.1f} GiB"
     for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:

@@ -265,6 +265,7 @@ def test_go_before_position_and_bad_positions(engine):
                             ("position fen", "needs a FEN", none),
                             ("position fen gle/1c1/1C1/ELGX[-] w 0 1", "unknown piece letter 'X'", none),
                             ("position fen 3/3/3/1L1[-] w 0 1", "Gote has 0 lions", none),
+                            ("position fen gle/21/1C1/ELG w - 1", "'gle/21/1C1/ELG w - 1': rank 2 has two", none),
                             (f"position fen {LC_FEN} moves b2b3 b2b3", None, "move 2: b2b3: Gote has no piece on b2"),
                             (f"position fen {LC_FEN} moves b2b3 b4b3 b1c2 b3c2 c2c3", None,
                              "move 5 ('c2c3'): the game is over"),

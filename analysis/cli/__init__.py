@@ -19,8 +19,8 @@ def run() -> None:
     command's exit code (:func:`~dobutsu_tb.encoding.interrupt.finish`)."""
     from dobutsu_tb.encoding import interrupt
 
-    interrupt.install()
     try:
+        interrupt.install()  # (a signal while it starts its thread: the handler below)
         try:
             from dobutsu_tb.analysis.cli.group import main
 

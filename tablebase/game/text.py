@@ -62,6 +62,9 @@ def parse_hand(variant, hand: str, context: str) -> tuple[dict, dict]:
         return counts
     if not hand:
         raise PositionError(f"{context!r}: the hand field is empty; write '-' when no piece is in hand")
+    if set(hand) == {"-"}:
+        raise PositionError(f"{context!r}: the hand field {hand!r} has more than one '-'; '-' alone means no "
+                            f"piece in hand")
     for ch in hand:
         if ch == "-":
             raise PositionError(f"{context!r}: the hand field {hand!r} mixes '-' with pieces; '-' alone means "
