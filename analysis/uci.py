@@ -99,18 +99,6 @@ def start_position(variant: Variant) -> Position:
     return Position.start(variant)
 
 
-def read_fen(text: str, variant: Variant) -> Position:
-    """A position from a FEN, with or without its hands in brackets (``gle/1c1/1C1/ELG w - - 0 1``
-    has empty hands); our notation is read too.
-
-    Raises
-    ------
-    PositionError
-        If the text is malformed or the position impossible.
-    """
-    return parse_position(text, variant)
-
-
 def play_uci(position: Position, text: str) -> Position | None:
     """The position after the UCI move ``text``, None when it captures the lion.
 
@@ -607,7 +595,7 @@ def _parse_position_args(args: list[str], variant: Variant) -> tuple[tuple, Posi
         return ("startpos",), start_position(variant), moves
     if head[:1] == ["fen"] and len(head) > 1:
         fen = " ".join(head[1:])
-        return ("fen", fen), read_fen(fen, variant), moves
+        return ("fen", fen), parse_position(fen, variant), moves
     if head[:1] == ["fen"]:
         raise ValueError("position fen needs a FEN, e.g. position fen gle/1c1/1C1/ELG[-] w 0 1")
     raise ValueError(f"position takes startpos or fen FEN, then moves ...; got {quote_move(' '.join(head))}")

@@ -153,15 +153,13 @@ def enumeration_runs(variant: str, start: str | None, runs: int) -> None:
 
 def write_child(source: str, out: str) -> None:
     """Rewrite the tablebase ``source`` into ``out`` in this process; print the seconds as JSON."""
-    import h5py
-
     from dobutsu_tb.tablebase.game.game import game_of
-    from dobutsu_tb.tablebase.schema import read_metadata
+    from dobutsu_tb.tablebase.reader import TablebaseFile
     from dobutsu_tb.tablebase.writer import pack_records, reserve_output, write_file
 
-    with h5py.File(source, "r") as f:
-        meta = read_metadata(f)
-        keys, values = f["keys"][:], f["values"][:]
+    with TablebaseFile(source) as f:
+        keys, values = f.read_all()
+        meta = f.metadata
     value_bits = 8 * values.dtype.itemsize
     records = pack_records(keys, values, game_of(meta.variant).layout["KEY_SHIFT"], value_bits)
     del keys, values
@@ -290,7 +288,7 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true", help="measure numba's compile time first")
     parser.add_argument("--peer", default=None, metavar="GENTB", help="a built gentb to run side by side")
     parser.add_argument("--runs", type=int, default=1,
-                        help="pairs of runs with --peer, runs with --enumeration (default 1)")
+                        help="pairs of runs with --peer, runs with --enumeration or --write (default 1)")
     parser.add_argument("--cluster", default=None, metavar="ADDRESS", help="build on a Ray cluster ('local')")
     parser.add_argument("--workers", type=int, default=2, help="workers with --cluster (default 2)")
     parser.add_argument("--worker-threads", type=int, default=None, help="threads of each worker with --cluster")

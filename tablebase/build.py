@@ -111,31 +111,27 @@ def expected_counts(variant: Variant, start: Position) -> tuple[int, int] | None
 
 @njit(parallel=True)
 def _records_kernel(slots, layout, values, long_slots, long_dtm, key_shift, value_bits, lo, hi, offsets, out,
-                      count_only, counts):
+                    counts):
     """The sort records of the occupied slots whose code lies in [lo, hi), block b of the slots
-    into ``out[offsets[b]:]``, and their number into ``counts[b]`` (with ``count_only``, only the
-    number). A value byte LONG takes its DTM from ``long_slots``/``long_dtm``."""
+    into ``out[offsets[b]:]``, and their number into ``counts[b]``. A value byte LONG takes its
+    DTM from ``long_slots``/``long_dtm``."""
     size = slots.shape[0]
     n_blocks = offsets.shape[0] - 1
     per = (size + n_blocks - 1) // n_blocks
     for b in prange(n_blocks):
         j = offsets[b]
-        n = 0
         for s in range(b * per, min(size, (b + 1) * per)):
             if slots[s] == 0:
                 continue
             code = table_key_at(slots, layout, s) >> key_shift
             if code < lo or code >= hi:
                 continue
-            if count_only:
-                n += 1
-                continue
             v = np.int64(values[s])
             if v == LONG and value_bits > 8:
                 v = long_dtm[np.searchsorted(long_slots, s)] + 1
             out[j] = np.uint64((code << value_bits) | v)
             j += 1
-        counts[b] = n if count_only else j - offsets[b]
+        counts[b] = j - offsets[b]
 
 
 @njit
@@ -178,12 +174,14 @@ def _range_counts(slots, layout, key_shift, bounds, counts):
         for s in range(b * per, min(size, (b + 1) * per)):
             if slots[s] != 0:
                 r = np.searchsorted(bounds, table_key_at(slots, layout, s) >> key_shift, side="right") - 1
-                counts[b, r] += 1
+                if 0 <= r < counts.shape[1]:
+                    counts[b, r] += 1
 
 
 def range_counts(table, key_shift: int, bounds: list[int]) -> np.ndarray:
-    """Positions of each block of slots in each key range, in one scan of the table (int64,
-    shape (BLOCKS, len(bounds) - 1)); ``bounds`` as :func:`range_bounds` gives them."""
+    """Positions of each block of slots in each key range ``[bounds[r], bounds[r + 1])``, in one
+    scan of the table (int64, shape (BLOCKS, len(bounds) - 1)); ``bounds`` ascending, as
+    :func:`range_bounds` gives them."""
     counts = np.zeros((BLOCKS, len(bounds) - 1), np.int64)
     _range_counts(table.slots, table.layout, key_shift, np.asarray(bounds, np.int64), counts)
     return counts
@@ -193,19 +191,16 @@ def records_between(table, solution, key_shift: int, value_bits: int, lo: int, h
                     counts: np.ndarray | None = None) -> np.ndarray:
     """The sort records of the positions of a solved table whose code lies in ``[lo, hi)``, sorted
     (uint64, shape (n,)); arguments as for :func:`record_blocks`; ``counts`` (int64, shape
-    (BLOCKS,)): the positions of the range in each block of slots, if known (:func:`range_counts`),
-    else counted here in a scan of the table."""
-    offsets = np.zeros(BLOCKS + 1, np.int64)
-    empty = np.zeros(0, np.uint64)
+    (BLOCKS,)): the positions of the range in each block of slots, if known (a column of
+    :func:`range_counts`), else counted here in a scan of the table."""
     if counts is None:
-        counts = np.zeros(BLOCKS, np.int64)
-        _records_kernel(table.slots, table.layout, solution.values, solution.long_slots, solution.long_dtm,
-                        key_shift, value_bits, lo, hi, offsets, empty, True, counts)
+        counts = range_counts(table, key_shift, [lo, hi])[:, 0]
+    offsets = np.zeros(BLOCKS + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
     made = np.zeros(BLOCKS, np.int64)
     out = np.empty(int(offsets[-1]), np.uint64)
     _records_kernel(table.slots, table.layout, solution.values, solution.long_slots, solution.long_dtm,
-                    key_shift, value_bits, lo, hi, offsets, out, False, made)
+                    key_shift, value_bits, lo, hi, offsets, out, made)
     if not np.array_equal(made, counts):
         raise AssertionError("the records of a key range are not the ones counted")
     out.sort()
@@ -237,11 +232,10 @@ def record_blocks(table, solution, key_shift: int, value_bits: int, passes: int)
     bounds = range_bounds(sample_codes(table, key_shift), passes) if passes > 1 else [0, 1 << 62]
 
     def blocks():
-        counts = range_counts(table, key_shift, bounds) if len(bounds) > 2 else None  # one scan, not one a range
+        counts = range_counts(table, key_shift, bounds)  # one scan for every range
         for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
             interrupt.check()
-            out = records_between(table, solution, key_shift, value_bits, lo, hi,
-                                  None if counts is None else np.ascontiguousarray(counts[:, r]))
+            out = records_between(table, solution, key_shift, value_bits, lo, hi, counts[:, r])
             yield out
             del out
 
