@@ -40,10 +40,12 @@ from dobutsu_tb.tablebase.game.layout import MAX_UNMOVES
 from dobutsu_tb.tablebase.game.unmoves import parent_keys
 from dobutsu_tb.tablebase.values import LONG, UNDECIDED
 
-#: Frontier positions handled per kernel call, and per group inside it (also the spare room of
-#: a thread's list of decisions).
+#: Frontier positions handled per kernel call, and per group inside it.
 _FRONTIER = 1 << 20
 _GROUP = 16
+#: The room of a thread's list of decisions beyond one group's most (:func:`propagate_ply`); a
+#: thread of the standard game decides at most 1.13 M positions of its 0.5 M of a kernel call.
+_SPARE = 1 << 21
 #: Frontier positions whose keys are sorted together before their predecessors are generated
 #: (each thread's share of a window in key order: neighbours then take the same branches in
 #: the unmove generator, which costs 25 % less a position than in the table's hash order,
@@ -115,18 +117,22 @@ def _scan(slots: np.ndarray, values: np.ndarray, code: int, dtype=np.int64, allo
 
 
 def _propagate_range(slots, layout, values, counters, frontier, lo, hi, ply, code, out):
-    """:func:`_propagate` for the keys ``frontier[lo:hi]``; the slots it decides go to ``out`` while
-    it has room; returns how many it decided.
+    """:func:`_propagate` for the keys ``frontier[lo:hi]``, the slots it decides going to ``out``;
+    returns (how many it decided, where it stopped). It stops early, at a group, when ``out``
+    might not hold that group's decisions: the caller keeps them and goes on from there.
 
     Positions go in groups of :data:`_GROUP`: the group's distinct canonical predecessors are
     generated and their home slots prefetched, then looked up and their value bytes (and
-    counters) prefetched, then updated; so the cache misses of a group overlap."""
+    counters) prefetched, then updated; so the cache misses of a group overlap. A group decides
+    at most its distinct predecessors, ``_GROUP * MAX_UNMOVES``."""
     preds = np.empty(MAX_UNMOVES, np.int64)
     hashes = np.empty(_GROUP * MAX_UNMOVES, np.int64)
     found = np.empty(_GROUP * MAX_UNMOVES, np.int64)
     lost = ply % 2 == 0  # the frontier positions are losses: their predecessors win
     decided = 0
     for g in range(lo, hi, _GROUP):
+        if out.shape[0] - decided < _GROUP * MAX_UNMOVES:
+            return decided, g
         m = 0
         for i in range(g, min(hi, g + _GROUP)):
             board, hand = decode_key(frontier[i])
@@ -161,23 +167,20 @@ def _propagate_range(slots, layout, values, counters, frontier, lo, hi, ply, cod
                 values[p] = code
             else:
                 continue
-            if decided < out.shape[0]:
-                out[decided] = p
+            out[decided] = p
             decided += 1
-    return decided
+    return decided, hi
 
 
 @kernel_options(parallel=True)
-def _propagate(slots, layout, values, counters, frontier, ply, code, out, out_n):
-    """Decide the predecessors of the positions of keys ``frontier`` (all of DTM ``ply``), one
-    thread per row of ``out`` and per share of ``frontier``: thread t's decisions (at DTM
-    ``ply + 1``, value byte ``code``) go to ``out[t, :out_n[t]]``; ``out_n[t]`` may exceed the
-    row's length, and then the row holds only the first ones."""
-    n_threads = out.shape[0]
-    per = (frontier.shape[0] + n_threads - 1) // n_threads
-    for t in prange(n_threads):
-        out_n[t] = _propagate_range(slots, layout, values, counters, frontier, t * per,
-                                    min(frontier.shape[0], (t + 1) * per), ply, code, out[t])
+def _propagate(slots, layout, values, counters, frontier, starts, ends, ply, code, out, out_n):
+    """Decide the predecessors of the positions of keys ``frontier`` (all of DTM ``ply``), thread
+    t those of ``frontier[starts[t]:ends[t]]``: its decisions (at DTM ``ply + 1``, value byte
+    ``code``) go to ``out[t, :out_n[t]]``. A thread whose row fills stops early; ``starts[t]``
+    is left where it stopped, to call again from (:func:`propagate_ply`)."""
+    for t in prange(out.shape[0]):
+        out_n[t], starts[t] = _propagate_range(slots, layout, values, counters, frontier, starts[t], ends[t],
+                                               ply, code, out[t])
 
 
 def frontier_keys(table, frontier: np.ndarray, parts: int, pool) -> np.ndarray:
@@ -237,7 +240,7 @@ def _joined(parts: list, dtype, alloc) -> np.ndarray:
 
 
 def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.ndarray,
-                  seeds: np.ndarray, earlier_long: np.ndarray | None = None, alloc=_in_memory) -> np.ndarray:
+                  alloc=_in_memory) -> np.ndarray:
     """Decide the predecessors of every position of DTM ``ply``.
 
     Parameters
@@ -250,11 +253,6 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
         DTM of the positions whose predecessors are decided.
     frontier : numpy.ndarray of uint32 or int64, shape (n,)
         The slots of every position of DTM ``ply``.
-    seeds : numpy.ndarray of uint32 or int64
-        Positions already of DTM ``ply + 1`` before this ply (decided by enumeration): not
-        returned.
-    earlier_long : numpy.ndarray, optional
-        The slots decided at a long DTM (value byte LONG) before this ply, sorted.
     alloc : callable, optional
         ``alloc(n, dtype)``: where the list of decisions goes (memory, or a file: spilled lists).
 
@@ -262,6 +260,13 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
     -------
     numpy.ndarray of the slot dtype (:func:`slot_dtype`)
         The slots of the positions newly decided at DTM ``ply + 1``.
+
+    Notes
+    -----
+    Each thread's decisions go to a row of ``_SPARE + _GROUP * MAX_UNMOVES`` slots; a thread
+    whose row might not hold its next group's stops, and the kernel is called again from where
+    each thread stopped. So the memory a ply takes is its list of decisions, however many
+    predecessors its positions have.
     """
     dtype = slot_dtype(enum.table.capacity)
     if frontier.shape[0] == 0:
@@ -270,28 +275,24 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
     kernels = enum.game.jitted(sys.modules[__name__])
     values, counters = value_bytes(cells), counter_bytes(cells)
     code = value_code(ply + 1)
-    room = 4 * min(_FRONTIER, frontier.shape[0]) // threads + _FRONTIER
-    out = np.empty((threads, room), dtype)
+    out = np.empty((threads, _SPARE + _GROUP * enum.game.layout["MAX_UNMOVES"]), dtype)
     out_n = np.zeros(threads, np.int64)
     parts = []
-    overflowed = False
     with ThreadPoolExecutor(threads) as pool:
         for start in range(0, frontier.shape[0], _WINDOW):
             interrupt.check()
             keys = frontier_keys(enum.table, frontier[start:start + _WINDOW], threads, pool)
             for lo in range(0, keys.shape[0], _FRONTIER):
                 interrupt.check()
-                kernels._propagate(enum.table.slots, enum.table.layout, values, counters, keys[lo:lo + _FRONTIER],
-                                   ply, code, out, out_n)
-                overflowed |= out_n.max() > room  # a list ran out of room (every decision was made all the same)
-                if not overflowed:
-                    parts += [out[t, :out_n[t]].copy() for t in range(threads)]
+                share = keys[lo:lo + _FRONTIER]
+                per = -(-share.shape[0] // threads)
+                starts = np.minimum(np.arange(threads, dtype=np.int64) * per, share.shape[0])
+                ends = np.minimum(starts + per, share.shape[0])
+                while (starts < ends).any():
+                    kernels._propagate(enum.table.slots, enum.table.layout, values, counters, share, starts, ends,
+                                       ply, code, out, out_n)
+                    parts += [out[t, :out_n[t]].copy() for t in range(threads) if out_n[t]]
             del keys
-    if overflowed:  # find this ply's decisions by a scan of the value bytes
-        found = np.setdiff1d(_scan(enum.table.slots, values, code, dtype), seeds, assume_unique=True)
-        if code == LONG and earlier_long is not None:
-            found = np.setdiff1d(found, earlier_long, assume_unique=True)
-        return _joined([found], dtype, alloc)
     return _joined(parts, dtype, alloc)
 
 
@@ -367,13 +368,11 @@ def solve(enum: Enumeration, report: Callable[[int, int, int, float], None] | No
     highest = 2
     ply = 0 if enum.no_moves else 1  # DTM 0 is stored only for positions without moves
     frontier = seeds.pop(ply)
-    empty = np.zeros(0, dtype)
     long_parts, long_dtm = [], []
     while ply <= highest:
         interrupt.check()
         t = time.perf_counter()
-        earlier = np.sort(np.concatenate(long_parts)) if long_parts and value_code(ply + 1) == LONG else None
-        decided = propagate_ply(enum, cells, ply, frontier, seeds.get(ply + 1, empty), earlier, alloc)
+        decided = propagate_ply(enum, cells, ply, frontier, alloc)
         if decided.shape[0]:
             highest = max(highest, ply + 1)
             if value_code(ply + 1) == LONG:

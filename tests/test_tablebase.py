@@ -268,14 +268,35 @@ def test_known_positions(lion_chick_tb, text, wdl, dtm):
 
 
 def test_batch_sizes_do_not_change_the_result(lion_chick_tb, tmp_path, monkeypatch):
-    """Tiny batches (many sweeps, many kernel calls) and lists of decisions too short to hold a
-    ply (the analysis falls back to scanning) give the same file contents."""
+    """Tiny batches (many sweeps, many kernel calls) give the same file contents."""
     from dobutsu_tb.encoding import config
     from dobutsu_tb.tablebase import retrograde
 
     monkeypatch.setattr(config, "ENUM_BATCH", 37)
     monkeypatch.setattr(retrograde, "_FRONTIER", 5)
     result = build_tablebase(tmp_path / "small-batches.h5", LION_CHICK, progress=False)
+    for a, b in zip(stored(result.path), stored(lion_chick_tb.path)):
+        assert np.array_equal(a, b)
+    assert result.metadata.reachable == lion_chick_tb.metadata.reachable
+
+
+def test_a_thread_whose_list_of_decisions_fills_goes_on_in_another_call(lion_chick_tb, tmp_path, monkeypatch):
+    """Each thread's row of decisions holding one group's at most: a thread stops when the next
+    group might not fit and the kernel is called again from there (many calls a ply: more lists
+    than threads to join), and every key, value and count is the same."""
+    from dobutsu_tb.encoding import config
+    from dobutsu_tb.tablebase import retrograde
+
+    joined, lists = retrograde._joined, []
+
+    def counting(parts, dtype, alloc):
+        lists.append(len(parts))
+        return joined(parts, dtype, alloc)
+
+    monkeypatch.setattr(retrograde, "_SPARE", 0)
+    monkeypatch.setattr(retrograde, "_joined", counting)
+    result = build_tablebase(tmp_path / "short-lists.h5", LION_CHICK, progress=False)
+    assert max(lists) > 10 * config.THREADS
     for a, b in zip(stored(result.path), stored(lion_chick_tb.path)):
         assert np.array_equal(a, b)
     assert result.metadata.reachable == lion_chick_tb.metadata.reachable
