@@ -302,6 +302,41 @@ def test_a_thread_whose_list_of_decisions_fills_goes_on_in_another_call(lion_chi
     assert result.metadata.reachable == lion_chick_tb.metadata.reachable
 
 
+def test_the_enumerations_arrays_are_freed_before_the_analysis_even_in_a_reference_cycle(tmp_path, monkeypatch):
+    """numba's first compile of a kernel leaves the frames that called it in a reference cycle (a
+    5x3 build with an empty kernel cache kept its 6.65 GiB terminal set into the retrograde
+    analysis). Here a cycle is made to hold the enumeration's frame, as numba's did, with the
+    collector off: the build still frees the terminal set before the analysis starts."""
+    import gc
+    import sys
+    import weakref
+
+    from dobutsu_tb.tablebase import enumeration, retrograde
+
+    sets, alive_at_solve = [], []
+
+    class HeldSet(enumeration.CompactSet):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            sets.append(weakref.ref(self))
+            cycle = [sys._getframe(1)]  # the enumeration's frame, and with it its locals
+            cycle.append(cycle)
+
+    def solve(enum, *args, **kwargs):
+        alive_at_solve.append(sum(ref() is not None for ref in sets))
+        return real_solve(enum, *args, **kwargs)
+
+    real_solve = retrograde.solve
+    monkeypatch.setattr(enumeration, "CompactSet", HeldSet)
+    monkeypatch.setattr(retrograde, "solve", solve)
+    gc.disable()
+    try:
+        build_tablebase(tmp_path / "cycle.h5", LION_CHICK, progress=False)
+    finally:
+        gc.enable()
+    assert sets and alive_at_solve == [0]
+
+
 def test_keys_ascending_agrees_with_a_plain_comparison():
     """The reader's order check of int64 keys (one big integer, no loop over the keys) says what
     comparing neighbours says, on runs ascending, with a tie, a descent, or a negative key
