@@ -297,8 +297,15 @@ class WorkFolder:
         if self.spill:
             import tempfile
 
-            self.base.mkdir(parents=True, exist_ok=True)
-            self.path = Path(tempfile.mkdtemp(prefix=f"{self.PREFIX}{os.getpid()}-", dir=self.base))
+            try:
+                self.base.mkdir(parents=True, exist_ok=True)
+                self.path = Path(tempfile.mkdtemp(prefix=f"{self.PREFIX}{os.getpid()}-", dir=self.base))
+            except OSError as exc:
+                from dobutsu_tb.tablebase.output import OutputError, describe_os_error
+
+                why = "not a folder" if self.base.exists() and not self.base.is_dir() else describe_os_error(exc)
+                raise OutputError(f"the work folder {self.base} (--work-dir), for the lists the build spills to disk: "
+                                  f"{why}; nothing was written") from None
             self._token = interrupt.at_exit(self._remove)  # also when a signal ends the process
         return self
 
@@ -317,11 +324,19 @@ class WorkFolder:
 
     def lists(self, n: int, dtype) -> np.ndarray:
         """A new array of ``n`` entries: a memory-mapped file in the folder (or in memory when the
-        folder was not made)."""
+        folder was not made). The file is unlinked at once, so that its disk is freed with the
+        array (a ply's list when the next ply is done), not at the end of the analysis: what the
+        plan's disk figure counts (:func:`~dobutsu_tb.tablebase.memory.make_plan`)."""
         if self.path is None or n == 0:
             return np.empty(n, dtype)
         self._count += 1
-        return np.lib.format.open_memmap(self.path / f"list{self._count}.npy", mode="w+", dtype=dtype, shape=(n,))
+        path = self.path / f"list{self._count}.npy"
+        array = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(n,))
+        try:
+            path.unlink()  # the mapping stays; removed at the end instead where a system forbids this
+        except OSError:  # pragma: no cover - systems that cannot unlink a mapped file
+            pass
+        return array
 
 
 #: Seconds between the enumeration's progress lines when stderr is not a terminal (no bars).
@@ -381,7 +396,7 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     variant : Variant, optional
         The game (default: the start position's variant, or dobutsu shogi).
     max_memory : int, optional
-        The budget in bytes (``--max-memory``).
+        The budget in bytes (``--max-memory``); not with ``memory_check=False``.
     work_dir : str or Path, optional
         Where lists spilled to disk go (default: the output's folder); a folder of the build's
         own is made inside and removed at the end, whatever happens.
@@ -413,6 +428,9 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     dobutsu_tb.tablebase.cluster.ClusterError
         With ``cluster``: Ray is not installed, the cluster cannot be reached or is too small, or a
         worker died; nothing is written.
+    ValueError
+        If ``start`` is of another variant than ``variant``, or ``max_memory`` is given with
+        ``memory_check=False``.
     """
     if variant is None:
         variant = start.variant if isinstance(start, Position) else standard_variant()
@@ -425,6 +443,8 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     expected = expected_counts(variant, start)
     sizes = Sizes(game.layout["MAX_KEY_BITS"], game.layout["KEY_SHIFT"])
     budget = None
+    if not memory_check and max_memory is not None:
+        raise ValueError("memory_check=False builds without a budget: max_memory cannot be given with it")
     if memory_check:
         budget = max_memory if max_memory is not None else default_budget()
     planned = expected or (config.DEFAULT_EXPECTED, config.DEFAULT_EXPECTED)
@@ -511,9 +531,18 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
         if not quiet:
             _log(f"enumerated {enum.nonterminal:,} non-terminal positions in {enum.seconds:.1f} s; counting the "
                  f"terminal positions in {enum.terminal_parts - 1} more pass(es)")
-        with tqdm(total=enum.nonterminal * (enum.terminal_parts - 1), desc="terminal", unit=" pos",
-                  unit_scale=True, disable=disable, file=sys.stderr) as bar:
-            count_terminal_partitions(enum, bar.update, budget)
+        again = enum.nonterminal * (enum.terminal_parts - 1)
+        with tqdm(total=again, desc="terminal", unit=" pos", unit_scale=True, disable=disable,
+                  file=sys.stderr) as bar:
+            done = [0]
+
+            def on_positions(n):
+                bar.update(n)
+                done[0] += n
+                if bar.disable and not quiet and time.perf_counter() - logged[0] > LOG_EVERY:  # a log
+                    logged[0] = time.perf_counter()
+                    _log(f"terminal positions: {done[0]:,} of {again:,} positions expanded again to count them")
+            count_terminal_partitions(enum, on_positions, budget)
     _free_cycles()  # the enumeration's terminal set and lists
     if not quiet:
         _log(f"enumerated {enum.reachable:,} positions ({enum.nonterminal:,} non-terminal) "

@@ -85,8 +85,8 @@ def default_budget() -> int | None:
 
 
 def parse_size(text: str) -> int:
-    """Bytes of a size like ``20G``, ``512M``, ``1.5GiB``, ``1gb`` or ``1000000`` (bytes): K, M, G
-    and T are powers of 1024, with or without ``B`` or ``iB``, in either case (as ``free`` and
+    """Bytes of a size like ``20G``, ``512M``, ``1.5GiB``, ``1gb`` or ``1000000`` (bytes): K, M, G,
+    T and P are powers of 1024, with or without ``B`` or ``iB``, in either case (as ``free`` and
     most memory options read them).
 
     Raises
@@ -94,14 +94,14 @@ def parse_size(text: str) -> int:
     ValueError
         If the text is not such a size.
     """
-    found = re.fullmatch(r"\s*([0-9.]+(?:E[+-]?[0-9]+)?)\s*(?:([KMGT])(?:I?B)?|B)?\s*", text.upper())
+    found = re.fullmatch(r"\s*([0-9.]+(?:E[+-]?[0-9]+)?)\s*(?:([KMGTP])(?:I?B)?|B)?\s*", text.upper())
     try:
         value = float(found.group(1)) if found else math.nan
     except ValueError:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{text!r} is not a size like 20G, 512M or 1000000")
-    unit = {None: 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}[found.group(2)]
+    unit = {None: 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}[found.group(2)]
     return int(value * unit)
 
 
@@ -113,7 +113,7 @@ def gib(n: int) -> str:
     for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:
             return f"{n / size:.0f} {unit}"
-    return f"{n} bytes"
+    return f"{n} byte" if n == 1 else f"{n} bytes"
 
 
 @dataclass(frozen=True)
@@ -244,10 +244,14 @@ def make_plan(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
     room = budget - BASE_MEMORY
     floor = sizes.table(nonterminal) + 2 * sizes.slots(nonterminal)
     if floor > room:
+        what = (f"its {nonterminal + terminal:,} positions: {gib(floor)} for the table of the {nonterminal:,} "
+                f"non-terminal ones and their values" if known else
+                f"its first tables: {gib(floor)} for a table of {nonterminal:,} non-terminal positions and their "
+                f"values, before their count is known")
         raise InsufficientMemoryError(
-            f"the build needs at least {gib(floor + BASE_MEMORY)} of memory for {nonterminal + terminal:,} positions "
-            f"(the table of the non-terminal positions and their values), but the budget is {gib(budget)} "
-            f"({source}); free some memory or raise --max-memory")
+            f"the build needs at least {gib(floor + BASE_MEMORY)} of memory for {what}, and {gib(BASE_MEMORY)} for "
+            f"the interpreter and the kernels; but the budget is {gib(budget)} ({source}); free some memory or "
+            f"raise --max-memory")
     parts, load = 1, config.SET_LOAD_FACTOR
     while sizes.enumeration(nonterminal, terminal // parts, load) > room and parts < MAX_TERMINAL_PARTS:
         fuller = [lf for lf in (0.75, config.MAX_SET_LOAD_FACTOR) if lf > load

@@ -233,8 +233,9 @@ def test_too_little_memory_is_said_before_the_build(cli, tmp_path, monkeypatch):
         _no_computing(m)
         result = cli("build", "--out", tmp_path / "full.h5", "-q")
         assert result.exit_code == 1 and result.output.count("\n") == 1
-        assert result.output == ("error: the build needs at least 1.1 GiB of memory for 246,803,167 positions (the "
-                                 "table of the non-terminal positions and their values), but the budget is 100 MiB "
+        assert result.output == ("error: the build needs at least 1.1 GiB of memory for its 246,803,167 positions: "
+                                 "768 MiB for the table of the 99,485,568 non-terminal ones and their values, and "
+                                 "320 MiB for the interpreter and the kernels; but the budget is 100 MiB "
                                  "(MemAvailable in /proc/meminfo); free some memory or raise --max-memory\n")
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "1G")
         assert result.exit_code == 1 and "but the budget is 1.0 GiB (--max-memory)" in result.output
@@ -242,6 +243,16 @@ def test_too_little_memory_is_said_before_the_build(cli, tmp_path, monkeypatch):
         assert result.exit_code == 2 and "'lots' is not a size like 20G" in result.output
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "1000T")
         assert result.exit_code == 2 and "'1000T' is more than this machine has" in result.output
+        result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "1")
+        assert result.exit_code == 1 and "but the budget is 1 byte (--max-memory)" in result.output
+        result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "20G", "--ignore-memory")
+        assert result.exit_code == 2 and "--ignore-memory builds without a budget and --max-memory sets one" in \
+            result.output
+        # A start whose counts nobody knows: the first tables, said to be so.
+        result = cli("build", "--start", "S/-l-/-c-/-CE/-L-/-", "--out", tmp_path / "x.h5", "-q", "--max-memory",
+                     "1M")
+        assert result.exit_code == 1 and "of memory for its first tables: " in result.output and \
+            "before their count is known" in result.output, result.output
     assert leftovers(tmp_path) == []
     # As the tables grow (a start whose counts are not known in advance).
     from dobutsu_tb.encoding import compact_layout, config
@@ -309,7 +320,8 @@ def test_parallel_commands_wait_for_the_cached_build(tmp_path):
 
 
 @pytest.mark.parametrize("text, size", [("20G", 20 << 30), ("1gb", 1 << 30), ("1GiB", 1 << 30), ("512mb", 512 << 20),
-                                        ("1.5gib", 3 << 29), (" 2 T ", 2 << 40), ("1000000", 10**6), ("100B", 100)])
+                                        ("1.5gib", 3 << 29), (" 2 T ", 2 << 40), ("1000000", 10**6), ("100B", 100),
+                                        ("1P", 1 << 50)])
 def test_a_memory_size_in_any_common_spelling(text, size):
     from dobutsu_tb.tablebase.memory import parse_size
 

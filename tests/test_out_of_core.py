@@ -45,6 +45,62 @@ def test_a_tiny_budget_gives_the_same_file(tmp_path, small_tables, lion_chick_tb
     assert list(work.iterdir()) == []  # the build's own folder is gone
 
 
+def test_the_terminal_passes_log_as_the_enumeration_does(tmp_path, small_tables, monkeypatch, capsys):
+    """Without a terminal (no bars), the passes that count terminal partitions log their progress
+    every LOG_EVERY seconds, as the enumeration does (a 5x3-sized pass takes minutes)."""
+    from dobutsu_tb.tablebase import build
+
+    monkeypatch.setattr(build, "LOG_EVERY", 0.0)
+    result = build_tablebase(tmp_path / "small.h5", LION_CHICK, progress=None, max_memory=memory.BASE_MEMORY + 200_000,
+                             work_dir=tmp_path / "work", spill=True)
+    assert result.plan.terminal_parts == 2
+    err = capsys.readouterr().err
+    assert "enumeration: 1 positions expanded" in err
+    assert f"terminal positions: {result.metadata.nonterminal:,} of {result.metadata.nonterminal:,} positions " \
+           "expanded again to count them" in err, err
+
+
+def test_spilled_lists_free_their_disk_as_they_go(tmp_path, monkeypatch, lion_chick_tb):
+    """A spilled list's file is unlinked as soon as it is mapped, so its disk goes with the array
+    (a ply's list once the next ply is done), not at the end: the lists alive at once stay within
+    the plan's disk figure, and the build's folder holds no file while it runs."""
+    import weakref
+
+    from dobutsu_tb.tablebase.build import WorkFolder
+
+    made, most, files = [], [0], []
+    real = WorkFolder.lists
+
+    def lists(self, n, dtype):
+        array = real(self, n, dtype)
+        if n:
+            made.append(weakref.ref(array))
+            most[0] = max(most[0], sum(a().nbytes for a in made if a() is not None))
+            files.extend(self.path.iterdir())
+        return array
+
+    monkeypatch.setattr(WorkFolder, "lists", lists)
+    result = build_tablebase(tmp_path / "spilled.h5", LION_CHICK, progress=False, work_dir=tmp_path / "work",
+                             spill=True)
+    assert result.plan.spill and len(made) > 10 and files == []
+    assert 0 < most[0] <= result.plan.disk, (most[0], result.plan.disk)
+    keys, values, _ = _contents(result.path)
+    want_keys, want_values, _ = _contents(lion_chick_tb.path)
+    assert np.array_equal(keys, want_keys) and np.array_equal(values, want_values)
+
+
+def test_a_work_folder_that_cannot_be_made_is_one_error_naming_it(tmp_path):
+    from dobutsu_tb.tablebase.output import OutputError
+
+    (tmp_path / "afile").write_text("")
+    for work, why in [(tmp_path / "afile", "not a folder"), (tmp_path / "afile" / "sub", "Not a directory")]:
+        with pytest.raises(OutputError) as raised:
+            build_tablebase(tmp_path / "spilled.h5", LION_CHICK, progress=False, work_dir=work, spill=True)
+        assert str(raised.value) == (f"the work folder {work} (--work-dir), for the lists the build spills to disk: "
+                                     f"{why}; nothing was written")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
 def test_windows_in_key_order_give_the_same_file(tmp_path, monkeypatch, small_tables, lion_chick_tb):
     """The enumeration and the retrograde analysis take positions in windows sorted by key:
     windows of a few positions (the table growing under a window, a ply in many windows) change

@@ -71,6 +71,8 @@ def build(start, variant, variant_file, out, max_memory, work_dir, quiet, force,
     from dobutsu_tb.tablebase.memory import gib, parse_size, total_memory
 
     budget = None
+    if max_memory is not None and ignore_memory:
+        raise click.UsageError("--ignore-memory builds without a budget and --max-memory sets one: give one of them")
     if max_memory is not None:
         try:
             budget = parse_size(max_memory)
