@@ -579,7 +579,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     table = enum.table
     del enum  # the counters go; the table and the values make the records
     solution.values = np.ascontiguousarray(solution.values)  # the value bytes alone: the counters' half is freed
-    _free_cycles()
+    _free_cycles()  # the values and counters of the analysis, and its frames
     no_move_keys = np.zeros(counts["no_moves"], np.int64)  # losses in 0: value byte 1
     if counts["no_moves"] and _keys_with_value(table.slots, table.layout, solution.values, 1,
                                                no_move_keys) != counts["no_moves"]:
