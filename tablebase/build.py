@@ -278,7 +278,8 @@ def value_histogram(table, solution, value_bits: int) -> np.ndarray:
 
 class WorkFolder:
     """A build's own folder for lists spilled to disk (``--work-dir``), made in ``base`` only when
-    the plan spills, and removed at the end whatever happens (a context manager).
+    the plan spills, and removed at the end whatever happens (a context manager), with the
+    folders up to ``base`` that it had to make.
 
     Attributes
     ----------
@@ -292,18 +293,22 @@ class WorkFolder:
         self.base, self.spill, self.path = Path(base), spill, None
         self._count = 0
         self._token = None
+        self._made: list[Path] = []
 
     def __enter__(self) -> "WorkFolder":
         if self.spill:
             import tempfile
 
+            self._made = [p for p in (self.base, *self.base.parents) if not p.exists()]  # removed at the end
             try:
                 self.base.mkdir(parents=True, exist_ok=True)
                 self.path = Path(tempfile.mkdtemp(prefix=f"{self.PREFIX}{os.getpid()}-", dir=self.base))
             except OSError as exc:
                 from dobutsu_tb.tablebase.output import OutputError, describe_os_error
 
-                why = "not a folder" if self.base.exists() and not self.base.is_dir() else describe_os_error(exc)
+                why = ("not a folder" if self.base.exists() and not self.base.is_dir() else
+                       f"cannot make a folder there ({describe_os_error(exc)})")
+                self._remove()
                 raise OutputError(f"the work folder {self.base} (--work-dir), for the lists the build spills to disk: "
                                   f"{why}; nothing was written") from None
             self._token = interrupt.at_exit(self._remove)  # also when a signal ends the process
@@ -315,6 +320,12 @@ class WorkFolder:
 
             shutil.rmtree(self.path, ignore_errors=True)
             self.path = None
+        for folder in self._made:  # the folders mkdir made for --work-dir, deepest first, if still empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        self._made = []
 
     def __exit__(self, *exc) -> None:
         self._remove()

@@ -328,7 +328,8 @@ def test_a_memory_size_in_any_common_spelling(text, size):
     assert parse_size(text) == size
 
 
-@pytest.mark.parametrize("text", ["lots", "", "0", "-1G", "nan", "inf", "1ib", "1gbb", "1.2.3G", "gb", "1 0G"])
+@pytest.mark.parametrize("text", ["lots", "", "0", "-1G", "nan", "inf", "1ib", "1gbb", "1.2.3G", "gb", "1 0G", "0.5",
+                                  "0.4B", "1e-300G"])
 def test_a_memory_size_that_is_not_one(text):
     from dobutsu_tb.tablebase.memory import parse_size
 

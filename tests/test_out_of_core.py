@@ -42,7 +42,7 @@ def test_a_tiny_budget_gives_the_same_file(tmp_path, small_tables, lion_chick_tb
     assert np.array_equal(keys, want_keys) and np.array_equal(values, want_values)
     assert (meta.catch_terminal, meta.try_terminal, meta.reachable) == (want.catch_terminal, want.try_terminal,
                                                                          want.reachable)
-    assert list(work.iterdir()) == []  # the build's own folder is gone
+    assert not work.exists()  # the build's own folder is gone, and the one it made for it
 
 
 def test_the_terminal_passes_log_as_the_enumeration_does(tmp_path, small_tables, monkeypatch, capsys):
@@ -93,12 +93,23 @@ def test_a_work_folder_that_cannot_be_made_is_one_error_naming_it(tmp_path):
     from dobutsu_tb.tablebase.output import OutputError
 
     (tmp_path / "afile").write_text("")
-    for work, why in [(tmp_path / "afile", "not a folder"), (tmp_path / "afile" / "sub", "Not a directory")]:
+    for work, why in [(tmp_path / "afile", "not a folder"),
+                      (tmp_path / "afile" / "sub", "cannot make a folder there (Not a directory)")]:
         with pytest.raises(OutputError) as raised:
             build_tablebase(tmp_path / "spilled.h5", LION_CHICK, progress=False, work_dir=work, spill=True)
         assert str(raised.value) == (f"the work folder {work} (--work-dir), for the lists the build spills to disk: "
                                      f"{why}; nothing was written")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
+
+
+def test_the_work_folders_the_build_made_are_removed_and_others_kept(tmp_path):
+    deep = tmp_path / "new" / "deeper" / "work"
+    build_tablebase(tmp_path / "a.h5", LION_CHICK, progress=False, work_dir=deep, spill=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.h5"]  # new/deeper/work made, and removed
+    (tmp_path / "kept").mkdir()
+    build_tablebase(tmp_path / "b.h5", LION_CHICK, progress=False, work_dir=tmp_path / "kept", spill=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.h5", "b.h5", "kept"]
+    assert list((tmp_path / "kept").iterdir()) == []
 
 
 def test_windows_in_key_order_give_the_same_file(tmp_path, monkeypatch, small_tables, lion_chick_tb):
