@@ -528,12 +528,19 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
               unit_scale=True, disable=disable, file=sys.stderr) as bar:
         logged = [time.perf_counter()]
 
+        def log_due(bar) -> bool:
+            """Whether a progress line is due: ``bar`` hidden (a log, not a terminal), and LOG_EVERY seconds
+            since the last line."""
+            if bar.disable and not quiet and time.perf_counter() - logged[0] > LOG_EVERY:
+                logged[0] = time.perf_counter()
+                return True
+            return False
+
         def on_batch(expanded, queued):
             bar.update(expanded - bar.n)
             if not expected:
                 bar.total = queued
-            if bar.disable and not quiet and time.perf_counter() - logged[0] > LOG_EVERY:  # a log, not a terminal
-                logged[0] = time.perf_counter()
+            if log_due(bar):
                 _log(f"enumeration: {expanded:,} positions expanded, {queued:,} non-terminal ones found")
         enum = enumerate_positions(game, start.state(), expected, on_batch, budget, plan.terminal_parts,
                                    plan.set_load_factor)
@@ -550,8 +557,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
             def on_positions(n):
                 bar.update(n)
                 done[0] += n
-                if bar.disable and not quiet and time.perf_counter() - logged[0] > LOG_EVERY:  # a log
-                    logged[0] = time.perf_counter()
+                if log_due(bar):
                     _log(f"terminal positions: {done[0]:,} of {again:,} positions expanded again to count them")
             count_terminal_partitions(enum, on_positions, budget)
     _free_cycles()  # the enumeration's terminal set and lists

@@ -102,9 +102,10 @@ def parse_size(text: str) -> int:
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{text!r} is not a size like 20G, 512M or 1000000")
     unit = {None: 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}[found.group(2)]
-    if int(value * unit) <= 0:
+    size = int(value * unit)
+    if size <= 0:
         raise ValueError(f"{text!r} is not a size like 20G, 512M or 1000000: it is less than a byte")
-    return int(value * unit)
+    return size
 
 
 def gib(n: int) -> str:
