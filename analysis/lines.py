@@ -124,7 +124,8 @@ class LineReport:
         mistake = self.first_mistake
         if mistake is None and self.illegal is None:
             end = self.plies[-1].ending if self.plies else None
-            lines.append(f"The line is perfect play: every one of its {len(self.plies)} plies is optimal"
+            every = (f"every one of its {len(self.plies):,} plies is" if len(self.plies) != 1 else "its one ply is")
+            lines.append(f"The line is perfect play: {every} optimal"
                          + (f" and {end}." if end else ", though it stops before the game ends."))
         elif mistake is not None:
             lines.append(f"The line is not perfect play: the first mistake is ply {mistake.ply}, "

@@ -98,8 +98,8 @@ def perfect_line_json(tb: Tablebase, position: Position, max_plies: int = 200) -
     tb : Tablebase
     position : Position
     max_plies : int, optional
-        The most plies, at least 1 (a drawn line goes on for ever; a longer win or loss is cut
-        there too, and ``end`` says so).
+        The most plies, at least 1 (a drawn line stops earlier only where a position repeats; a
+        longer win or loss is cut there too, and ``end`` says so).
 
     Returns
     -------

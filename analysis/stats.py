@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from dobutsu_tb.analysis.no_moves import Jh85Counts, jh85_counts, no_move_keys
-from dobutsu_tb.analysis.textfiles import write_atomically
+from dobutsu_tb.analysis.textfiles import counted, write_atomically
 from dobutsu_tb.encoding import config
 from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.encoding.jit import prange
@@ -93,8 +93,9 @@ class Stats:
             out.append(f"{'    ' + name:<28}{count:>14,}  {100 * count / reachable:6.2f} %")
         if self.jh85 is not None:
             j = self.jh85
-            out += [f"  jh85's solver leaves the {len(j.no_moves)} positions without a move undecided (draws), and "
-                    f"{len(j.changes) - len(j.no_moves)} values", "  hinge on them; its counts:"]
+            hinge = counted(len(j.changes) - len(j.no_moves), "value")
+            out += [f"  jh85's solver leaves the {counted(len(j.no_moves), 'position')} without a move undecided "
+                    f"(draws), and {hinge}", "  hinge on them; its counts:"]
             for name, count in (("wins", j.wins), ("draws", j.draws), ("losses", j.losses)):
                 out.append(f"{'    ' + name:<28}{count:>14,}  {100 * count / reachable:6.2f} %")
         out += ["", "positions per DTM (plies):", f"{'DTM':>5}{'wins':>14}{'losses':>14}"]
@@ -113,7 +114,7 @@ class Stats:
                 if loss + draw + win:
                     out.append(f"{b:>9}{h:>9}{loss + draw + win:>14,}{win:>13,}{draw:>12,}{loss:>13,}")
         out += ["", "longest wins:"]
-        out += [f"  win in {d} plies: {p.text()}" for p, d in self.longest]
+        out += [f"  win in {counted(d, 'ply', 'plies')}: {p.text()}" for p, d in self.longest]
         return "\n".join(out)
 
     def plot(self, path) -> Path:

@@ -619,6 +619,10 @@ def _parse_go_args(args: list[str], error: Callable[[str], None]) -> tuple[dict,
             elif re.fullmatch(r"-?[0-9]{1,18}", value):
                 limits[token] = int(value)
                 i += 1
+            elif re.fullmatch(r"-?[0-9]+", value):
+                error(f"go {token} {value[:40]}{'...' if len(value) > 40 else ''}: too large (at most 18 digits); "
+                      f"ignored")
+                i += 1
             else:
                 error(f"go {token} needs a whole number, not {quote_move(value)}; ignored")
                 i += 1 if value and value not in _GO_VALUES + _GO_FLAGS + ("searchmoves",) else 0

@@ -30,6 +30,7 @@ from dobutsu_tb.tablebase.memory import (  # noqa: F401 (InsufficientMemoryError
     default_budget,
     make_plan,
 )
+from dobutsu_tb.tablebase.precompile import compile_kernels
 from dobutsu_tb.tablebase.schema import Metadata, value_counts
 from dobutsu_tb.tablebase.values import LONG, describe_value
 from dobutsu_tb.tablebase.writer import (
@@ -472,7 +473,7 @@ def build_tablebase(out, start=None, progress: bool | None = None,
                 _log(f"removed {len(target.removed)} leftover file(s) of an interrupted build: "
                      + ", ".join(p.name for p in target.removed))
             if progress is not False and expected is not None and plan is not None:
-                _log(plan.describe())
+                _log(plan.describe())  # (for a start of unknown counts: once they are known, after the enumeration)
             with interrupt.stop_on_signals():  # the commit too: a signal never cuts it in two
                 if cluster is not None:
                     from dobutsu_tb.tablebase.cluster import build_on_cluster
@@ -480,6 +481,7 @@ def build_tablebase(out, start=None, progress: bool | None = None,
                     meta, report, no_move_keys = build_on_cluster(target.tmp, game, start, expected, progress,
                                                                   on_phase or (lambda name: None), cluster, out)
                 else:
+                    compile_kernels(game, _log if progress is not False else None, interrupt.check)
                     with WorkFolder(base, plan.spill) as folder:
                         meta, plan, profile, no_move_keys = _build(target.tmp, game, start, expected, progress,
                                                                    on_phase or (lambda name: None), plan, sizes,
@@ -541,7 +543,8 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
             if not expected:
                 bar.total = queued
             if log_due(bar):
-                _log(f"enumeration: {expanded:,} positions expanded, {queued:,} non-terminal ones found")
+                _log(f"enumeration: {expanded:,} position{'s' if expanded != 1 else ''} expanded, "
+                     f"{queued:,} non-terminal ones found")
         enum = enumerate_positions(game, start.state(), expected, on_batch, budget, plan.terminal_parts,
                                    plan.set_load_factor)
     if enum.terminal_parts > 1:
@@ -567,6 +570,8 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     check_plan = make_plan(sizes, enum.nonterminal, enum.reachable - enum.nonterminal, plan.budget, plan.work_dir,
                            True if plan.spill else None, known=False)
     check_plan = dataclasses.replace(check_plan, terminal_parts=enum.terminal_parts)
+    if not quiet and expected is None:
+        _log(f"{check_plan.describe()} (planned for the counts found)")
     if check_plan.spill and folder.path is None:
         folder.spill = True
         folder.__enter__()
@@ -577,7 +582,8 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
         def on_ply(ply, processed, decided, secs):
             bar.update(processed)
             if not quiet:
-                _log(f"ply {ply:3d}: {processed:>11,} positions -> {decided:>11,} decided at "
+                noun = "positions" if processed != 1 else "position "
+                _log(f"ply {ply:3d}: {processed:>11,} {noun} -> {decided:>11,} decided at "
                      f"ply {ply + 1} ({secs:.2f} s)")
         solution = retrograde.solve(enum, on_ply, folder.lists if check_plan.spill else None)
     if not quiet:

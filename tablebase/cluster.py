@@ -30,6 +30,7 @@ when a build asks for a cluster (``pip install 'dobutsu-tablebase[cluster]'``).
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import math
 import os
@@ -486,6 +487,7 @@ class ShardWorker:
         seed_cells(self.table.slots, self.tags, values, counters, 4 * self.threads)
         self.tags = None
         self.terminal = None  # counted: the set goes
+        gc.collect()  # and with it any frame of a first compile's reference cycle that held it (build._free_cycles)
         self.dtype = slot_dtype(self.table.capacity)
         occupied = self.table.slots != 0
         self.seeds = {dtm: np.flatnonzero(occupied & (values == dtm + 1)).astype(self.dtype) for dtm in (0, 1, 2)}
@@ -550,6 +552,7 @@ class ShardWorker:
         order = np.argsort(slots, kind="stable")
         values = np.ascontiguousarray(self.cells.view(np.uint8)[0::2])
         self.cells = None
+        gc.collect()  # (as in seed)
         self.solution = Solution(values, slots[order], dtms[order], 0.0)
         return bool(slots.shape[0])
 
@@ -1164,7 +1167,8 @@ def _run(cluster: _Cluster, tmp, game: Game, start: Position, expected, progress
                 bar.total = found
             if bar.disable and not quiet and time.perf_counter() - logged > LOG_EVERY:
                 logged = time.perf_counter()
-                _log(f"enumeration: {expanded:,} positions expanded, {found:,} non-terminal ones found")
+                _log(f"enumeration: {expanded:,} position{'s' if expanded != 1 else ''} expanded, "
+                     f"{found:,} non-terminal ones found")
             if sum(s["fresh"] for s in stats) == 0:
                 break
     seeded = cluster.get(cluster.calls("seed"))
@@ -1201,7 +1205,8 @@ def _run(cluster: _Cluster, tmp, game: Game, start: Position, expected, progress
                 highest = max(highest, ply + 1)
             bar.update(sum(sizes))
             if not quiet:
-                _log(f"ply {ply:3d}: {sum(sizes):>11,} positions -> {decided:>11,} decided at "
+                noun = "positions" if sum(sizes) != 1 else "position "
+                _log(f"ply {ply:3d}: {sum(sizes):>11,} {noun} -> {decided:>11,} decided at "
                      f"ply {ply + 1} ({time.perf_counter() - t:.2f} s)")
             sizes = [e[1] for e in ended]
             ply += 1

@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import os
 import secrets
+import stat
 from pathlib import Path
 from typing import Callable
 
@@ -98,6 +99,25 @@ def folder_error(folder: Path) -> OutputError:
     return OutputError(f"{folder}: " + ("not a folder" if folder.exists() else "no such folder"))
 
 
+def _followed(path: Path) -> Path:
+    """``path``, or the file it links to when it is a symbolic link (a link that leads nowhere: the
+    file it names), so that a build replaces the file and keeps the link.
+
+    Raises
+    ------
+    OutputError
+        If the links go round in a loop.
+    """
+    if not path.is_symlink():
+        return path
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except FileNotFoundError:
+        return Path(os.path.realpath(path))
+    except OSError as exc:
+        raise OutputError(f"{path}: its symbolic links cannot be followed ({describe_os_error(exc)})") from None
+
+
 class ReservedOutput:
     """A target path held for one job (module docstring); a context manager.
 
@@ -128,7 +148,7 @@ class ReservedOutput:
     """
 
     def __init__(self, path, replaceable: Callable[[Path], bool] | None = None, force: bool = False):
-        self.path = Path(path)
+        self.path = _followed(Path(path))
         self.folder = self.path.parent
         self.replaceable = replaceable
         self.force = force
@@ -200,6 +220,13 @@ class ReservedOutput:
             pass
 
     def _check_target(self) -> None:
+        try:
+            mode = os.stat(self.path).st_mode
+        except OSError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):  # even with --force: never a device, a pipe or a socket
+            raise OutputError(f"{self.path} is not a regular file (a named pipe, a device or a socket): not "
+                              f"writing there; name another file")
         if self.force or self.replaceable is None or not os.path.lexists(self.path):
             return
         if not self.replaceable(self.path):

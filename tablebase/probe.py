@@ -33,7 +33,7 @@ from dobutsu_tb.tablebase.game.layout import CATCH, NONTERMINAL, TRY
 from dobutsu_tb.tablebase.game.notation import move_text, play_move
 from dobutsu_tb.tablebase.game.position import Position, PositionError
 from dobutsu_tb.tablebase.reader import TablebaseFile
-from dobutsu_tb.tablebase.schema import Metadata
+from dobutsu_tb.tablebase.schema import Metadata, TablebaseFileError
 from dobutsu_tb.tablebase.values import (
     CATCH_DTM,
     DRAW,
@@ -125,6 +125,32 @@ def _to_position(position, variant) -> Position:
     raise TypeError(f"expected a Position or its text form, got {type(position).__name__}")
 
 
+def _material(position: Position) -> dict:
+    """Pieces of each kind (base letter: a promoted piece as its unpromoted kind) on the board and
+    in the hands of both sides."""
+    v = position.variant
+    out: dict = {}
+    for code in position.board:
+        if code:
+            base = v.base_of[v.pieces[(code & 7) - 1].letter]
+            out[base] = out.get(base, 0) + 1
+    for k, n in enumerate(position.hands):
+        if n:
+            base = v.hand_order[k % len(v.hand_order)]
+            out[base] = out.get(base, 0) + n
+    return out
+
+
+class _Closed:
+    """What a closed :class:`Tablebase` reads through: any look-up raises."""
+
+    def __init__(self, path, n: int):
+        self.path, self.n = path, n
+
+    def __getattr__(self, name):
+        raise TablebaseFileError(f"{self.path}: the tablebase is closed")
+
+
 class Tablebase:
     """An open tablebase file; use :func:`open_tablebase`.
 
@@ -146,6 +172,7 @@ class Tablebase:
         self._file = TablebaseFile(self.path)
         self.metadata: Metadata = self._file.metadata
         self.variant = self.metadata.variant
+        self._start_material: dict | None = None
         self.game = game_of(self.variant)
         self._key_cache: OrderedDict = OrderedDict()
         self._value_cache: OrderedDict = OrderedDict()
@@ -160,8 +187,15 @@ class Tablebase:
     # --- context manager -----------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the file."""
+        """Close the file. A probe of a closed tablebase raises
+        :class:`~dobutsu_tb.tablebase.schema.TablebaseFileError` (closing twice is allowed)."""
+        if isinstance(self._file, _Closed):
+            return
         self._file.close()
+        self._file = _Closed(self.path, self._file.n)
+        self._all = None
+        self._key_cache.clear()
+        self._value_cache.clear()
 
     def __enter__(self) -> "Tablebase":
         return self
@@ -298,12 +332,24 @@ class Tablebase:
         if found is not None:
             return found[0], found[1], None
         cls = self.game.classify(state)
+        if cls != NONTERMINAL and not self._material_reachable(position):
+            raise MissingPositionError(f"{position.text()} is not in this tablebase (its pieces are not those of "
+                                       f"{self.metadata.start}: not reachable from it)")
         if cls == CATCH:
             return WIN, CATCH_DTM, Terminal.CATCH
         if cls == TRY:
             return LOSS, -TRY_DTM, Terminal.TRY
         raise MissingPositionError(f"{position.text()} is not in this tablebase "
                                    f"(not reachable from {self.metadata.start})")
+
+    def _material_reachable(self, position: Position) -> bool:
+        """Whether ``position`` has at most the pieces of the start of each kind (a promoted piece
+        counted as its unpromoted kind): no move adds a piece, so a terminal position with more is
+        not reachable (terminal positions are answered from the rules, not stored)."""
+        if self._start_material is None:
+            self._start_material = _material(Position.from_text(self.metadata.start, self.variant))
+        have = _material(position)
+        return all(n <= self._start_material.get(base, 0) for base, n in have.items())
 
     # --- the probing API -----------------------------------------------------------------
 

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import stat
 import sys
 import zlib
 from bisect import bisect_left, bisect_right
@@ -176,13 +178,18 @@ class TablebaseFile:
 
     def _open_fd(self) -> tuple[int, int]:
         """The file's descriptor (the chunks and the header are read through it) and its size."""
-        try:
-            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:  # (not blocking: a named pipe would wait for a writer)
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+                         | getattr(os, "O_NONBLOCK", 0))
         except OSError as exc:
             from dobutsu_tb.tablebase.output import describe_os_error  # builds' module: imported when needed
 
             raise TablebaseFileError(f"{self.path}: cannot be read ({describe_os_error(exc)})") from None
-        return fd, os.fstat(fd).st_size
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise TablebaseFileError(f"{self.path}: not a regular file (a named pipe, a device or a socket)")
+        return fd, st.st_size
 
     def _open_hdf5(self):
         """The file opened with h5py, after making sure it is the file of the descriptor (one
@@ -193,8 +200,12 @@ class TablebaseFile:
             try:
                 f = h5py.File(self.path, "r")
             except Exception as exc:  # noqa: BLE001 (h5py: OSError, or others for damaged superblocks)
-                raise TablebaseFileError(f"{self.path}: not a readable HDF5 file "
-                                         f"({' '.join(str(exc).split())})") from None
+                said = " ".join(str(exc).split())
+                cut = re.search(r"truncated file: eof = \d+, sblock->base_addr = \d+, stored_eof = (\d+)", said)
+                if cut:  # (HDF5 counts its eof from the superblock; stored_eof is the file's whole size)
+                    raise TablebaseFileError(f"{self.path}: the file is truncated ({self._size:,} bytes; its HDF5 "
+                                             f"superblock says {int(cut[1]):,}): copy or build it again") from None
+                raise TablebaseFileError(f"{self.path}: not a readable HDF5 file ({said})") from None
             try:
                 same = os.stat(self.path).st_ino == os.fstat(self._fd).st_ino
             except OSError:

@@ -149,7 +149,12 @@ def test_verify_line_builds_a_tablebase_for_its_start(cli, tmp_path, monkeypatch
     monkeypatch.setenv("DOBUTSU_TB", str(tmp_path / "absent.h5"))
     result = cli("verify-line", "--start", "S/gl-/---/---/-LG/-", "Gc4-c3")
     assert result.exit_code == 0
-    assert list((tmp_path / "cache" / "tablebases").glob("*.h5"))
+    [built] = list((tmp_path / "cache" / "tablebases").glob("*.h5"))
+    built.write_bytes(built.read_bytes()[:-100])  # damaged: the error says what to do (the hostile round)
+    result = cli("verify-line", "--start", "S/gl-/---/---/-LG/-", "Gc4-c3")
+    assert result.exit_code == 1 and result.output.startswith(f"error: {built}: ")
+    assert result.output.endswith("(a tablebase this command built for its start: delete it, and the next run "
+                                  "builds it again)\n")
 
 
 def test_read_games(tmp_path):
@@ -298,3 +303,14 @@ def test_sliced_histogram_and_longest_wins_match_whole_array_counts(dtype, monke
     naive = sorted(wins, key=lambda i: (-int(codes[i]), i))
     for k in (0, 1, 5, 40, len(wins) + 3):
         assert stats._longest_wins(codes, per_code, k) == naive[:k]
+
+
+def test_one_of_a_thing_is_said_in_the_singular(cli, lion_chick_tb):
+    """The hostile round found '1 plies', '1 inconsistencies', '1 route lines for 8 cleaners'."""
+    from dobutsu_tb.analysis.textfiles import counted
+
+    assert [counted(1, "ply", "plies"), counted(2, "ply", "plies"), counted(1_000, "value")] == [
+        "1 ply", "2 plies", "1,000 values"]
+    result = cli("verify-line", "--tb", lion_chick_tb.path, "--start", LION_CHICK, "Lb4-a3")
+    assert result.exit_code == 0
+    assert "The line is perfect play: its one ply is optimal, though it stops" in result.output

@@ -335,3 +335,38 @@ def test_a_memory_size_that_is_not_one(text):
 
     with pytest.raises(ValueError, match="is not a size like 20G"):
         parse_size(text)
+
+
+def test_a_named_pipe_is_neither_read_nor_written(cli, tmp_path):
+    """The hostile round: a named pipe given as ``--tb`` or ``--out`` blocked for ever (opening it
+    waits for the other end). Reading refuses it at once; a build refuses it, --force or not, as
+    it refuses every file that is not a regular one (``--out /dev/null --force`` run as root would
+    have replaced the device)."""
+    fifo = tmp_path / "pipe.h5"
+    os.mkfifo(fifo)
+    for command in (("probe", LION_CHICK, "--tb", fifo), ("stats", "--tb", fifo)):
+        result = cli(*command)
+        assert result.exit_code == 1 and result.output == (
+            f"error: {fifo}: not a regular file (a named pipe, a device or a socket)\n")
+    for force in ((), ("--force",)):
+        result = cli("build", "--variant", "dobutsu-3x3", "-q", "--out", fifo, *force)
+        assert result.exit_code == 1 and result.output == (
+            f"error: {fifo} is not a regular file (a named pipe, a device or a socket): not writing there; name "
+            f"another file\n")
+    assert fifo.is_fifo()
+
+
+def test_a_build_through_a_symbolic_link_replaces_the_file_it_names(cli, tmp_path):
+    """``--out link.h5`` writes the file the link names and keeps the link (a link to nowhere: the
+    file it names is made); links in a loop are an error."""
+    (tmp_path / "link.h5").symlink_to("real.h5")
+    (tmp_path / "loop1").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop1")
+    for _ in range(2):  # made, then replaced (a tablebase: no --force needed)
+        assert cli("build", "--variant", "dobutsu-3x3", "-q", "--out", tmp_path / "link.h5").exit_code == 0
+        assert (tmp_path / "link.h5").is_symlink() and (tmp_path / "real.h5").is_file()
+    with open_tablebase(tmp_path / "link.h5") as tb:
+        assert tb.variant.name == "dobutsu-3x3"
+    result = cli("build", "--variant", "dobutsu-3x3", "-q", "--out", tmp_path / "loop1")
+    assert result.exit_code == 1 and result.output.startswith(f"error: {tmp_path / 'loop1'}: its symbolic links "
+                                                              f"cannot be followed (")

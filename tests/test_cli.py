@@ -177,6 +177,10 @@ def test_png_dir_draws_the_final_position_and_leaves_no_stale_picture(cli, lion_
     result = cli("line", later, "--tb", lion_chick_tb.path, "--png-dir", folder)
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"] + [f"ply{k:03d}.png" for k in range(15)]
+    # with --json too (the hostile round: line drew nothing then, verify-line did)
+    result = cli("line", LION_CHICK, "--tb", lion_chick_tb.path, "--png-dir", folder, "--json")
+    assert result.exit_code == 0 and json.loads(result.output)["end"] == "Sente captures the lion"
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"] + [f"ply{k:03d}.png" for k in range(16)]
     # verify-line over several games: a folder per game, and again nothing stale.
     games = tmp_path / "games.txt"
     games.write_text("Lb4-a3 Cb2xb3\nLb4-c3 Cb2xb3 Lc3xb3\n")

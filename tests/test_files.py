@@ -539,3 +539,14 @@ def test_a_values_chunk_out_of_place_in_a_version_3_file(cli, small_chunks, tmp_
     _move_chunks(copy, table, [(a, b), (b, a)])
     result = cli("verify", "--tb", copy)
     assert result.exit_code == 1 and "FAILED" in result.output, result.output
+
+
+@pytest.mark.parametrize("keep", [0.3, 0.999])
+def test_a_truncated_file_says_so(cli, lion_chick_tb, tmp_path, keep):
+    """A copy cut short (a download or a copy that stopped) is refused everywhere with its size and
+    the size its HDF5 superblock records, not with HDF5's offsets."""
+    data = lion_chick_tb.path.read_bytes()
+    path = tmp_path / "cut.h5"
+    path.write_bytes(data[:int(keep * len(data))])
+    _refused_everywhere(cli, path, f"the file is truncated ({int(keep * len(data)):,} bytes; its HDF5 superblock "
+                                   f"says {len(data):,}): copy or build it again")

@@ -55,7 +55,7 @@ def test_the_terminal_passes_log_as_the_enumeration_does(tmp_path, small_tables,
                              work_dir=tmp_path / "work", spill=True)
     assert result.plan.terminal_parts == 2
     err = capsys.readouterr().err
-    assert "enumeration: 1 positions expanded" in err
+    assert "enumeration: 1 position expanded" in err
     assert f"terminal positions: {result.metadata.nonterminal:,} of {result.metadata.nonterminal:,} positions " \
            "expanded again to count them" in err, err
 

@@ -280,3 +280,24 @@ def test_child_keys_match_the_moves_and_classes_of_the_children(variant):
 def test_make_move_rejects_illegal_move():
     with pytest.raises(ValueError):
         _game("dobutsu").play(Position.start().state(), 0)
+
+
+@pytest.mark.parametrize("line,why", [
+    (["Cb3-c2"], "Cb3-c2: a C on b3 cannot move to c2"),  # no promotion hint for a chick's wrong step
+    (["Lb4-a3", "Cb2-a2"], "Cb2-a2: a C on b2 cannot move to a2"),
+    (["Cb3xb2+"], "Cb3xb2+: only a piece reaching its promotion zone promotes; write Cb3xb2"),
+    (["Cb3-b2+"], "Cb3-b2+: only a piece reaching its promotion zone promotes; write Cb3xb2"),
+    (["Lb4-a3+"], "Lb4-a3+: only a piece reaching its promotion zone promotes; write Lb4-a3"),
+    (["Cb3xb2", "Lb1-a2", "Cb2-b1"], "Cb2-b1: a chick that reaches its promotion zone promotes; write Cb2-b1+"),
+])
+def test_an_illegal_move_says_why_truly(line, why):
+    """The hostile round: every illegal chick step was told to write '+', and so was a capture
+    that had it already; a lion's move with '+' was 'cannot move'."""
+    from dobutsu_tb.tablebase.game.notation import IllegalMoveError, parse_move, play_move
+
+    position = Position.start()
+    for move in line[:-1]:
+        position = play_move(position, parse_move(position, move))
+    with pytest.raises(IllegalMoveError) as caught:
+        parse_move(position, line[-1])
+    assert str(caught.value) == why

@@ -63,7 +63,10 @@ def test_q64_is_solved(cli):
     assert sweep.simulate(p, result.routes, meetings=False)[0] != []
     out = cli("puzzle", "sweep", path)
     assert out.exit_code == 0 and "found with meetings (SAT solver:" in out.output
-    assert sweep.simulate(p, sweep.parse_routes(p, out.output.split("found")[0]))[0] == []
+    routes = sweep.parse_routes(p, out.output.split("found")[0])
+    assert sweep.simulate(p, routes)[0] == []
+    met = sweep.count_meetings(p, routes)  # (the README's figures: 60 steps, 7 meetings)
+    assert met >= 1 and f"): {sum(map(len, routes))} steps, {met} meetings of cleaners; final board:" in out.output
 
 
 def test_sat_solver_gives_up_on_its_conflict_budget():

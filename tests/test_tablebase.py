@@ -412,3 +412,36 @@ def test_fen_forms_and_tails(lion_chick_tb):
     for bad in ("1l1/1c1/1C1/1L1[-] w 0 1 extra junk", "1l1/1c1/1C1/1L1[-] w 0 1 2 3 4", "1l1/1c1/1C1/1L1[-] x 0 1"):
         with pytest.raises(PositionError):
             Position.from_fen(bad)
+
+
+@pytest.mark.parametrize("in_memory", [False, True])
+def test_a_closed_tablebase_says_so(lion_chick_tb, in_memory):
+    """The hostile round: a probe of a closed tablebase raised TypeError from deep in the reader,
+    and positions in its chunk cache (every position, read into memory) were still answered."""
+    tb = open_tablebase(lion_chick_tb.path, in_memory=in_memory)
+    assert tb.probe_dtm(LION_CHICK) == 15
+    tb.close()
+    tb.close()  # twice is fine
+    for probe in (lambda: tb.probe_dtm(LION_CHICK), lambda: tb.principal_variation(LION_CHICK),
+                  lambda: tb.probe_many([LION_CHICK])):
+        with pytest.raises(TablebaseFileError, match="the tablebase is closed"):
+            probe()
+
+
+@pytest.mark.parametrize("key", [-1, 2**63 - 1, 2**64, -2**70])
+def test_a_key_out_of_range_is_a_position_error(key):
+    from dobutsu_tb.tablebase.game.position import PositionError
+
+    with pytest.raises(PositionError, match="is not the key of a dobutsu position"):
+        Position.from_key(key)
+
+
+def test_a_terminal_position_with_pieces_the_start_lacks_is_not_covered(lion_chick_tb):
+    """Terminal positions are answered from the rules; the hostile round's giraffes and elephants
+    in a lion-and-chick file were answered 'loss in 0'. More pieces of a kind than the start has
+    cannot be reached: not covered. Fewer (captures) and promoted chicks still are."""
+    with open_tablebase(lion_chick_tb.path) as tb:
+        with pytest.raises(MissingPositionError, match="its pieces are not those of"):
+            tb.value("G/g-L/l--/-c-/E-G/ce")
+        assert tb.value("G/L--/---/---/--l/-")[:2] == (LOSS, 0)  # both chicks captured
+        assert tb.value("G/L--/---/---/--l/Cc")[:2] == (LOSS, 0)  # both in hand

@@ -305,6 +305,8 @@ def test_hostile_lines(engine):
         info, best = engine.search(f"position fen {LC_FEN}", f"go depth {bad}")
         assert f"info string error: go depth needs at least 1 ply, not {bad}; ignored" in info
         assert len(_scores(info)[1][1]) > 3
+    info, best = engine.search(f"position fen {LC_FEN}", "go depth 99999999999999999999999")
+    assert "info string error: go depth 99999999999999999999999: too large (at most 18 digits); ignored" in info
 
 
 def test_stream_limits_and_eof(lion_chick_tb):

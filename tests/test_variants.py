@@ -112,6 +112,13 @@ def test_bad_variant_files_get_one_error_line(cli, tmp_path):
         "deep.toml": (b"x = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deep"),
         "two-royals.toml": (standard_variant().to_toml().replace("royal = false", "royal = true", 1).replace(
             'name = "dobutsu"', 'name = "two"').encode(), "exactly one kind must be royal"),
+        # text printed as it is: no control or format characters (the hostile round's NUL, RLO, newline)
+        "rlo.toml": (standard_variant().to_toml().replace('name = "dobutsu"', 'name = "rlo"').replace(
+            'title = "', 'title = "\\u202e', 1).encode(),
+            "title: holds the control character U+202E; write plain text"),
+        "nul.toml": (standard_variant().to_toml().replace('name = "dobutsu"', 'name = "nul"').replace(
+            'description = "', 'description = "\\u0000', 1).encode(),
+            "description: holds the control character U+0000; write plain text"),
     }
     for name, (data, message) in cases.items():
         path = tmp_path / name
@@ -349,3 +356,29 @@ def test_positions_without_a_move_and_jh85s_counts(tmp_path, cli):
     shown = cli("line", stuck, "--tb", tmp_path / "again.h5")
     assert shown.exit_code == 0 and "loss in 0 plies" in shown.output
     assert shown.output.rstrip().endswith("Sente has no legal move: a loss, as in shogi (docs/rules.md §6)")
+
+
+def test_build_never_writes_over_its_variant_file(cli, tmp_path):
+    """The hostile round's loss: ``--out`` naming the variant file itself was refused as 'not a
+    dobutsu tablebase (--force replaces it)', and with ``--force`` the rules were replaced by the
+    tablebase. Whether the file is named alone or found in a folder, it is an input: refused."""
+    toml = tmp_path / "lions.toml"
+    toml.write_text(LIONS_ONLY, encoding="utf-8")
+    for source in (toml, tmp_path):
+        result = cli("build", "--variant-file", source, "--out", toml, "--force", "-q")
+        assert result.exit_code == 1 and result.output == (
+            f"error: {toml} is a variant file this command reads ({toml}): not writing over it; name another file\n")
+    assert toml.read_text(encoding="utf-8") == LIONS_ONLY
+
+
+def test_verify_line_refuses_a_tablebase_of_another_variant_than_asked(cli, lion_chick_tb):
+    """The hostile round: ``verify-line --tb dobutsu.h5 --variant dobutsu-nodrops ... C*b3`` judged
+    the drop by the file's rules, silently. A variant asked for must be the file's."""
+    result = cli("verify-line", "--tb", lion_chick_tb.path, "--variant", "dobutsu-nodrops", "Lb4-a3")
+    assert result.exit_code == 2
+    assert (f"Error: {lion_chick_tb.path} is a tablebase of dobutsu, not of dobutsu-nodrops: give a tablebase of "
+            f"dobutsu-nodrops, or leave out --variant/--variant-file to use the file's own rules") in result.output
+    from conftest import LION_CHICK
+
+    ok = cli("verify-line", "--tb", lion_chick_tb.path, "--start", LION_CHICK, "--variant", "dobutsu", "Lb4-a3")
+    assert ok.exit_code == 0, ok.output

@@ -22,10 +22,9 @@ from dobutsu_tb.analysis.cli.common import (
     variant_options,
 )
 from dobutsu_tb.analysis.pictures import draw_plies
-from dobutsu_tb.analysis.textfiles import shorten
 
 
-def _tablebase_for(start_text: str | None, tb_path: Path | None, variant):
+def _tablebase_for(start_text: str | None, tb_path: Path | None, variant, variant_given: bool = False):
     """A tablebase and the start position (``start_text``, or the variant's start) it covers: the
     given file (whose variant reads the start), else ``$DOBUTSU_TB``/``dobutsu.h5`` if it is of the
     variant and covers the start, else one built for that start in the cache folder (reused next
@@ -37,6 +36,7 @@ def _tablebase_for(start_text: str | None, tb_path: Path | None, variant):
     from dobutsu_tb.tablebase.game.position import Position
     from dobutsu_tb.tablebase.output import OutputError, describe_os_error, wait_for_writer
     from dobutsu_tb.tablebase.probe import open_tablebase
+    from dobutsu_tb.tablebase.schema import TablebaseFileError
 
     def start_of(v):
         return Position.start(v) if start_text is None else parse_position(start_text, v)
@@ -44,6 +44,12 @@ def _tablebase_for(start_text: str | None, tb_path: Path | None, variant):
     if tb_path is not None:
         tb = open_tablebase(tb_path)
         try:
+            if variant_given and tb.variant != variant:  # (the file's rules would judge the line)
+                theirs = (tb.variant.name if tb.variant.name != variant.name else
+                          f"a {variant.name} whose rules differ from the variant file's")
+                raise click.UsageError(f"{tb_path} is a tablebase of {theirs}, not of {variant.name}: give a "
+                                       f"tablebase of {variant.name}, or leave out --variant/--variant-file to use "
+                                       f"the file's own rules")
             start = start_of(tb.variant)
             tb.probe_wdl(start)  # MissingPositionError if it does not cover the start
         except BaseException:
@@ -84,8 +90,19 @@ def _tablebase_for(start_text: str | None, tb_path: Path | None, variant):
             if wait_for_writer(path, waiting) or path.exists():
                 continue  # another command started the same build just now
             raise
-    tb = open_tablebase(path)
-    tb.probe_wdl(start)
+    tb = None
+    try:
+        tb = open_tablebase(path)
+        tb.probe_wdl(start)
+    except TablebaseFileError as exc:  # (this folder's files are ours to make again)
+        if tb is not None:
+            tb.close()
+        raise TablebaseFileError(f"{exc} (a tablebase this command built for its start: delete it, and the next "
+                                 f"run builds it again)") from None
+    except BaseException:
+        if tb is not None:
+            tb.close()
+        raise
     return tb, start
 
 
@@ -120,22 +137,24 @@ def verify_line_cmd(start, variant, variant_file, moves, move_file, tb_path, as_
         raise click.UsageError("give the moves as arguments or with --file")
     games = read_games(move_file) if move_file else []
     if move_file and not games and not moves:
-        raise InputFileError(f"{move_file}: no moves in the file (only blank lines and # comments)")
+        raise InputFileError(f"{move_file}: no moves in the file (only blank lines, # comments and move numbers)")
     if moves:
         games.insert(0, list(moves))
     gc.freeze()  # the games live to the end: the collector need not walk their lists again and again
     try:
-        illegal = _judge_and_write(start, game, tb_path, move_file, games, as_json, png_dir)
+        illegal = _judge_and_write(start, game, tb_path, move_file, games, as_json, png_dir,
+                                   variant is not None or variant_file is not None)
     finally:
         gc.unfreeze()
     if illegal:
         n, (ply, move, reason) = illegal[0]
         where = f"game {n}, ply {ply}" if len(games) > 1 else f"ply {ply}"
         more = f" ({len(illegal):,} of the {len(games):,} games hold an illegal move)" if len(illegal) > 1 else ""
-        raise IllegalMoveError(f"{where} ({shorten(move)}) is illegal: {reason}{more}")
+        raise IllegalMoveError(f"{where} ({move}) is illegal: {reason}{more}")  # (move: shortened by the report)
 
 
-def _judge_and_write(start_text, variant, tb_path, move_file, games, as_json, png_dir) -> list:
+def _judge_and_write(start_text, variant, tb_path, move_file, games, as_json, png_dir,
+                     variant_given: bool = False) -> list:
     """Judge the games and write their reports on stdout; returns (game number, (ply, move,
     reason)) for each game that holds an illegal move."""
     from tqdm import tqdm
@@ -144,7 +163,7 @@ def _judge_and_write(start_text, variant, tb_path, move_file, games, as_json, pn
     from dobutsu_tb.analysis.reports import line_report_json
     from dobutsu_tb.tablebase.probe import open_tablebase
 
-    tb, start_pos = _tablebase_for(start_text, tb_path, variant)
+    tb, start_pos = _tablebase_for(start_text, tb_path, variant, variant_given)
     with tb:
         if png_dir is not None:
             picture_folder(png_dir, {"the tablebase": tb.path, "the file of games": move_file})
@@ -268,7 +287,9 @@ def verify(ctx, legacy_path, tb_path, max_problems):
     if report.ok:
         click.echo("OK: checksums, metadata and every value agree with their children")
         return
-    click.echo(f"FAILED: {report.total_problems:,} inconsistencies; the first {len(report.problems)}:")
+    n = report.total_problems
+    click.echo(f"FAILED: {n:,} inconsistencies; the first {len(report.problems)}:" if n != 1 else
+               "FAILED: 1 inconsistency:")
     for problem in report.problems:
         click.echo(f"  {problem}")
     from dobutsu_tb.tablebase.schema import TablebaseFileError

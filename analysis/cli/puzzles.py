@@ -230,8 +230,10 @@ def sweep_cmd(file, routes_file, threads, engine):
         return
     click.echo(sweep.routes_text(problem, result.routes))
     _, tiles = sweep.simulate(problem, result.routes)
+    steps, met = sum(len(route) for route in result.routes), sweep.count_meetings(problem, result.routes)
     click.echo(("found with meetings" if result.with_meetings else "found without meetings")
-               + f" ({searched}); final board:")
+               + f" ({searched}): {steps} step{'s' if steps != 1 else ''}, {met} meeting{'s' if met != 1 else ''} "
+                 "of cleaners; final board:")
     click.echo(problem.board_text(tiles))
 
 

@@ -14,11 +14,13 @@ from dobutsu_tb.analysis.cli.common import (
     picture_file,
     picture_folder,
     png_path,
+    refuse_inputs,
     resolve_variant,
     tb_option,
     variant_options,
 )
 from dobutsu_tb.analysis.pictures import draw_plies
+from dobutsu_tb.analysis.textfiles import counted
 
 
 def default_output(variant, position) -> Path:
@@ -62,7 +64,8 @@ def build(start, variant, variant_file, out, max_memory, work_dir, quiet, force,
     """Enumerate every position reachable from a start, solve them all, write an HDF5 file.
 
     Prints the counts and the start position's value. The full build from the standard start
-    takes a minute or two and about 1.4 GiB of memory. The file appears only when complete; Ctrl-C
+    takes a minute or two and about 1.4 GiB of memory (the first build of a variant compiles its
+    kernels first, in about 20 s). The file appears only when complete; Ctrl-C
     or SIGTERM stops the build (exit code 130 or 143) and leaves nothing behind.
     """
     from dobutsu_tb.analysis.reports import parse_position
@@ -88,6 +91,10 @@ def build(start, variant, variant_file, out, max_memory, work_dir, quiet, force,
     position = Position.start(game) if start is None else parse_position(start, game)
     if out is None:
         out = default_output(game, position)
+    if variant_file is not None:  # (--force replaces a file that is not a tablebase: never the rules it builds)
+        files = sorted(Path(variant_file).glob("*.toml")) if Path(variant_file).is_dir() else [Path(variant_file)]
+        for path in files:
+            refuse_inputs([out], {"a variant file": path})
     result = build_tablebase(out, position, progress=False if quiet else None, force=force,
                              memory_check=not ignore_memory, variant=game, max_memory=budget, work_dir=work_dir,
                              cluster=options)
@@ -105,7 +112,8 @@ def jh85_line(path, no_move_keys) -> str:
     with open_tablebase(path) as tb:
         c = jh85_counts(tb, no_move_keys)
     others = len(c.changes) - len(c.no_moves)
-    return (f"with the {len(c.no_moves)} positions without a move and the {others} values that hinge on them "
+    return (f"with the {counted(len(c.no_moves), 'position')} without a move and the {counted(others, 'value')} "
+            f"that hinge on them "
             f"undecided, as jh85's solver leaves them: {c.wins:,} wins, {c.draws:,} draws, {c.losses:,} losses")
 
 
@@ -189,11 +197,12 @@ def show(position, png, variant, variant_file):
 @click.argument("position")
 @tb_option
 @click.option("--max-plies", default=200, show_default=True, type=click.IntRange(min=1),
-              help="Stop the line after this many plies (a drawn line goes on for ever); the output says so.")
+              help="Stop the line after this many plies (a drawn line stops earlier only where a position "
+                   "repeats); the output says so.")
 @click.option("--png-dir", type=PATH, default=None,
               help="Also draw the board after every ply into this folder (plyNNN.png, the last ply's "
                    "included; the pictures of an earlier line there are removed).")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (no pictures).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (no boards drawn in text).")
 def line(position, tb_path, max_plies, png_dir, as_json):
     """A perfect-play line from POSITION to the end of the game, move by move with the board."""
     from dobutsu_tb.analysis.reports import parse_position, perfect_line_json
@@ -203,17 +212,20 @@ def line(position, tb_path, max_plies, png_dir, as_json):
 
     with open_tablebase(tb_path) as tb:
         pos = parse_position(position, tb.variant)
-        if as_json:
-            click.echo(json.dumps(perfect_line_json(tb, pos, max_plies), indent=2))
-            return
         if png_dir is not None:
             picture_folder(png_dir, {"the tablebase": tb.path})
+        if as_json:
+            click.echo(json.dumps(perfect_line_json(tb, pos, max_plies), indent=2))
         wdl, dtm, _ = tb.value(pos)
         pv = tb.principal_variation(pos, max_plies=max_plies)
+    plies = [(ply, (pos.turn + ply - 1) % 2, m.move, m.position) for ply, m in enumerate(pv, 1)]
+    if as_json:
+        if png_dir is not None:
+            draw_plies(png_dir, pos, plies)
+        return
     royal = pos.variant.royal.name
     click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {SIDE_NAMES[pos.turn]}, DTM {signed_text(dtm)}")
     click.echo(pos.diagram())
-    plies = [(ply, (pos.turn + ply - 1) % 2, m.move, m.position) for ply, m in enumerate(pv, 1)]
     for (ply, side, move, _), m in zip(plies, pv):
         mover = SIDE_NAMES[side]
         click.echo(f"\n{ply}. {mover} {move}")
@@ -224,7 +236,8 @@ def line(position, tb_path, max_plies, png_dir, as_json):
         elif m.terminal == Terminal.TRY:
             click.echo(f"  {mover}'s {royal} has reached the far rank safely and wins.")
     if wdl == 0:
-        click.echo(f"\ndraw: the line stops after {len(pv)} plies")
+        why = "at --max-plies" if len(pv) == max_plies else "where a position repeats"
+        click.echo(f"\ndraw: the line stops after {len(pv)} {'ply' if len(pv) == 1 else 'plies'}, {why}")
     elif not pv and pos.game.game_over(pos.state()):
         click.echo(f"\nthe game is already over: the enemy {royal} has reached {SIDE_NAMES[pos.turn]}'s home rank "
                    f"safely")

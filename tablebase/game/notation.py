@@ -326,6 +326,13 @@ def parse_move(position: Position, text: str) -> int:
     loose = {k.replace("x", "-"): v for k, v in texts.items()}
     if t.replace("x", "-") in loose:
         return loose[t.replace("x", "-")]
+    plain = t[:-1] if t.endswith("+") else t
+    if t.endswith("+") and plain.replace("x", "-") in loose:
+        raise IllegalMoveError(f"{t}: only a piece reaching its promotion zone promotes; write "
+                               f"{move_text(position, loose[plain.replace('x', '-')])}")
+    if (t + "+").replace("x", "-") in loose:
+        raise IllegalMoveError(f"{t}: a {v.kind(m.group(1)).name} that reaches its promotion zone promotes; write "
+                               f"{move_text(position, loose[(t + '+').replace('x', '-')])}")
     raise IllegalMoveError(f"{t}: {_why_illegal(position, m)}")
 
 
@@ -365,6 +372,4 @@ def _why_illegal(position: Position, m: re.Match) -> str:
         return f"{side} has no {letter.upper()} on {src}"
     if to_code and (to_code & OPPONENT) == own:
         return f"{dst} holds {side}'s own piece"
-    kind = v.kind(letter)
-    return f"a {letter.upper()} on {src} cannot move to {dst}" + (
-        f" (a {kind.name} reaching its promotion zone promotes: write '+')" if kind.promotes_to else "")
+    return f"a {letter.upper()} on {src} cannot move to {dst}"

@@ -157,8 +157,12 @@ class Position:
             If ``key`` is not the key of a position of the variant.
         """
         game = game_of(variant or standard_variant())
-        state = game.kernels.decode_key(int(key))
-        if game.kernels.encode_state(*state) != int(key):
+        try:  # (a negative key or one of too many bits shifts out of range in the decoder)
+            state = game.kernels.decode_key(int(key))
+            same = game.kernels.encode_state(*state) == int(key)
+        except (ValueError, OverflowError, IndexError):
+            same = False
+        if not same:
             raise PositionError(f"{int(key):#x} is not the key of a {game.variant.name} position")
         return cls.from_state(state, SENTE, game.variant)
 
@@ -306,7 +310,7 @@ class Position:
                 elif ch in "123456789" and ch.isascii():  # ASCII digits only: str.isdigit() is true for '²'
                     row += [""] * int(ch)
                 else:
-                    letter = board_letter(v, ch, fen)
+                    letter = board_letter(v, ch, fen, "a digit for empty squares in a FEN")
                     if promoted:
                         kind = v.kind(letter.upper())
                         if not kind.promotes_to:

@@ -47,11 +47,12 @@ def check_length(text: str) -> None:
         raise PositionError(f"a position is at most {MAX_TEXT_CHARS} characters; got {len(text):,}")
 
 
-def board_letter(variant, ch: str, context: str) -> str:
-    """``ch`` if it is a piece letter of the variant (either case, ASCII), else a PositionError."""
+def board_letter(variant, ch: str, context: str, empty: str = "'-' empty") -> str:
+    """``ch`` if it is a piece letter of the variant (either case, ASCII), else a PositionError
+    that says how empty squares are written (``empty``: our notation's by default)."""
     if not (ch.isascii() and ch.isalpha() and ch.upper() in variant.base_of):
         raise PositionError(f"{context!r}: unknown piece letter {ch!r} "
-                            f"(use {' '.join(p.letter for p in variant.pieces)}, '-' empty)")
+                            f"(use {' '.join(p.letter for p in variant.pieces)}, {empty})")
     return ch
 
 
@@ -70,9 +71,11 @@ def parse_hand(variant, hand: str, context: str) -> tuple[dict, dict]:
             raise PositionError(f"{context!r}: the hand field {hand!r} mixes '-' with pieces; '-' alone means "
                                 f"no piece in hand")
         if not (ch.isascii() and ch.upper() in variant.hand_order):
-            can = " ".join(variant.hand_order) or "none in this variant"
-            raise PositionError(f"{context!r}: {ch!r} cannot be in hand (the hand field is '-' or "
-                                f"pieces {can}, upper case Sente's, lower case Gote's)")
+            if not variant.hand_order:
+                raise PositionError(f"{context!r}: {ch!r} cannot be in hand (no piece is ever in hand in "
+                                    f"{variant.name}: the hand field is '-')")
+            raise PositionError(f"{context!r}: {ch!r} cannot be in hand (the hand field is '-' or pieces "
+                                f"{' '.join(variant.hand_order)}, upper case Sente's, lower case Gote's)")
         counts[0 if ch.isupper() else 1][ch.upper()] += 1
     return counts
 

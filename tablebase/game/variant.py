@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -272,6 +273,17 @@ def _fail(where: str, message: str):
     raise VariantError(f"{where}: {message}")
 
 
+def _text(data: dict, key: str, default: str, allowed: str) -> str:
+    """A text field for people (``title``, ``description``): printed as it is, so without control
+    or format characters (a NUL, a newline in a title, a right-to-left override), ``allowed`` apart."""
+    value = _typed(data, key, str, "", default=default)
+    bad = next((ch for ch in value if ch not in allowed and unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co")),
+               None)
+    if bad is not None:
+        _fail(key, f"holds the control character U+{ord(bad):04X}; write plain text")
+    return value
+
+
 def _typed(data: dict, key: str, kind, where: str, default=None, required: bool = False):
     if key not in data:
         if required:
@@ -398,10 +410,10 @@ def _parse(data: dict) -> Variant:
     if sorted(hand_order) != sorted(droppable):
         _fail("hand_order", f"must list each kind that can be dropped once ({''.join(droppable) or 'none'}), "
                             f"got {hand_order!r}")
-    variant = Variant(name=name, title=_typed(data, "title", str, "", default=name), files=files, ranks=ranks,
+    variant = Variant(name=name, title=_text(data, "title", name, "\t"), files=files, ranks=ranks,
                       pieces=pieces, start=_typed(data, "start", str, "", required=True), drops=drops,
                       try_rule=_typed(data, "try_rule", bool, "", default=True), hand_order=hand_order,
-                      description=_typed(data, "description", str, "", default=""))
+                      description=_text(data, "description", "", "\t\n"))
     variant = replace(variant, pieces=tuple(replace(p, drop=p.letter in droppable) for p in pieces))
     _check_start(variant)
     from dobutsu_tb.tablebase.game.layout import check_layout

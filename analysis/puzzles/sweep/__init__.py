@@ -47,8 +47,8 @@ from dobutsu_tb.analysis.puzzles.sweep.problem import (
     routes_text,
 )
 from dobutsu_tb.analysis.puzzles.sweep.search import SweepResult, solve
-from dobutsu_tb.analysis.puzzles.sweep.simulator import simulate
+from dobutsu_tb.analysis.puzzles.sweep.simulator import count_meetings, simulate
 
 __all__ = ["APPLE", "BIN", "BOTTLE", "BOX", "BOY", "CLEAN", "DIRS", "DIRTY", "GIRL", "KINDS", "MAX_CELLS", "OBSTACLE",
-           "PUDDLE", "ROBOT", "STEPS", "Problem", "SweepResult", "parse_problem", "parse_routes", "read_problem",
-           "routes_text", "simulate", "solve"]
+           "PUDDLE", "ROBOT", "STEPS", "Problem", "SweepResult", "count_meetings", "parse_problem", "parse_routes",
+           "read_problem", "routes_text", "simulate", "solve"]

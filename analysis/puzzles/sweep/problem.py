@@ -189,7 +189,8 @@ def parse_routes(problem: Problem, text: str) -> list[str]:
     """
     lines = [ln.split() for ln in text.splitlines() if ln.split() and ln.split()[0] in KINDS]
     if len(lines) != len(problem.cleaners):
-        raise PuzzleInputError(f"{len(lines)} route lines for {len(problem.cleaners)} cleaners")
+        n, m = len(lines), len(problem.cleaners)
+        raise PuzzleInputError(f"{n} route line{'s' if n != 1 else ''} for {m} cleaner{'s' if m != 1 else ''}")
     routes = []
     for k, (parts, (kind, r, c, _)) in enumerate(zip(lines, problem.cleaners), 1):
         if len(parts) != 3 or parts[0] != kind or parts[1] != f"{r + 1},{c + 1}":

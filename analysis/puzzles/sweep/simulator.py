@@ -87,3 +87,20 @@ def simulate(problem: Problem, routes: list[str], meetings: bool = True) -> tupl
             problems.append(f"the {kind} from {r + 1},{c + 1} still holds {h} item(s)")
     return problems, tiles
 
+
+
+def count_meetings(problem: Problem, routes: list[str]) -> int:
+    """The meetings of legal routes (:func:`simulate`): the steps and cells where two cleaners or
+    more arrive together, each counted once."""
+    pos = [(r, c) for _, r, c, _ in problem.cleaners]
+    met = 0
+    for t in range(max((len(rt) for rt in routes), default=0)):
+        arrivals = set()
+        for i, route in enumerate(routes):
+            if t < len(route):
+                dr, dc = STEPS[route[t]]
+                pos[i] = (pos[i][0] + dr, pos[i][1] + dc)
+                arrivals.add((pos[i], i))
+        cells = [cell for cell, _ in arrivals]
+        met += sum(1 for cell in set(cells) if cells.count(cell) >= 2)
+    return met
