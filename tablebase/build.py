@@ -29,6 +29,7 @@ from dobutsu_tb.tablebase.memory import (  # noqa: F401 (InsufficientMemoryError
     Sizes,
     default_budget,
     make_plan,
+    peak_resident_memory,
 )
 from dobutsu_tb.tablebase.precompile import compile_kernels
 from dobutsu_tb.tablebase.schema import Metadata, value_counts
@@ -357,9 +358,7 @@ LOG_EVERY = 60.0
 
 def _peak_memory() -> str:
     """The process's peak resident memory so far, for the build's log lines."""
-    import resource
-
-    return f"peak memory so far {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB"
+    return f"peak memory so far {peak_resident_memory() / 2**30:.2f} GiB"
 
 
 def _log(msg: str) -> None:

@@ -35,7 +35,6 @@ import importlib.util
 import math
 import os
 import re
-import resource
 import shutil
 import signal
 import socket
@@ -68,7 +67,7 @@ from dobutsu_tb.tablebase.game.game import Game, game_of
 from dobutsu_tb.tablebase.game.layout import CATCH, TRY
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.game.variant import variant_from_json
-from dobutsu_tb.tablebase.memory import InsufficientMemoryError
+from dobutsu_tb.tablebase.memory import InsufficientMemoryError, peak_resident_memory
 from dobutsu_tb.tablebase.retrograde import Solution, seed_cells, slot_dtype, value_code
 from dobutsu_tb.tablebase.schema import Metadata, value_counts
 from dobutsu_tb.tablebase.values import LONG
@@ -287,8 +286,8 @@ class ClusterReport:
 
 
 def _peak_rss() -> int:
-    """This process's peak resident memory in bytes."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    """This process's peak resident memory in bytes (:func:`~dobutsu_tb.tablebase.memory.peak_resident_memory`)."""
+    return peak_resident_memory()
 
 
 def _joined(arrays, dtype) -> np.ndarray:

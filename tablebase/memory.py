@@ -77,6 +77,22 @@ def resident_memory() -> int:
         return 0
 
 
+def peak_resident_memory() -> int:
+    """This process's peak resident memory in bytes: ``VmHWM`` of ``/proc/self/status`` where there
+    is one, else ``ru_maxrss``. (Linux keeps ``ru_maxrss`` across ``exec``, so a process started by
+    a large one, a test runner, would report its parent's size; ``VmHWM`` is this program's own.)"""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def default_budget() -> int | None:
     """The memory a build may use when ``--max-memory`` is not given: what the machine has
     available (``MemAvailable``) plus what this process already holds; None if unknown."""

@@ -148,6 +148,8 @@ class TablebaseFile:
         self._file = None
         self.header_problems: list[str] = []
         if not self.path.exists():
+            if self.path.is_symlink():  # (exists() follows links: one to nowhere, or links in a loop)
+                raise TablebaseFileError(f"{self.path}: a symbolic link to no file ({os.readlink(self.path)})")
             raise TablebaseFileError(f"{self.path}: no such file (build one with 'dobutsu-tb build')")
         if self.path.is_dir():
             raise TablebaseFileError(f"{self.path} is a folder, not a tablebase file")

@@ -370,3 +370,6 @@ def test_a_build_through_a_symbolic_link_replaces_the_file_it_names(cli, tmp_pat
     result = cli("build", "--variant", "dobutsu-3x3", "-q", "--out", tmp_path / "loop1")
     assert result.exit_code == 1 and result.output.startswith(f"error: {tmp_path / 'loop1'}: its symbolic links "
                                                               f"cannot be followed (")
+    result = cli("probe", "S/-l-/---/-L-/-", "--tb", tmp_path / "loop1")  # (it said 'no such file')
+    assert result.exit_code == 1
+    assert result.output == f"error: {tmp_path / 'loop1'}: a symbolic link to no file (loop2)\n"
