@@ -83,10 +83,9 @@ class BuildResult:
             f"  non-terminal:        {m.nonterminal:>13,}",
             f"  catch-terminal:      {m.catch_terminal:>13,}",
             f"  try-terminal:        {m.try_terminal:>13,}",
-            f"non-terminal values:   {m.wins:,} wins, {m.draws:,} draws, {m.losses:,} losses",
+            f"non-terminal values:   {_wdl_counts(m.wins, m.draws, m.losses)}",
             f"all reachable, terminal ones included (a catch-terminal position a win, a try-terminal one a loss, "
-            f"as jh85 counts): {m.wins + m.catch_terminal:,} wins, {m.draws:,} draws, "
-            f"{m.losses + m.try_terminal:,} losses",
+            f"as jh85 counts): {_wdl_counts(m.wins + m.catch_terminal, m.draws, m.losses + m.try_terminal)}",
             f"start position {m.start}: {value} for the side to move",
             f"written to {self.path} ({secs})",
         ] + ([self.cluster.describe()] if self.cluster is not None else []))
@@ -356,6 +355,12 @@ class WorkFolder:
 LOG_EVERY = 60.0
 
 
+def _wdl_counts(wins: int, draws: int, losses: int) -> str:
+    """``'12 wins, 1 draw, 0 losses'``."""
+    return (f"{wins:,} win{'s' if wins != 1 else ''}, {draws:,} draw{'s' if draws != 1 else ''}, "
+            f"{losses:,} loss{'es' if losses != 1 else ''}")
+
+
 def _peak_memory() -> str:
     """The process's peak resident memory so far, for the build's log lines."""
     return f"peak memory so far {peak_resident_memory() / 2**30:.2f} GiB"
@@ -469,7 +474,8 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     try:
         with reserve_output(out, force) as target:
             if target.removed and progress is not False:
-                _log(f"removed {len(target.removed)} leftover file(s) of an interrupted build: "
+                _log(f"removed {len(target.removed)} leftover file{'s' if len(target.removed) != 1 else ''} of an "
+                     f"interrupted build: "
                      + ", ".join(p.name for p in target.removed))
             if progress is not False and expected is not None and plan is not None:
                 _log(plan.describe())  # (for a start of unknown counts: once they are known, after the enumeration)
@@ -480,7 +486,7 @@ def build_tablebase(out, start=None, progress: bool | None = None,
                     meta, report, no_move_keys = build_on_cluster(target.tmp, game, start, expected, progress,
                                                                   on_phase or (lambda name: None), cluster, out)
                 else:
-                    compile_kernels(game, _log if progress is not False else None, interrupt.check)
+                    compile_kernels(game, _log if progress is not False else None, interrupt.check, start)
                     with WorkFolder(base, plan.spill) as folder:
                         meta, plan, profile, no_move_keys = _build(target.tmp, game, start, expected, progress,
                                                                    on_phase or (lambda name: None), plan, sizes,

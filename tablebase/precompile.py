@@ -7,17 +7,20 @@ tables: from a fresh clone the standard build peaked at 1.53 GiB against 1.38 Gi
 filled, and a build with ``--max-memory 1.2G`` that compiled its terminal-partition kernel at its
 peak went to 1.35 GiB, over its budget. So, when the variant's kernels are not in the cache yet,
 :func:`compile_kernels` has a child process compile them with tiny builds of the variant (its
-royal pieces alone on their start squares: plainly, with the terminal positions counted in two
-partitions, and with two-byte values), which leaves a mark in the variant's cache folder; the
-build then loads every kernel from the cache (docs/building.md, "How fast").
+royal pieces alone, and by hand each path a tiny game does not take: :func:`_main`), which
+leaves a mark in the variant's cache folder; the build then loads its kernels from the cache
+(docs/building.md, "Memory").
 
 The kernels depend on the variant's rules and the sources only, never on the sizes of the tables,
-so the tiny builds compile exactly the kernels of the real one.
+so the tiny builds compile the real one's. A kernel that they missed would compile in the build,
+as every kernel did before.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -43,7 +46,8 @@ def kernels_cached(game) -> bool:
     return os.path.exists(os.path.join(_folder(game), MARK))
 
 
-def compile_kernels(game, log: Callable[[str], None] | None = None, check: Callable[[], None] | None = None) -> bool:
+def compile_kernels(game, log: Callable[[str], None] | None = None, check: Callable[[], None] | None = None,
+                    start=None) -> bool:
     """Compile ``game``'s build kernels in a child process, unless they are cached already.
 
     Nothing happens in the child of such a process, with numba's JIT disabled, or when the cache
@@ -59,6 +63,9 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
     check : callable, optional
         Called every 0.2 s while the child runs; what it raises (an interrupt) stops the child
         and is raised again.
+    start : Position, optional
+        The build's start: its royal pieces are the tiny builds' start when the variant's own
+        start would give a terminal one.
 
     Returns
     -------
@@ -78,15 +85,21 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
         return False
     if log is not None:
         log(f"compiling the kernels for {game.variant.name} (once per version of the program, about 20 s)")
+    work = tempfile.mkdtemp(prefix="dobutsu-tb-precompile-")  # the child's builds: ours to remove, killed or not
     with tempfile.TemporaryFile("w+") as err:
-        child = subprocess.Popen(_child_command(), stdin=subprocess.PIPE,
+        child = subprocess.Popen(_child_command(work), stdin=subprocess.PIPE,
                                  stdout=subprocess.DEVNULL, stderr=err, text=True,
                                  env={**os.environ, CHILD_ENV: "1",  # the same folder, whatever the environment
                                       "DOBUTSU_TB_CACHE": os.path.dirname(numba.config.CACHE_DIR)})
-        token = interrupt.at_exit(child.kill)  # a process ended by a signal leaves no child
+
+        def kill():
+            child.kill()
+            shutil.rmtree(work, ignore_errors=True)
+
+        token = interrupt.at_exit(kill)  # a process ended by a signal leaves no child and no file
         try:
             try:
-                child.stdin.write(game.variant.to_json())
+                child.stdin.write(game.variant.to_json() + "\n" + (start.text() if start is not None else ""))
                 child.stdin.close()
             except BrokenPipeError:  # the child ended at once: its exit code says so below
                 pass
@@ -103,49 +116,90 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
             raise
         finally:
             interrupt.forget(token)
+            shutil.rmtree(work, ignore_errors=True)
         if child.returncode != 0:
             err.seek(0)
             lines = [line for line in err.read().splitlines() if line.strip()]
+            how = (f"killed by {signal.Signals(-child.returncode).name}" if child.returncode < 0
+                   and -child.returncode in signal.Signals._value2member_map_ else f"exit code {child.returncode}")
             if log is not None:
-                log(f"warning: compiling the kernels in a child process failed (exit code {child.returncode}"
+                log(f"warning: compiling the kernels in a child process failed ({how}"
                     + (f": {lines[-1].strip()[:200]}" if lines else "") + "); compiling them in this one")
             return False
     return kernels_cached(game)
 
 
-def _child_command() -> list:
-    return [sys.executable, "-m", __name__]
+#: The child's code: the parent's import path in place of the one ``python`` starts with, which
+#: puts the current folder first (a ``numba.py`` there would run); then :func:`_main`.
+_CHILD = ("import os, sys; sys.path[:] = sys.argv[1].split(os.pathsep); "
+          "from dobutsu_tb.tablebase.precompile import _main; _main(sys.argv[2])")
 
 
-def tiny_start(variant):
-    """The variant's start position with its royal pieces alone on the board, no hands."""
+def _child_command(work: str) -> list:
+    return [sys.executable, "-c", _CHILD, os.pathsep.join(p for p in sys.path if p), work]
+
+
+def tiny_start(variant, start=None):
+    """A position with the royal pieces alone on the board, no hands, where the variant's start
+    (or else ``start``) has them; None if both such positions are terminal."""
+    from dobutsu_tb.tablebase.game.layout import NONTERMINAL
     from dobutsu_tb.tablebase.game.position import Position
 
-    start = Position.start(variant)
     royal = variant.pieces.index(variant.royal) + 1
-    return Position(tuple(c if c & 7 == royal else 0 for c in start.board), None, start.turn, variant)
+    for source in (Position.start(variant), start):
+        if source is not None:
+            tiny = Position(tuple(c if c & 7 == royal else 0 for c in source.board), None, source.turn, variant)
+            if tiny.game.classify(tiny.state()) == NONTERMINAL:
+                return tiny
+    return None
 
 
-def _main() -> None:
-    """The child: compile the kernels of the variant read from stdin (``Variant.to_json``)."""
-    from dobutsu_tb.tablebase import retrograde
-    from dobutsu_tb.tablebase.build import build_tablebase
-    from dobutsu_tb.tablebase.enumeration import count_terminal_partitions, enumerate_positions
-    from dobutsu_tb.tablebase.game.game import game_of
+def _main(work: str) -> None:
+    """The child: compile the kernels of the variant read from stdin (``Variant.to_json``, then a
+    line with the build's start), building tiny tablebases in ``work`` (the parent removes it).
+
+    Besides a plain tiny build and one with two-byte values, it takes by hand the paths a tiny
+    game does not: one ply of the analysis from the start (a game of royal pieces alone may have
+    no decided position to start from), the terminal positions counted in two partitions, the
+    records made in three key ranges, the keys of positions without a move, the table and the
+    set of terminal positions grown (as for a start of unknown counts), and the set's partitions
+    doubled (as when it outgrows a budget)."""
+    import numpy as np
+
+    from dobutsu_tb.encoding import config
+    from dobutsu_tb.encoding.compact_set import CompactSet
+    from dobutsu_tb.tablebase import enumeration, retrograde
+    from dobutsu_tb.tablebase.build import _keys_with_value, build_tablebase, record_blocks
+    from dobutsu_tb.tablebase.enumeration import CLASS_MASK, count_terminal_partitions, enumerate_positions
+    from dobutsu_tb.tablebase.game.position import Position
     from dobutsu_tb.tablebase.game.variant import variant_from_json
+    from dobutsu_tb.tablebase.writer import RECORD_VALUE_BITS
 
-    variant = variant_from_json(sys.stdin.read())
-    game = game_of(variant)
-    start = tiny_start(variant)
-    with tempfile.TemporaryDirectory() as tmp:
-        build_tablebase(Path(tmp) / "plain.h5", start, progress=False, variant=variant, memory_check=False)
-        enum = enumerate_positions(game, start.state(), terminal_parts=2)
-        count_terminal_partitions(enum)
-        del enum
-        retrograde.LONG_DTM = 3  # two-byte values (what a DTM of 254 plies or more needs)
-        build_tablebase(Path(tmp) / "wide.h5", start, progress=False, variant=variant, memory_check=False)
+    lines = sys.stdin.read().split("\n")
+    variant = variant_from_json(lines[0])
+    start = tiny_start(variant, Position.from_text(lines[1], variant) if len(lines) > 1 and lines[1] else None)
+    if start is None:
+        sys.exit("no start of the royal pieces alone that is not terminal")
+    game, bits, shift = start.game, start.game.layout["MAX_KEY_BITS"], start.game.layout["KEY_SHIFT"]
+    build_tablebase(Path(work) / "plain.h5", start, progress=False, variant=variant, memory_check=False)
+    enum = enumerate_positions(game, start.state())
+    cells = retrograde.seed_values(enum)
+    slot = enum.table.lookup([start.key()])
+    retrograde.propagate_ply(enum, cells, 1, slot.astype(retrograde.slot_dtype(enum.table.capacity)))
+    enum = enumerate_positions(game, start.state(), terminal_parts=2)
+    count_terminal_partitions(enum)
+    solution = retrograde.solve(enum)
+    solution.values = np.ascontiguousarray(solution.values)
+    for _ in record_blocks(enum.table, solution, shift, RECORD_VALUE_BITS, 3).blocks():
+        pass
+    _keys_with_value(enum.table.slots, enum.table.layout, solution.values, 1, np.zeros(1, np.int64))
+    enum.table.grow(2 * len(enum.table))
+    terminal = CompactSet(1, bits, shift, config.SET_LOAD_FACTOR, config.THREADS)
+    terminal.grow(2 * terminal.room() + 2)
+    smaller = CompactSet(1, bits, shift, config.SET_LOAD_FACTOR, config.THREADS)  # partitions doubled
+    game.jitted(enumeration)._keep_partition_zero(terminal.buf, terminal.layout, smaller.buf, smaller.layout,
+                                                  smaller.counts, 1, np.zeros(CLASS_MASK + 1, np.int64))
+    del enum, cells, solution, terminal, smaller
+    retrograde.LONG_DTM = 3  # two-byte values (what a DTM of 254 plies or more needs)
+    build_tablebase(Path(work) / "wide.h5", start, progress=False, variant=variant, memory_check=False)
     Path(_folder(game), MARK).touch()
-
-
-if __name__ == "__main__":
-    _main()

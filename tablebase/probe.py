@@ -344,12 +344,15 @@ class Tablebase:
 
     def _material_reachable(self, position: Position) -> bool:
         """Whether ``position`` has at most the pieces of the start of each kind (a promoted piece
-        counted as its unpromoted kind): no move adds a piece, so a terminal position with more is
-        not reachable (terminal positions are answered from the rules, not stored)."""
+        counted as its unpromoted kind), and as many of each kind that a capture puts in hand: no
+        move adds a piece, and with drops none leaves the game, so another terminal position is not
+        reachable (terminal positions are answered from the rules, not stored)."""
         if self._start_material is None:
             self._start_material = _material(Position.from_text(self.metadata.start, self.variant))
-        have = _material(position)
-        return all(n <= self._start_material.get(base, 0) for base, n in have.items())
+        have, start = _material(position), self._start_material
+        kept = set(self.variant.hand_order)  # captured pieces of these kinds go to a hand: never fewer
+        return (all(n <= start.get(base, 0) for base, n in have.items())
+                and all(have.get(base, 0) == start[base] for base in kept if base in start))
 
     # --- the probing API -----------------------------------------------------------------
 

@@ -180,6 +180,12 @@ class TablebaseFile:
 
     def _open_fd(self) -> tuple[int, int]:
         """The file's descriptor (the chunks and the header are read through it) and its size."""
+        try:  # (a socket cannot be opened at all: said as the others are)
+            regular = stat.S_ISREG(os.stat(self.path).st_mode)
+        except OSError:
+            regular = True  # the open below says why
+        if not regular:
+            raise TablebaseFileError(f"{self.path}: not a regular file (a named pipe, a device or a socket)")
         try:  # (not blocking: a named pipe would wait for a writer)
             fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
                          | getattr(os, "O_NONBLOCK", 0))

@@ -59,7 +59,7 @@ def test_wrong_move_found(lion_chick_tb):
 def test_illegal_move_reported(lion_chick_tb):
     with open_tablebase(lion_chick_tb.path) as tb:
         report = verify_line(tb, LION_CHICK, ["Lb4-c3", "Lb1-b3"])
-        assert report.illegal == (2, "Lb1-b3", "a L on b1 cannot move to b3")
+        assert report.illegal == (2, "Lb1-b3", "an L on b1 cannot move to b3")
         over = verify_line(tb, "S/---/-l-/-L-/---/Cc", ["Lb3xb2", "C*a1"])
         assert over.illegal[0] == 2 and "the game is over" in over.illegal[2]
 

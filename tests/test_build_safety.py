@@ -89,7 +89,7 @@ def test_leftovers_of_a_killed_build_are_removed_by_the_next(cli, tmp_path):
     (tmp_path / ".other.h5.1234abcd.partial").write_bytes(b"not ours to remove")
     result = cli("build", "--start", LION_CHICK, "--out", out)
     assert result.exit_code == 0, result.output
-    assert "removed 1 leftover file(s) of an interrupted build" in result.output
+    assert "removed 1 leftover file of an interrupted build" in result.output
     assert leftovers(tmp_path) == [".other.h5.1234abcd.partial", "lc.h5"]
 
 

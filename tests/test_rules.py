@@ -287,7 +287,7 @@ def test_make_move_rejects_illegal_move():
     (["Lb4-a3", "Cb2-a2"], "Cb2-a2: a C on b2 cannot move to a2"),
     (["Cb3xb2+"], "Cb3xb2+: only a piece reaching its promotion zone promotes; write Cb3xb2"),
     (["Cb3-b2+"], "Cb3-b2+: only a piece reaching its promotion zone promotes; write Cb3xb2"),
-    (["Lb4-a3+"], "Lb4-a3+: only a piece reaching its promotion zone promotes; write Lb4-a3"),
+    (["Lb4-a3+"], "Lb4-a3+: a lion never promotes; write Lb4-a3"),
     (["Cb3xb2", "Lb1-a2", "Cb2-b1"], "Cb2-b1: a chick that reaches its promotion zone promotes; write Cb2-b1+"),
 ])
 def test_an_illegal_move_says_why_truly(line, why):

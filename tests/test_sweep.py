@@ -203,7 +203,7 @@ def test_simulator_rejects_broken_routes():
 def test_unmet_dump():
     # A girl picks up the apple but never passes the bin: she still holds it.
     p = sweep.parse_problem("4 1\n3 6 0 8\n0\n1 3\n0")
-    assert sweep.simulate(p, ["R"])[0] == ["dirty floor is left at 1,3", "the girl from 1,1 still holds 1 item(s)"]
+    assert sweep.simulate(p, ["R"])[0] == ["dirty floor is left at 1,3", "the girl from 1,1 still holds 1 item"]
     assert sweep.simulate(p, ["RR"])[0] == []  # next to the bin at 1,4: dumped in the same step
     assert sweep.solve(p).routes == ["RR"]
 
@@ -262,7 +262,7 @@ def test_an_item_goes_to_whoever_reaches_it_first():
     dump it), the one on the left at step 2. Only the left one may fetch it; routes in which the
     right one walks over it first leave it holding the bottle."""
     p = sweep.parse_problem("6 1\n1 4 0 7 4 9\n0\n0\n2 3 4")
-    assert sweep.simulate(p, ["RRR", "LLLL"])[0] == ["the robot from 1,5 still holds 1 item(s)"]
+    assert sweep.simulate(p, ["RRR", "LLLL"])[0] == ["the robot from 1,5 still holds 1 item"]
     assert sweep.simulate(p, ["RRR", ""])[0] == []
     assert brute_force_solvable(p)
     for threads, engine in ((1, "search"), (2, "search"), (1, "sat")):

@@ -437,11 +437,13 @@ def test_a_key_out_of_range_is_a_position_error(key):
 
 
 def test_a_terminal_position_with_pieces_the_start_lacks_is_not_covered(lion_chick_tb):
-    """Terminal positions are answered from the rules; the hostile round's giraffes and elephants
-    in a lion-and-chick file were answered 'loss in 0'. More pieces of a kind than the start has
-    cannot be reached: not covered. Fewer (captures) and promoted chicks still are."""
+    """Terminal positions are answered from the rules; the hostile rounds' giraffes and elephants
+    in a lion-and-chick file, and lions alone, were answered 'loss in 0'. More pieces of a kind
+    than the start has cannot be reached, nor, with drops, fewer (a captured piece goes to a
+    hand): not covered. Pieces in hand and promoted chicks are."""
     with open_tablebase(lion_chick_tb.path) as tb:
-        with pytest.raises(MissingPositionError, match="its pieces are not those of"):
-            tb.value("G/g-L/l--/-c-/E-G/ce")
-        assert tb.value("G/L--/---/---/--l/-")[:2] == (LOSS, 0)  # both chicks captured
-        assert tb.value("G/L--/---/---/--l/Cc")[:2] == (LOSS, 0)  # both in hand
+        for lacking in ("G/g-L/l--/-c-/E-G/ce", "G/L--/---/---/--l/-", "S/-l-/-R-/---/-L-/-"):
+            with pytest.raises(MissingPositionError, match="its pieces are not those of"):
+                tb.value(lacking)
+        assert tb.value("G/L--/---/---/--l/Cc")[:2] == (LOSS, 0)  # both chicks in hand
+        assert tb.value("G/L--/--r/---/--l/C")[:2] == (LOSS, 0)  # one promoted, one in hand

@@ -206,15 +206,19 @@ def _rank(score):
 
 def test_terminal_and_catch_positions(engine):
     # A try-terminal position (Gote's lion stands on Sente's home rank, safe): the game is over.
-    info, best = engine.search("position fen 3/1C1/3/l1L[-] w 0 1", "go")
+    info, best = engine.search("position fen 3/1C1/3/l1L[c] w 0 1", "go")
     assert info == ["info depth 0 score mate 0"] and best == "bestmove (none)"
     # The lion captured by the last move: over too.
     info, best = engine.search(f"position fen {LC_FEN} moves b2b3 b4b3 b1c2 b3c2", "go")
     assert info == ["info depth 0 score mate 0"] and best == "bestmove (none)"
-    # Sente can capture the lion: mate 1, the capture; the other moves leave the file.
-    info, best = engine.search("position fen 1l1/1C1/3/1L1[-] w 0 1", "setoption name MultiPV value 9", "go")
-    assert _scores(info)[1] == ("mate 1", ["b3b4+"]) and best == "bestmove b3b4+"
-    assert any("tablebase does not hold" in line for line in info)
+    # Gote can capture the lion (three ways): mate 1, the captures; its other moves leave the file
+    # (a catch-terminal position is never expanded, so what follows it need not be reachable).
+    info, best = engine.search("position fen 3/3/1cl/1L+c[-] b 0 1", "setoption name MultiPV value 9", "go")
+    assert sorted(pv[0] for _, pv in _scores(info).values()) == ["b2b1+", "c1b1", "c2b1"]
+    assert {score for score, _ in _scores(info).values()} == {"mate 1"} and best in (
+        "bestmove b2b1+", "bestmove c1b1", "bestmove c2b1")
+    assert "info string 2 moves lead to positions this tablebase does not hold (the side to move can capture the " \
+           "lion): c2c3 c2b3" in info
 
 
 def test_longest_resistance_keeps_the_lion_guarded(engine):

@@ -18,7 +18,7 @@ from dobutsu_tb.analysis.web.app import MAX_BODY_BYTES, MAX_LINE_PLIES  # noqa: 
 SEED_LINE = "Lb4-c3 Cb2xb3 Lc3xb3 C*b2 Lb3-c3 Lb1-c1 C*a2 Lc1-b1 Ca2-a1+ Lb1xa1 Lc3-c2".split()
 # A position after the seed's third ply with chicks in both hands, a catch-terminal position whose
 # quiet moves lead out of the tablebase, and a try-terminal one.
-POSITIONS = [LION_CHICK, "G/-l-/---/-L-/---/Cc", "S/-lR/-CL/---/---/-", "S/-L-/---/---/l--/-"]
+POSITIONS = [LION_CHICK, "G/-l-/---/-L-/---/Cc", "S/-lR/-CL/---/---/-", "S/-L-/---/---/l--/Cc"]
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_verify_line_illegal_move_is_a_400_with_the_plies_before(client):
     answer = client.post("/api/verify-line", json={"start": LION_CHICK, "moves": ["Lb4-c3", "Lb1-b3"]})
     assert answer.status_code == 400
     data = answer.json()
-    assert data["error"] == "ply 2 (Lb1-b3) is illegal: a L on b1 cannot move to b3"
+    assert data["error"] == "ply 2 (Lb1-b3) is illegal: an L on b1 cannot move to b3"
     assert len(data["plies"]) == 1 and data["illegal"]["ply"] == 2
 
 

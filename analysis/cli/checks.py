@@ -23,6 +23,14 @@ from dobutsu_tb.analysis.cli.common import (
 )
 from dobutsu_tb.analysis.pictures import draw_plies
 
+#: Said of damage in a tablebase that ``verify-line`` built into the cache for its start.
+_REBUILD_HINT = "(a tablebase this command built for its start: delete it, and the next run builds it again)"
+
+
+def _rules(variant) -> dict:
+    """A variant's rules: its description less its title and prose."""
+    return {k: v for k, v in variant.to_dict().items() if k not in ("title", "description")}
+
 
 def _tablebase_for(start_text: str | None, tb_path: Path | None, variant, variant_given: bool = False):
     """A tablebase and the start position (``start_text``, or the variant's start) it covers: the
@@ -44,7 +52,7 @@ def _tablebase_for(start_text: str | None, tb_path: Path | None, variant, varian
     if tb_path is not None:
         tb = open_tablebase(tb_path)
         try:
-            if variant_given and tb.variant != variant:  # (the file's rules would judge the line)
+            if variant_given and _rules(tb.variant) != _rules(variant):  # (the file's rules would judge the line)
                 theirs = (tb.variant.name if tb.variant.name != variant.name else
                           f"a {variant.name} whose rules differ from the variant file's")
                 raise click.UsageError(f"{tb_path} is a tablebase of {theirs}, not of {variant.name}: give a "
@@ -97,8 +105,7 @@ def _tablebase_for(start_text: str | None, tb_path: Path | None, variant, varian
     except TablebaseFileError as exc:  # (this folder's files are ours to make again)
         if tb is not None:
             tb.close()
-        raise TablebaseFileError(f"{exc} (a tablebase this command built for its start: delete it, and the next "
-                                 f"run builds it again)") from None
+        raise TablebaseFileError(f"{exc} {_REBUILD_HINT}") from None
     except BaseException:
         if tb is not None:
             tb.close()
@@ -157,13 +164,26 @@ def _judge_and_write(start_text, variant, tb_path, move_file, games, as_json, pn
                      variant_given: bool = False) -> list:
     """Judge the games and write their reports on stdout; returns (game number, (ply, move,
     reason)) for each game that holds an illegal move."""
+    from dobutsu_tb.encoding.jit import cache_root
+    from dobutsu_tb.tablebase.schema import TablebaseFileError
+
+    tb, start_pos = _tablebase_for(start_text, tb_path, variant, variant_given)
+    try:
+        return _judge_and_write_with(tb, start_pos, move_file, games, as_json, png_dir)
+    except TablebaseFileError as exc:  # damage found while judging, in a file of the cache: ours to make again
+        if Path(tb.path).parent != Path(cache_root()) / "tablebases" or str(exc).endswith(_REBUILD_HINT):
+            raise
+        raise TablebaseFileError(f"{exc} {_REBUILD_HINT}") from None
+
+
+def _judge_and_write_with(tb, start_pos, move_file, games, as_json, png_dir) -> list:
+    """:func:`_judge_and_write` once the tablebase is open."""
     from tqdm import tqdm
 
     from dobutsu_tb.analysis.lines import reads_whole_file
     from dobutsu_tb.analysis.reports import line_report_json
     from dobutsu_tb.tablebase.probe import open_tablebase
 
-    tb, start_pos = _tablebase_for(start_text, tb_path, variant, variant_given)
     with tb:
         if png_dir is not None:
             picture_folder(png_dir, {"the tablebase": tb.path, "the file of games": move_file})

@@ -236,7 +236,9 @@ def line(position, tb_path, max_plies, png_dir, as_json):
         elif m.terminal == Terminal.TRY:
             click.echo(f"  {mover}'s {royal} has reached the far rank safely and wins.")
     if wdl == 0:
-        why = "at --max-plies" if len(pv) == max_plies else "where a position repeats"
+        seen = [pos.text()] + [m.position.text() for m in pv if m.position is not None]
+        repeats = len(seen) > 1 and seen[-1] in seen[:-1]
+        why = "at --max-plies" if len(pv) == max_plies and not repeats else "where a position repeats"
         click.echo(f"\ndraw: the line stops after {len(pv)} {'ply' if len(pv) == 1 else 'plies'}, {why}")
     elif not pv and pos.game.game_over(pos.state()):
         click.echo(f"\nthe game is already over: the enemy {royal} has reached {SIDE_NAMES[pos.turn]}'s home rank "

@@ -328,8 +328,10 @@ def parse_move(position: Position, text: str) -> int:
         return loose[t.replace("x", "-")]
     plain = t[:-1] if t.endswith("+") else t
     if t.endswith("+") and plain.replace("x", "-") in loose:
-        raise IllegalMoveError(f"{t}: only a piece reaching its promotion zone promotes; write "
-                               f"{move_text(position, loose[plain.replace('x', '-')])}")
+        kind = v.kind(m.group(1))
+        why = (f"a {kind.name} never promotes" if not kind.promotes_to else
+               "only a piece reaching its promotion zone promotes")
+        raise IllegalMoveError(f"{t}: {why}; write {move_text(position, loose[plain.replace('x', '-')])}")
     if (t + "+").replace("x", "-") in loose:
         raise IllegalMoveError(f"{t}: a {v.kind(m.group(1)).name} that reaches its promotion zone promotes; write "
                                f"{move_text(position, loose[(t + '+').replace('x', '-')])}")
@@ -372,4 +374,5 @@ def _why_illegal(position: Position, m: re.Match) -> str:
         return f"{side} has no {letter.upper()} on {src}"
     if to_code and (to_code & OPPONENT) == own:
         return f"{dst} holds {side}'s own piece"
-    return f"a {letter.upper()} on {src} cannot move to {dst}"
+    article = "an" if letter.upper() in "AEFHILMNORSX" else "a"  # (as the letter is read: an E, an L)
+    return f"{article} {letter.upper()} on {src} cannot move to {dst}"

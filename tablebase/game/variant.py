@@ -277,8 +277,8 @@ def _text(data: dict, key: str, default: str, allowed: str) -> str:
     """A text field for people (``title``, ``description``): printed as it is, so without control
     or format characters (a NUL, a newline in a title, a right-to-left override), ``allowed`` apart."""
     value = _typed(data, key, str, "", default=default)
-    bad = next((ch for ch in value if ch not in allowed and unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co")),
-               None)
+    unprintable = ("Cc", "Cf", "Cs", "Co", "Zl", "Zp")  # controls, formats, surrogates, private use, separators
+    bad = next((ch for ch in value if ch not in allowed and unicodedata.category(ch) in unprintable), None)
     if bad is not None:
         _fail(key, f"holds the control character U+{ord(bad):04X}; write plain text")
     return value

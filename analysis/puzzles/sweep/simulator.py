@@ -84,7 +84,7 @@ def simulate(problem: Problem, routes: list[str], meetings: bool = True) -> tupl
     for i, h in enumerate(hold):
         if h:
             kind, r, c, _ = problem.cleaners[i]
-            problems.append(f"the {kind} from {r + 1},{c + 1} still holds {h} item(s)")
+            problems.append(f"the {kind} from {r + 1},{c + 1} still holds {h} item{'s' if h != 1 else ''}")
     return problems, tiles
 
 
