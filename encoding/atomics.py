@@ -18,6 +18,7 @@ independently, with a barrier (the end of a parallel kernel) before anyone reads
 
 from __future__ import annotations
 
+import numba
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
@@ -81,3 +82,21 @@ def atomic_cas(typingctx, array, index, expected, new):
         return builder.extract_value(builder.cmpxchg(ptr, e, n, "monotonic", "monotonic"), 0)
 
     return sig, codegen
+
+
+if numba.config.DISABLE_JIT:  # NUMBA_DISABLE_JIT=1 (debugging): the kernels run as plain Python, one thread
+    def prefetch(array, index):
+        """No effect in plain Python."""
+
+    def atomic_sub(array, index, value):
+        """``array[index] -= value``; returns the element's value before (plain Python)."""
+        old = array[index]
+        array[index] = old - value
+        return old
+
+    def atomic_cas(array, index, expected, new):
+        """Store ``new`` in ``array[index]`` if it holds ``expected``; returns the old value (plain Python)."""
+        old = array[index]
+        if old == expected:
+            array[index] = new
+        return old

@@ -12,10 +12,18 @@ The ``wide_*`` helpers read and write such rows in place (no array is allocated)
 
 from __future__ import annotations
 
+import numba
 import numpy as np
-from numba.cpython.unsafe.numbers import trailing_zeros
 
 from dobutsu_tb.encoding.jit import njit
+
+if numba.config.DISABLE_JIT:  # (NUMBA_DISABLE_JIT=1: the kernels run as plain Python, this too)
+    def trailing_zeros(x):
+        """Index of the lowest set bit of a non-zero int64, in plain Python."""
+        x = int(x) & 0xFFFF_FFFF_FFFF_FFFF
+        return (x & -x).bit_length() - 1
+else:
+    from numba.cpython.unsafe.numbers import trailing_zeros
 
 #: log2 of the bits of a word of a wide bit set, and the mask of a bit's place in its word.
 WORD_SHIFT, WORD_MASK = 6, 63

@@ -25,8 +25,8 @@ other bytes of a candidate compared one by one.
 from __future__ import annotations
 
 import numpy as np
-from numba.cpython.unsafe.numbers import trailing_zeros
 
+from dobutsu_tb.encoding.bits import trailing_zeros
 from dobutsu_tb.encoding.compact import ShardedKeys
 from dobutsu_tb.encoding.compact_layout import (
     BUCKET_BYTES,

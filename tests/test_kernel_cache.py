@@ -260,3 +260,20 @@ def test_a_failed_or_interrupted_precompile_leaves_the_build_to_compile(monkeypa
     with pytest.raises(Stop):
         precompile.compile_kernels(game, None, check)
     assert time.monotonic() - t < 10
+
+
+def test_without_the_jit_a_build_runs_as_plain_python(tmp_path):
+    """``NUMBA_DISABLE_JIT=1`` (encoding/jit.py: for debugging) ran into numba's intrinsics, which
+    work only compiled (the hostile round's traceback): they have plain-Python stand-ins, and the
+    file is the compiled build's, value for value."""
+    from dobutsu_tb.tablebase.reader import TablebaseFile
+
+    files = []
+    for jit, name in (("1", "plain.h5"), ("0", "compiled.h5")):
+        env = {**os.environ, "NUMBA_DISABLE_JIT": jit}
+        run = _cli("build", "--variant", "dobutsu-3x3", "--out", tmp_path / name, "-q", env=env)
+        assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+        with TablebaseFile(tmp_path / name) as f:
+            keys, values = f.read_all()
+            files.append((keys.tolist(), values.tolist()))
+    assert files[0] == files[1] and len(files[0][0]) == 1_793
