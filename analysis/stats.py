@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 
 from dobutsu_tb.analysis.no_moves import Jh85Counts, jh85_counts, no_move_keys
-from dobutsu_tb.analysis.textfiles import counted, write_atomically
+from dobutsu_tb.analysis.textfiles import write_atomically
 from dobutsu_tb.encoding import config
 from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.encoding.jit import prange
+from dobutsu_tb.encoding.words import counted
 from dobutsu_tb.tablebase.game.game import game_of
 from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import CELL_BITS, COUNT_BITS, COUNT_MASK, N_CELLS, N_SLOTS, PIECE_MASK, ROYAL

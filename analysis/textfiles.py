@@ -78,12 +78,6 @@ def without_comments(line: str) -> str:
     return line.split("#", 1)[0]
 
 
-def counted(n: int, noun: str, plural: str | None = None) -> str:
-    """``n`` and ``noun``, in the plural unless ``n`` is 1: ``counted(1, "ply", "plies")`` is
-    ``'1 ply'``, ``counted(2, "position")`` ``'2 positions'``."""
-    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
-
-
 def shorten(text: str) -> str:
     """``text`` for a message: cut to :data:`QUOTE_MAX` characters, with ``...`` and its length,
     when longer (a whole line of garbage is not echoed back)."""

@@ -17,6 +17,7 @@ from tqdm import tqdm
 from dobutsu_tb.encoding import config, interrupt
 from dobutsu_tb.encoding.compact import BLOCKS, table_key_at
 from dobutsu_tb.encoding.jit import njit, prange
+from dobutsu_tb.encoding.words import counted
 from dobutsu_tb.tablebase import retrograde
 from dobutsu_tb.tablebase.enumeration import count_terminal_partitions, enumerate_positions
 from dobutsu_tb.tablebase.game.game import Game, game_of
@@ -357,8 +358,7 @@ LOG_EVERY = 60.0
 
 def _wdl_counts(wins: int, draws: int, losses: int) -> str:
     """``'12 wins, 1 draw, 0 losses'``."""
-    return (f"{wins:,} win{'s' if wins != 1 else ''}, {draws:,} draw{'s' if draws != 1 else ''}, "
-            f"{losses:,} loss{'es' if losses != 1 else ''}")
+    return f"{counted(wins, 'win')}, {counted(draws, 'draw')}, {counted(losses, 'loss', 'losses')}"
 
 
 def _peak_memory() -> str:
@@ -474,8 +474,7 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     try:
         with reserve_output(out, force) as target:
             if target.removed and progress is not False:
-                _log(f"removed {len(target.removed)} leftover file{'s' if len(target.removed) != 1 else ''} of an "
-                     f"interrupted build: "
+                _log(f"removed {counted(len(target.removed), 'leftover file')} of an interrupted build: "
                      + ", ".join(p.name for p in target.removed))
             if progress is not False and expected is not None and plan is not None:
                 _log(plan.describe())  # (for a start of unknown counts: once they are known, after the enumeration)
@@ -548,8 +547,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
             if not expected:
                 bar.total = queued
             if log_due(bar):
-                _log(f"enumeration: {expanded:,} position{'s' if expanded != 1 else ''} expanded, "
-                     f"{queued:,} non-terminal ones found")
+                _log(f"enumeration: {counted(expanded, 'position')} expanded, {queued:,} non-terminal ones found")
         enum = enumerate_positions(game, start.state(), expected, on_batch, budget, plan.terminal_parts,
                                    plan.set_load_factor)
     if enum.terminal_parts > 1:

@@ -51,6 +51,7 @@ from dobutsu_tb.encoding import config, interrupt
 from dobutsu_tb.encoding.compact import CompactTable
 from dobutsu_tb.encoding.compact_layout import CompactTableFullError, key_hash, make_layout
 from dobutsu_tb.encoding.compact_set import CompactSet
+from dobutsu_tb.encoding.words import counted
 from dobutsu_tb.tablebase import cluster_kernels as ck
 from dobutsu_tb.tablebase.build import (
     LOG_EVERY,
@@ -243,7 +244,7 @@ def cluster_threads(node_cpus: list, workers: int, worker_threads: int | None = 
 
     threads = worker_threads or next((t for t in range(max(node_cpus, default=1), 0, -1) if hosted(t) >= workers), 1)
     if hosted(threads) < workers:
-        nodes = f"{len(node_cpus)} node{'s' if len(node_cpus) != 1 else ''}"
+        nodes = counted(len(node_cpus), "node")
         largest = f", the largest {max(node_cpus)}" if len(node_cpus) > 1 else ""
         raise ClusterError(f"the Ray cluster has {sum(node_cpus)} CPUs on {nodes}{largest}: it can host "
                            f"{hosted(threads)} workers of {threads} thread(s), not {workers}; ask for fewer workers "
@@ -1166,8 +1167,7 @@ def _run(cluster: _Cluster, tmp, game: Game, start: Position, expected, progress
                 bar.total = found
             if bar.disable and not quiet and time.perf_counter() - logged > LOG_EVERY:
                 logged = time.perf_counter()
-                _log(f"enumeration: {expanded:,} position{'s' if expanded != 1 else ''} expanded, "
-                     f"{found:,} non-terminal ones found")
+                _log(f"enumeration: {counted(expanded, 'position')} expanded, {found:,} non-terminal ones found")
             if sum(s["fresh"] for s in stats) == 0:
                 break
     seeded = cluster.get(cluster.calls("seed"))

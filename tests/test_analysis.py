@@ -307,7 +307,7 @@ def test_sliced_histogram_and_longest_wins_match_whole_array_counts(dtype, monke
 
 def test_one_of_a_thing_is_said_in_the_singular(cli, lion_chick_tb):
     """The hostile round found '1 plies', '1 inconsistencies', '1 route lines for 8 cleaners'."""
-    from dobutsu_tb.analysis.textfiles import counted
+    from dobutsu_tb.encoding.words import counted
 
     assert [counted(1, "ply", "plies"), counted(2, "ply", "plies"), counted(1_000, "value")] == [
         "1 ply", "2 plies", "1,000 values"]

@@ -171,7 +171,7 @@ def _judge_and_write(start_text, variant, tb_path, move_file, games, as_json, pn
     try:
         return _judge_and_write_with(tb, start_pos, move_file, games, as_json, png_dir)
     except TablebaseFileError as exc:  # damage found while judging, in a file of the cache: ours to make again
-        if Path(tb.path).parent != Path(cache_root()) / "tablebases" or str(exc).endswith(_REBUILD_HINT):
+        if Path(tb.path).parent != Path(cache_root()) / "tablebases":
             raise
         raise TablebaseFileError(f"{exc} {_REBUILD_HINT}") from None
 

@@ -9,6 +9,7 @@ import click
 from dobutsu_tb.analysis.cli.common import PATH
 from dobutsu_tb.analysis.textfiles import MAX_PUZZLE_BYTES, read_text
 from dobutsu_tb.encoding.config import MAX_THREADS
+from dobutsu_tb.encoding.words import counted
 
 
 @click.group()
@@ -184,7 +185,7 @@ def squares_cmd(file, first, count_only):
     result = squares.solve(grid, limit=0 if count_only else first)
     for k, text in enumerate(result.solutions, 1):
         click.echo(f"solution {k}:\n{text}\n")
-    click.echo(f"{result.count:,} solution{'s' if result.count != 1 else ''}")
+    click.echo(counted(result.count, "solution"))
 
 
 @puzzle.command("sweep")
@@ -232,8 +233,7 @@ def sweep_cmd(file, routes_file, threads, engine):
     _, tiles = sweep.simulate(problem, result.routes)
     steps, met = sum(len(route) for route in result.routes), sweep.count_meetings(problem, result.routes)
     click.echo(("found with meetings" if result.with_meetings else "found without meetings")
-               + f" ({searched}): {steps} step{'s' if steps != 1 else ''}, {met} meeting{'s' if met != 1 else ''} "
-                 "of cleaners; final board:")
+               + f" ({searched}): {counted(steps, 'step')}, {counted(met, 'meeting')} of cleaners; final board:")
     click.echo(problem.board_text(tiles))
 
 

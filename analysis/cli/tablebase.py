@@ -20,7 +20,7 @@ from dobutsu_tb.analysis.cli.common import (
     variant_options,
 )
 from dobutsu_tb.analysis.pictures import draw_plies
-from dobutsu_tb.analysis.textfiles import counted
+from dobutsu_tb.encoding.words import counted
 
 
 def default_output(variant, position) -> Path:
@@ -216,6 +216,8 @@ def line(position, tb_path, max_plies, png_dir, as_json):
             picture_folder(png_dir, {"the tablebase": tb.path})
         if as_json:
             click.echo(json.dumps(perfect_line_json(tb, pos, max_plies), indent=2))
+            if png_dir is None:
+                return
         wdl, dtm, _ = tb.value(pos)
         pv = tb.principal_variation(pos, max_plies=max_plies)
     plies = [(ply, (pos.turn + ply - 1) % 2, m.move, m.position) for ply, m in enumerate(pv, 1)]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from dobutsu_tb.analysis.puzzles import PuzzleInputError
 from dobutsu_tb.analysis.textfiles import shorten, without_comments
+from dobutsu_tb.encoding.words import counted
 
 #: Tile codes of docs/puzzles.md §4.
 DIRTY, CLEAN, BOY, GIRL, ROBOT, PUDDLE, APPLE, BOTTLE, BIN, BOX, OBSTACLE = range(11)
@@ -189,8 +190,7 @@ def parse_routes(problem: Problem, text: str) -> list[str]:
     """
     lines = [ln.split() for ln in text.splitlines() if ln.split() and ln.split()[0] in KINDS]
     if len(lines) != len(problem.cleaners):
-        n, m = len(lines), len(problem.cleaners)
-        raise PuzzleInputError(f"{n} route line{'s' if n != 1 else ''} for {m} cleaner{'s' if m != 1 else ''}")
+        raise PuzzleInputError(f"{counted(len(lines), 'route line')} for {counted(len(problem.cleaners), 'cleaner')}")
     routes = []
     for k, (parts, (kind, r, c, _)) in enumerate(zip(lines, problem.cleaners), 1):
         if len(parts) != 3 or parts[0] != kind or parts[1] != f"{r + 1},{c + 1}":

@@ -18,6 +18,7 @@ from dobutsu_tb.analysis.puzzles.sweep.problem import (
     STEPS,
     Problem,
 )
+from dobutsu_tb.encoding.words import counted
 
 
 def simulate(problem: Problem, routes: list[str], meetings: bool = True) -> tuple[list[str], list[list[int]]]:
@@ -84,7 +85,7 @@ def simulate(problem: Problem, routes: list[str], meetings: bool = True) -> tupl
     for i, h in enumerate(hold):
         if h:
             kind, r, c, _ = problem.cleaners[i]
-            problems.append(f"the {kind} from {r + 1},{c + 1} still holds {h} item{'s' if h != 1 else ''}")
+            problems.append(f"the {kind} from {r + 1},{c + 1} still holds {counted(h, 'item')}")
     return problems, tiles
 
 
