@@ -18,7 +18,7 @@ import h5py
 import numpy as np
 
 from dobutsu_tb.encoding import config, interrupt
-from dobutsu_tb.tablebase import header
+from dobutsu_tb.tablebase import chunk_kernels, header
 from dobutsu_tb.tablebase.chunks import encode_chunks, hdf5_chunk_table, place_crc
 from dobutsu_tb.tablebase.output import OutputError, ReservedOutput, describe_os_error
 from dobutsu_tb.tablebase.schema import (
@@ -86,9 +86,13 @@ class RecordBlocks:
 
 
 def _encode_group(records: np.ndarray, first: int, count: int, chunk: int, keys: bool, key_shift: int,
-                  value_bits: int, row: int) -> list[tuple[bytes, int]]:
-    """Chunks ``first`` .. ``first + count - 1`` of ``records`` for /keys or /values, stored, each
-    with its :func:`place_crc` (the chunk's row in /chunk_table is ``row + first + k``)."""
+                  value_bits: int, row: int):
+    """Chunks ``first`` .. ``first + count - 1`` of ``records`` for /keys or /values, stored, with
+    their :func:`place_crc` values (the chunk's row in /chunk_table is ``row + first + k``): the
+    ``(out, sizes, crcs)`` of :func:`~dobutsu_tb.tablebase.chunk_kernels.encode_span`, made by it
+    when it can run here, else by :func:`encode_chunks` (the same bytes)."""
+    if chunk_kernels.AVAILABLE:
+        return chunk_kernels.encode_span(records, first, count, chunk, keys, key_shift, value_bits, row + first)
     n = records.shape[0]
     lo, hi = first * chunk, min(n, (first + count) * chunk)
     dtype = np.int64 if keys else (np.uint8 if value_bits == RECORD_VALUE_BITS else np.uint16)
@@ -96,18 +100,37 @@ def _encode_group(records: np.ndarray, first: int, count: int, chunk: int, keys:
     full[: hi - lo] = (record_keys(records[lo:hi], key_shift, value_bits) if keys
                        else record_values(records[lo:hi], value_bits))
     stored = encode_chunks(full.reshape(count, chunk), shuffle=keys)
-    return [(data, place_crc(row + first + k, data)) for k, data in enumerate(stored)]
+    out = np.zeros((count, max(map(len, stored))), np.uint8)
+    for k, data in enumerate(stored):
+        out[k, :len(data)] = np.frombuffer(data, np.uint8)
+    sizes = np.array([len(data) for data in stored], np.int64)
+    crcs = np.array([place_crc(row + first + k, data) for k, data in enumerate(stored)], np.int64)
+    return out, sizes, crcs
 
 
 class _ChunkWriter:
-    """Chunks compressed by a thread pool (:func:`_encode_group`, tasks of :data:`_TASK_CHUNKS`
+    """Chunks compressed in a thread pool (:func:`_encode_group`, tasks of ``task_chunks``
     chunks) and written by this thread in the order they were asked for, with their
-    :func:`place_crc` values, up to ``ahead`` tasks in flight: both threads keep compressing while
-    this one writes, with no pause between groups of tasks or between the datasets."""
+    :func:`place_crc` values, up to ``ahead`` tasks in flight: the compressing keeps on while this
+    thread writes, with no pause between groups of tasks or between the datasets. With the
+    compiled chunks (:data:`~dobutsu_tb.tablebase.chunk_kernels.AVAILABLE`) the pool has one
+    thread, whose tasks use every thread; else one a thread, each compressing in Python's zlib."""
 
-    def __init__(self, pool, progress, ahead: int):
-        self.pool, self.progress, self.ahead = pool, progress, ahead
+    def __init__(self, progress):
+        from concurrent.futures import ThreadPoolExecutor
+
+        native = chunk_kernels.AVAILABLE
+        self.pool = ThreadPoolExecutor(1 if native else config.THREADS)
+        self.task_chunks = _NATIVE_TASK_CHUNKS if native else _TASK_CHUNKS
+        self.ahead = 2 if native else 4 * config.THREADS
+        self.progress = progress
         self.pending: collections.deque = collections.deque()
+
+    def __enter__(self) -> "_ChunkWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.pool.shutdown(wait=True)
 
     def submit(self, dset, records: np.ndarray, first: int, count: int, chunk: int, keys: bool, key_shift: int,
                value_bits: int, base: int, row: int, crcs: np.ndarray) -> None:
@@ -122,9 +145,11 @@ class _ChunkWriter:
     def write_next(self) -> None:
         """Write the oldest task's chunks (waiting for them)."""
         dset, first, chunk, crcs, entries, task = self.pending.popleft()
-        for k, (data, crc) in enumerate(task.result()):
-            dset.id.write_direct_chunk(((first + k) * chunk,), data, 0)
-            crcs[first + k] = crc
+        out, sizes, place = task.result()
+        write = dset.id.write_direct_chunk
+        for k in range(sizes.shape[0]):
+            write(((first + k) * chunk,), out[k, :sizes[k]], 0)
+        crcs[first:first + sizes.shape[0]] = place
         if self.progress is not None:
             self.progress(entries)
 
@@ -140,8 +165,10 @@ class _ChunkWriter:
         self.pending.clear()
 
 
-#: Chunks a compression task makes (of /keys: 128 Ki positions).
+#: Chunks a compression task makes (of /keys: 128 Ki positions), in Python's zlib; and in
+#: compiled code (512 Ki positions: a task shared by every thread).
 _TASK_CHUNKS = 256
+_NATIVE_TASK_CHUNKS = 1024
 
 
 def write_tablebase(path, records: np.ndarray, meta: Metadata, progress=None, force: bool = False) -> Path:
@@ -333,12 +360,10 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
     key_chunk, value_chunk = max(1, min(config.KEY_CHUNK, n)), max(1, min(config.VALUE_CHUNK, n))
     unit = math.lcm(key_chunk, value_chunk)  # blocks are written in whole units of both chunks
     value_dtype = "u1" if value_bits == RECORD_VALUE_BITS else "<u2"
-    from concurrent.futures import ThreadPoolExecutor
-
     created = meta.created or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     user_block = header.user_block_size(_attributes(meta, value_bits, created, 0xFFFFFFFF, 0xFFFFFFFF))
     try:
-        with _create_hdf5(tmp, user_block) as f, ThreadPoolExecutor(config.THREADS) as pool:
+        with _create_hdf5(tmp, user_block) as f, _ChunkWriter(progress) as chunks:
             dsets = {}
             for name, dtype, chunk, shuffle in (("keys", "<i8", key_chunk, True),
                                                 ("values", value_dtype, value_chunk, False)):
@@ -354,8 +379,7 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
             carry = np.zeros(0, np.uint64)
             last = None  # the code of the last record so far, for the order across blocks
 
-            chunks = _ChunkWriter(pool, progress, ahead=4 * config.THREADS)
-            step = _TASK_CHUNKS * unit  # a task of the larger chunks, two of the smaller (powers of two)
+            step = chunks.task_chunks * unit  # a task of the larger chunks, two of the smaller (powers of two)
 
             def write_span(span):
                 """Hand ``span``'s chunks to the pool, keys and values in turns; writes those done."""
@@ -364,8 +388,8 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
                     interrupt.check()
                     for name, chunk in (("keys", key_chunk), ("values", value_chunk)):
                         end = math.ceil(min(span.shape[0], lo + step) / chunk)
-                        for first in range(lo // chunk, end, _TASK_CHUNKS):
-                            chunks.submit(dsets[name], span, first, min(_TASK_CHUNKS, end - first), chunk,
+                        for first in range(lo // chunk, end, chunks.task_chunks):
+                            chunks.submit(dsets[name], span, first, min(chunks.task_chunks, end - first), chunk,
                                           name == "keys", key_shift, value_bits, written // chunk, rows[name],
                                           crcs[name])
                 index_parts.append(record_keys(span[::key_chunk], key_shift, value_bits).astype("<i8"))

@@ -550,3 +550,67 @@ def test_a_truncated_file_says_so(cli, lion_chick_tb, tmp_path, keep):
     path.write_bytes(data[:int(keep * len(data))])
     _refused_everywhere(cli, path, f"the file is truncated ({int(keep * len(data)):,} bytes; its HDF5 superblock "
                                    f"says {len(data):,}): copy or build it again")
+
+
+# --- the chunks made in compiled code ------------------------------------------------------
+
+@pytest.mark.parametrize("value_bits", [8, 16])
+def test_compiled_chunks_are_those_of_pythons_zlib(value_bits):
+    """``chunk_kernels.encode_span`` (zlib called from numba, every thread at once) against the
+    slow reference: ``encode_chunks`` in Python's zlib and ``place_crc``, byte for byte, for
+    both datasets, spans that start inside the records and a last chunk padded."""
+    from dobutsu_tb.tablebase import chunk_kernels
+    from dobutsu_tb.tablebase.chunks import encode_chunks, place_crc
+
+    assert chunk_kernels.AVAILABLE  # 64-bit Linux: the writer's fast path must not vanish unseen
+    rng = np.random.default_rng(value_bits)
+    n, key_shift = 512 * 21 + 77, 5
+    codes = np.unique(rng.integers(0, 1 << 40, 2 * n))[:n].astype(np.uint64)
+    records = (codes << np.uint64(value_bits)) | rng.integers(0, 1 << value_bits, n).astype(np.uint64)
+    for keys, chunk in ((True, 512), (False, 1024)):
+        dtype = np.int64 if keys else (np.uint8 if value_bits == 8 else np.uint16)
+        full = np.zeros(-(-n // chunk) * chunk, dtype)
+        full[:n] = writer.record_keys(records, key_shift, value_bits) if keys else writer.record_values(records,
+                                                                                                        value_bits)
+        reference = encode_chunks(full.reshape(-1, chunk), shuffle=keys)
+        m = len(reference)
+        for first, count in ((0, m), (3, m - 3), (m - 1, 1)):
+            out, sizes, crcs = chunk_kernels.encode_span(records, first, count, chunk, keys, key_shift, value_bits,
+                                                         100 + first)
+            assert [bytes(out[k, :sizes[k]]) for k in range(count)] == reference[first:first + count]
+            assert crcs.tolist() == [place_crc(100 + first + k, reference[first + k]) for k in range(count)]
+
+
+def test_a_file_written_without_the_compiled_chunks_is_the_same(lion_chick_tb, tmp_path, monkeypatch):
+    """Where zlib cannot be called from compiled code, the writer compresses in Python's zlib in
+    a thread pool: the same chunks, chunk for chunk, and the same chunk table (the chunks lie in
+    another order in the file: the tasks differ in size)."""
+    from dobutsu_tb.tablebase import chunk_kernels
+    from dobutsu_tb.tablebase.game.game import game_of
+
+    keys, values = truth(lion_chick_tb.path)
+    with TablebaseFile(lion_chick_tb.path) as f:
+        meta = f.metadata
+    records = pack_records(keys, values, game_of(meta.variant).layout["KEY_SHIFT"])
+    paths, calls = {}, []
+    slow = writer.encode_chunks
+    monkeypatch.setattr(writer, "encode_chunks", lambda *args, **kw: calls.append(1) or slow(*args, **kw))
+    for native in (True, False):
+        monkeypatch.setattr(chunk_kernels, "AVAILABLE", native)
+        monkeypatch.setattr(writer.config, "KEY_CHUNK", 64)  # many chunks, several tasks
+        monkeypatch.setattr(writer.config, "VALUE_CHUNK", 128)
+        monkeypatch.setattr(writer, "_TASK_CHUNKS", 4)
+        monkeypatch.setattr(writer, "_NATIVE_TASK_CHUNKS", 8)
+        paths[native] = writer.write_tablebase(tmp_path / f"{native}.h5", records, meta)
+        assert bool(calls) != native  # each path taken
+    with h5py.File(paths[True], "r") as a, h5py.File(paths[False], "r") as b:
+        for name in ("keys", "values"):
+            chunk = a[name].chunks[0]
+            assert a[name].shape[0] > 8 * chunk
+            for start in range(0, a[name].shape[0], chunk):
+                assert a[name].id.read_direct_chunk((start,)) == b[name].id.read_direct_chunk((start,))
+        for name in ("index", "stats/dtm_wins", "stats/dtm_losses"):
+            assert np.array_equal(a[name][()], b[name][()])
+        assert np.array_equal(a["chunk_table"][()][:, 1:], b["chunk_table"][()][:, 1:])  # sizes, CRCs
+    for path in paths.values():
+        assert np.array_equal(truth(path)[0], keys) and np.array_equal(truth(path)[1], values)
