@@ -1,4 +1,5 @@
-"""Stopping on SIGINT (Ctrl-C) and SIGTERM: at once, cleanly, and within a second whatever runs.
+"""Stopping on SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed): at once, cleanly, and
+within a second whatever runs.
 
 Python runs a signal handler only between bytecodes of the main thread, so a signal that
 arrives while a jitted kernel runs (without the GIL) waits until the kernel returns; and a
@@ -6,11 +7,12 @@ arrives while a jitted kernel runs (without the GIL) waits until the kernel retu
 clean-up code (HDF5's, a thread pool's) and be lost there. Three pieces make every command stop
 within a second:
 
-- :func:`install`, first thing in the command line's process: SIGINT and SIGTERM raise
+- :func:`install`, first thing in the command line's process: the :data:`STOP_SIGNALS` raise
   :class:`Interrupted` in the main thread (a ``KeyboardInterrupt`` that knows its signal), so
   plain Python code stops at once and unwinds through its ``finally`` blocks; the command line
   then prints its one ``error:`` line and ends the process with :func:`exit_now`. A signal
-  inherited as ignored (a background job of a shell) stays ignored.
+  inherited as ignored (SIGINT in a background job of a shell, SIGHUP under ``nohup``) stays
+  ignored.
 - A watcher thread, woken through ``signal.set_wakeup_fd`` even while the main thread runs a
   kernel without the GIL, ends the process :data:`EXIT_DEADLINE` seconds after the signal if it
   has not ended by itself (a kernel that cannot see the signal, threads that do not stop): it
@@ -39,8 +41,8 @@ import threading
 import time
 from contextlib import contextmanager
 
-#: The signals :func:`stop_on_signals` turns into :class:`Interrupted`.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: The signals :func:`stop_on_signals` turns into :class:`Interrupted` (each unless ignored).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: Seconds from a signal to the forced end of a process that has not ended by itself
 #: (:func:`install`); the command line promises less than a second.
 EXIT_DEADLINE = 0.6
@@ -53,14 +55,14 @@ _exit_lock = threading.Lock()
 
 
 class Interrupted(KeyboardInterrupt):
-    """Raised after SIGINT or SIGTERM (by :func:`check`, or at once after :func:`install`).
+    """Raised after SIGINT, SIGTERM or SIGHUP (by :func:`check`, or at once after :func:`install`).
 
     Attributes
     ----------
     signum : int
         The signal received.
     exit_code : int
-        ``128 + signum``, the shell's convention: 130 for SIGINT, 143 for SIGTERM.
+        ``128 + signum``, the shell's convention: 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP.
     """
 
     def __init__(self, signum: int, message: str = ""):
@@ -107,7 +109,7 @@ def _handler(signum, frame) -> None:
 
 
 def install(deadline: float = EXIT_DEADLINE) -> None:
-    """Make SIGINT and SIGTERM end this process within ``deadline`` seconds (module docstring).
+    """Make the :data:`STOP_SIGNALS` end this process within ``deadline`` seconds (module docstring).
 
     For the command line's process only, called before anything slow is imported. Signals
     inherited as ignored stay ignored. Outside the main thread it does nothing.
@@ -220,7 +222,7 @@ def finish(code) -> None:
 
 @contextmanager
 def stop_on_signals():
-    """Within the block, SIGINT and SIGTERM set a flag that :func:`check` raises.
+    """Within the block, the :data:`STOP_SIGNALS` (those not ignored) set a flag that :func:`check` raises.
 
     A signal that arrived after the block's last :func:`check` is raised as the block ends
     (when it ends without another error), so nothing the block meant to finish counts as
@@ -236,12 +238,13 @@ def stop_on_signals():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = None if _state["installed"] else {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    previous = None if _state["installed"] else {s: signal.getsignal(s) for s in STOP_SIGNALS
+                                                 if signal.getsignal(s) is not signal.SIG_IGN}
     outer = list(_pending)
     _pending.clear()
     _state["defer"] += 1
     if previous is not None:
-        for s in STOP_SIGNALS:
+        for s in previous:
             signal.signal(s, _handler)
     failed = False
     try:

@@ -148,7 +148,8 @@ class ReservedOutput:
     """
 
     def __init__(self, path, replaceable: Callable[[Path], bool] | None = None, force: bool = False):
-        self.path = _followed(Path(path))
+        self.given = Path(path)
+        self.path = _followed(self.given)
         self.folder = self.path.parent
         self.replaceable = replaceable
         self.force = force
@@ -162,6 +163,7 @@ class ReservedOutput:
     # --- entering ------------------------------------------------------------------------
 
     def __enter__(self) -> "ReservedOutput":
+        self._check_not_special(self.given)  # /dev/stdout: a link to a pipe that has no name to follow
         if not self.folder.is_dir():
             raise folder_error(self.folder)
         if self.path.is_dir():
@@ -219,14 +221,20 @@ class ReservedOutput:
         except OSError:
             pass
 
-    def _check_target(self) -> None:
+    @staticmethod
+    def _check_not_special(path: Path) -> None:
+        """Refuse ``path`` (its links followed) if it is a named pipe, a device or a socket, even
+        with ``force``."""
         try:
-            mode = os.stat(self.path).st_mode
+            mode = os.stat(path).st_mode
         except OSError:
-            mode = None
-        if mode is not None and not stat.S_ISREG(mode):  # even with --force: never a device, a pipe or a socket
-            raise OutputError(f"{self.path} is not a regular file (a named pipe, a device or a socket): not "
+            return
+        if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            raise OutputError(f"{path} is not a regular file (a named pipe, a device or a socket): not "
                               f"writing there; name another file")
+
+    def _check_target(self) -> None:
+        self._check_not_special(self.path)
         if self.force or self.replaceable is None or not os.path.lexists(self.path):
             return
         if not self.replaceable(self.path):

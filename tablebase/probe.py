@@ -271,12 +271,14 @@ class Tablebase:
         positions_or_keys : numpy.ndarray of int64, shape (n,), or sequence of Position or str
             Canonical keys (:meth:`Position.key`; docs/rules.md §5), or positions in any orientation.
             Terminal positions are not stored: give keys of stored (non-terminal) positions, or
-            positions, whose terminal ones are answered from the rules.
+            positions, whose terminal ones are answered from the rules when their pieces can come
+            from the file's start (as :meth:`value`).
 
         Returns
         -------
         wdl : numpy.ndarray of int8, shape (n,)
-            1 win, 0 draw, -1 loss for the side to move; -2 where the key is not in the file.
+            1 win, 0 draw, -1 loss for the side to move; -2 where the key or position is not in the
+            file.
         dtm : numpy.ndarray of int16, shape (n,)
             Signed DTM in plies (python-chess's convention), 0 where wdl is 0 or -2.
 
@@ -305,6 +307,8 @@ class Tablebase:
         signed = np.where(wdl == WIN, dtm, np.where(wdl == LOSS, -dtm.astype(np.int16), 0)).astype(np.int16)
         if terminal is not None:
             for i, cls in enumerate(terminal):
+                if cls != NONTERMINAL and not self._material_reachable(positions[i]):
+                    continue  # not covered, as value() says: -2
                 if cls == CATCH:
                     wdl[i], signed[i] = WIN, CATCH_DTM
                 elif cls == TRY:

@@ -25,6 +25,7 @@ from dobutsu_tb.tablebase.probe import open_tablebase
 # SIGTERM, SIGKILL), or "pause" (write argv[3], then wait until argv[4] exists).
 CHILD = r"""
 import os, signal, sys, time
+signal.signal(signal.SIGHUP, signal.SIG_DFL)  # as at a terminal (a test run under nohup ignores it)
 from dobutsu_tb.tablebase import build, probe, retrograde, writer
 phase, action = sys.argv[1], sys.argv[2]
 hooks = {"enumeration": (build, "enumerate_positions"), "retrograde": (retrograde, "solve"),
@@ -61,7 +62,8 @@ def leftovers(folder):
 
 
 @pytest.mark.parametrize("phase,sig", [("enumeration", "SIGINT"), ("retrograde", "SIGTERM"), ("sort", "SIGINT"),
-                                       ("write", "SIGTERM"), ("check", "SIGINT")])
+                                       ("write", "SIGTERM"), ("check", "SIGINT"), ("enumeration", "SIGHUP"),
+                                       ("write", "SIGHUP")])
 def test_a_signal_stops_the_build_in_every_phase(tmp_path, phase, sig):
     out = tmp_path / "lc.h5"
     code, stdout, stderr = child(phase, sig, out)
@@ -354,6 +356,12 @@ def test_a_named_pipe_is_neither_read_nor_written(cli, tmp_path):
             f"error: {fifo} is not a regular file (a named pipe, a device or a socket): not writing there; name "
             f"another file\n")
     assert fifo.is_fifo()
+    # /dev/stdout when it is a pipe: a link to a pipe with no name (it said "cannot write in /proc/N/fd")
+    run = subprocess.run([sys.executable, "-m", "dobutsu_tb.analysis.cli", "build", "--variant", "dobutsu-3x3", "-q",
+                          "--out", "/dev/stdout"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1 and run.stdout == "" and run.stderr == (
+        "error: /dev/stdout is not a regular file (a named pipe, a device or a socket): not writing there; name "
+        "another file\n")
 
 
 def test_a_build_through_a_symbolic_link_replaces_the_file_it_names(cli, tmp_path):

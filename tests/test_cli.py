@@ -181,6 +181,12 @@ def test_png_dir_draws_the_final_position_and_leaves_no_stale_picture(cli, lion_
     result = cli("line", LION_CHICK, "--tb", lion_chick_tb.path, "--png-dir", folder, "--json")
     assert result.exit_code == 0 and json.loads(result.output)["end"] == "Sente captures the lion"
     assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"] + [f"ply{k:03d}.png" for k in range(16)]
+    # a folder that cannot be made is an error before anything is printed (the JSON came first)
+    for json_option in ((), ("--json",)):
+        result = cli("line", LION_CHICK, "--tb", lion_chick_tb.path, "--png-dir", folder / "notes.txt" / "x",
+                     *json_option)
+        assert result.exit_code == 1 and result.stdout == "" and result.stderr == (
+            f"error: cannot make the folder {folder / 'notes.txt' / 'x'} for the pictures (Not a directory)\n")
     # verify-line over several games: a folder per game, and again nothing stale.
     games = tmp_path / "games.txt"
     games.write_text("Lb4-a3 Cb2xb3\nLb4-c3 Cb2xb3 Lc3xb3\n")

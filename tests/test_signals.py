@@ -217,19 +217,21 @@ def test_verify_stats_and_verify_line_file(lion_chick_tb, games_file, tmp_path):
                 None, 12, at_least=2)
 
 
-def test_an_ignored_sigint_stays_ignored(lion_chick_tb):
-    """A command started with SIGINT ignored (a background job of a shell) keeps ignoring it, as
-    any program does; SIGTERM still stops it."""
+@pytest.mark.parametrize("ignored", ["SIGINT", "SIGHUP"])
+def test_an_ignored_signal_stays_ignored(lion_chick_tb, ignored):
+    """A command started with SIGINT ignored (a background job of a shell) or SIGHUP ignored
+    (``nohup``) keeps ignoring it, as any program does; SIGTERM still stops it."""
+    sig = getattr(signal, ignored)
     proc = subprocess.Popen([sys.executable, "-m", "dobutsu_tb.analysis.cli", "puzzle", "sweep", "--engine", "search",
                              DATA / "sweep" / "sweepoptimizer" / "q64.txt"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN), start_new_session=True)
+                            preexec_fn=lambda: signal.signal(sig, signal.SIG_IGN), start_new_session=True)
     try:
         while not _caught(proc.pid) & (1 << (signal.SIGTERM - 1)):
             time.sleep(0.01)
-        assert not _caught(proc.pid) & (1 << (signal.SIGINT - 1))
+        assert not _caught(proc.pid) & (1 << (sig - 1))
         time.sleep(1)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         time.sleep(1)
         assert proc.poll() is None
         proc.send_signal(signal.SIGTERM)

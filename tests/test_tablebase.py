@@ -447,3 +447,6 @@ def test_a_terminal_position_with_pieces_the_start_lacks_is_not_covered(lion_chi
                 tb.value(lacking)
         assert tb.value("G/L--/---/---/--l/Cc")[:2] == (LOSS, 0)  # both chicks in hand
         assert tb.value("G/L--/--r/---/--l/C")[:2] == (LOSS, 0)  # one promoted, one in hand
+        # probe_many answers them as value() does: -2, not in the file (it answered from the rules)
+        wdl, dtm = tb.probe_many(["G/g-L/l--/-c-/E-G/ce", "G/L--/---/---/--l/-", "G/L--/---/---/--l/Cc"])
+        assert wdl.tolist() == [-2, -2, LOSS] and dtm.tolist() == [0, 0, 0]

@@ -248,22 +248,27 @@ class ErrorHandlingGroup(click.Group):
 
 
 def picture_folder(folder: Path, inputs: dict) -> None:
-    """Make ``folder`` ready for the pictures of a line (``--png-dir``): refuse a file of that name
-    and pictures of an earlier run that are inputs of this one, then remove those pictures
+    """Make ``folder`` ready for the pictures of a line (``--png-dir``), before any output: make it
+    (an error now, not after the line was printed), refuse a file of that name and pictures of an
+    earlier run that are inputs of this one, then remove those pictures
     (:func:`~dobutsu_tb.analysis.pictures.clear_pictures`), so that none is left behind.
 
     Raises
     ------
     dobutsu_tb.tablebase.output.OutputError
-        If ``folder`` is a file, or holds an input under a picture's name.
+        If ``folder`` is a file or cannot be made, or holds an input under a picture's name.
     OSError
         If an old picture cannot be removed.
     """
     from dobutsu_tb.analysis.pictures import clear_pictures, pictures_in
-    from dobutsu_tb.tablebase.output import OutputError
+    from dobutsu_tb.tablebase.output import OutputError, describe_os_error
 
     if folder.exists() and not folder.is_dir():
         raise OutputError(f"{folder} is a file, not a folder for the pictures")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot make the folder {folder} for the pictures ({describe_os_error(exc)})") from None
     refuse_inputs(pictures_in(folder), inputs)
     clear_pictures(folder)
 

@@ -154,9 +154,16 @@ class Position:
         Raises
         ------
         PositionError
-            If ``key`` is not the key of a position of the variant.
+            If ``key`` is not an integer (a Python or numpy one) or not the key of a position of
+            the variant.
         """
+        import operator
+
         game = game_of(variant or standard_variant())
+        try:
+            key = operator.index(key)  # 1.5 or "12" is no key (int() would read 1.5 as 1)
+        except TypeError:
+            raise PositionError(f"a key is an integer, not {key!r}") from None
         try:  # (a negative key or one of too many bits shifts out of range in the decoder)
             state = game.kernels.decode_key(int(key))
             same = game.kernels.encode_state(*state) == int(key)
