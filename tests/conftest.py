@@ -13,6 +13,17 @@ os.environ["DOBUTSU_TB_CACHE"] = TEST_CACHE
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+#: The tests run as at a terminal, whatever started them: a run in the background of a shell
+#: inherits SIGINT ignored, one under nohup SIGHUP, and the command line (like any program) keeps
+#: an ignored signal ignored, so the tests that stop builds by these signals would see nothing.
+#: Child processes inherit the default actions. (Tests of ignored signals set them themselves.)
+import signal  # noqa: E402
+
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
 import naive  # noqa: E402
 from dobutsu_tb.tablebase.game.position import Position  # noqa: E402
 from dobutsu_tb.tablebase.game.variant import get_variant, shipped_variants  # noqa: E402

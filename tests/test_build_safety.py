@@ -25,7 +25,6 @@ from dobutsu_tb.tablebase.probe import open_tablebase
 # SIGTERM, SIGKILL), or "pause" (write argv[3], then wait until argv[4] exists).
 CHILD = r"""
 import os, signal, sys, time
-signal.signal(signal.SIGHUP, signal.SIG_DFL)  # as at a terminal (a test run under nohup ignores it)
 from dobutsu_tb.tablebase import build, probe, retrograde, writer
 phase, action = sys.argv[1], sys.argv[2]
 hooks = {"enumeration": (build, "enumerate_positions"), "retrograde": (retrograde, "solve"),
