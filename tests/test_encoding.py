@@ -97,9 +97,11 @@ def test_decode_rejects_invalid_key():
         Position.from_key((1 << 62) | (1 << 20) | 12345 << 19)
     key = Position.start().key()
     assert Position.from_key(np.int64(key)).key() == key  # a numpy integer is a key
-    for bad in (key + 0.5, float(key), str(key), None):  # int() would have read the first two
+    for bad in (key + 0.5, float(key), str(key), None, False):  # int() would have read the first two
         with pytest.raises(PositionError, match="a key is an integer"):
             Position.from_key(bad)
+    with pytest.raises(PositionError, match="0x0 is not the key of a dobutsu position"):
+        Position.from_key(0)  # an empty board (it said "Sente has 0 lions on the board")
 
 
 def test_encode_rejects_invalid_state():

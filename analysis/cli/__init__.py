@@ -2,10 +2,10 @@
 
 Results go to stdout (text, or ``--json``); progress and logs to stderr. Exit codes: 0 success,
 1 an expected error (bad position, missing or corrupt file, ...; one line, no traceback),
-2 a usage error, 130 after Ctrl-C (SIGINT), 143 after SIGTERM.
+2 a usage error, 130 after Ctrl-C (SIGINT), 143 after SIGTERM, 129 after SIGHUP.
 
 :func:`run` is the process's entry (the ``dobutsu-tb`` script, ``python -m
-dobutsu_tb.analysis.cli``): it makes SIGINT and SIGTERM stop the process first
+dobutsu_tb.analysis.cli``): it makes SIGINT, SIGTERM and SIGHUP stop the process first
 (:func:`~dobutsu_tb.encoding.interrupt.install`), before click, numpy or numba are imported, so
 that Ctrl-C in a command's first milliseconds is its ``error:`` line too. This module imports
 nothing else: the group :data:`main` (``group.py``) is loaded on first use.

@@ -6,7 +6,7 @@ folder, too large, damaged or malformed, a position that is malformed or not cov
 move, an output that is one of the inputs; one line on stderr starting with ``error:``, no
 traceback); 2 bad usage: the command line itself is (an unknown option, a missing argument, a
 value of the wrong form or out of its range, options that exclude each other, an environment
-variable of the wrong form; click's ``Error:`` line); 130 after SIGINT, 143 after SIGTERM.
+variable of the wrong form; click's ``Error:`` line); 130 after SIGINT, 143 after SIGTERM, 129 after SIGHUP.
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ def error_message(exc: BaseException) -> str:
 
 
 def interrupted(exc: BaseException | None = None) -> None:
-    """End the command after SIGINT or SIGTERM (``exc``: the :class:`Interrupted`, a plain
+    """End the command after SIGINT, SIGTERM or SIGHUP (``exc``: the :class:`Interrupted`, a plain
     ``KeyboardInterrupt``, or whatever a signal made fail): one ``error: interrupted ...`` line,
     exit code 130 or 143. In the command line's process (:func:`~dobutsu_tb.encoding.interrupt.install`)
     the process ends at once (:func:`~dobutsu_tb.encoding.interrupt.exit_now`), whatever threads

@@ -24,8 +24,8 @@ from dobutsu_tb.analysis.cli.common import tb_option
 def serve(tb_path, host, port, open_browser, in_memory, access_log, client_timeout):
     """Serve the web explorer: see any position, click moves, play against perfect play, judge a line.
 
-    Prints the page's address, then serves until Ctrl-C or SIGTERM (then exit code 130 or 143,
-    within a second). The tablebase file is fixed at start. Loopback only unless --host says
+    Prints the page's address, then serves until Ctrl-C, SIGTERM or SIGHUP (then exit code 130, 143
+    or 129, within a second). The tablebase file is fixed at start. Loopback only unless --host says
     otherwise.
     """
     import threading

@@ -65,8 +65,8 @@ def build(start, variant, variant_file, out, max_memory, work_dir, quiet, force,
 
     Prints the counts and the start position's value. The full build from the standard start
     takes a minute or two and about 1.4 GiB of memory (the first build of a variant compiles its
-    kernels first, in about 20 s). The file appears only when complete; Ctrl-C
-    or SIGTERM stops the build (exit code 130 or 143) and leaves nothing behind.
+    kernels first, in about 20 s). The file appears only when complete; Ctrl-C,
+    SIGTERM or SIGHUP stops the build (exit code 130, 143 or 129) and leaves nothing behind.
     """
     from dobutsu_tb.analysis.reports import parse_position
     from dobutsu_tb.tablebase.build import build_tablebase
@@ -183,7 +183,7 @@ def probe(position, tb_path, as_json):
               help="The PNG file to write.")
 @variant_options
 def show(position, png, variant, variant_file):
-    """Draw POSITION (pieces, hands, side to move, coordinates) into a PNG file."""
+    """Draw POSITION into a PNG file (--png): pieces, hands, side to move, coordinates."""
     from dobutsu_tb.analysis.pictures import draw_position
     from dobutsu_tb.analysis.reports import parse_position
 

@@ -161,6 +161,8 @@ class Position:
 
         game = game_of(variant or standard_variant())
         try:
+            if isinstance(key, bool):  # (numpy's bool_ is no index already)
+                raise TypeError
             key = operator.index(key)  # 1.5 or "12" is no key (int() would read 1.5 as 1)
         except TypeError:
             raise PositionError(f"a key is an integer, not {key!r}") from None
@@ -169,9 +171,12 @@ class Position:
             same = game.kernels.encode_state(*state) == int(key)
         except (ValueError, OverflowError, IndexError):
             same = False
-        if not same:
-            raise PositionError(f"{int(key):#x} is not the key of a {game.variant.name} position")
-        return cls.from_state(state, SENTE, game.variant)
+        try:
+            if same:  # (key 0 decodes to an empty board: no position either)
+                return cls.from_state(state, SENTE, game.variant)
+        except PositionError:
+            pass
+        raise PositionError(f"{int(key):#x} is not the key of a {game.variant.name} position")
 
     def key(self) -> int:
         """The canonical key (layout.py): normalised, mirror images folded."""
