@@ -187,6 +187,20 @@ def test_png_dir_draws_the_final_position_and_leaves_no_stale_picture(cli, lion_
                      *json_option)
         assert result.exit_code == 1 and result.stdout == "" and result.stderr == (
             f"error: cannot make the folder {folder / 'notes.txt' / 'x'} for the pictures (Not a directory)\n")
+    # a picture that cannot be written (a full disk) is the one line said: nothing printed before it
+    import errno
+
+    from dobutsu_tb.analysis.cli import tablebase as cli_tablebase
+
+    def full_disk(folder, *args):
+        raise OSError(errno.ENOSPC, "No space left on device", str(folder / "ply000.png"))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cli_tablebase, "draw_plies", full_disk)
+        for json_option in ((), ("--json",)):
+            result = cli("line", LION_CHICK, "--tb", lion_chick_tb.path, "--png-dir", folder, *json_option)
+            assert result.exit_code == 1 and result.stdout == "", result.output
+            assert result.stderr == f"error: {folder / 'ply000.png'}: No space left on device\n"
     # verify-line over several games: a folder per game, and again nothing stale.
     games = tmp_path / "games.txt"
     games.write_text("Lb4-a3 Cb2xb3\nLb4-c3 Cb2xb3 Lc3xb3\n")

@@ -215,15 +215,17 @@ def line(position, tb_path, max_plies, png_dir, as_json):
         if png_dir is not None:
             picture_folder(png_dir, {"the tablebase": tb.path})
         if as_json:
-            click.echo(json.dumps(perfect_line_json(tb, pos, max_plies), indent=2))
+            text = json.dumps(perfect_line_json(tb, pos, max_plies), indent=2)
             if png_dir is None:
+                click.echo(text)
                 return
         wdl, dtm, _ = tb.value(pos)
         pv = tb.principal_variation(pos, max_plies=max_plies)
     plies = [(ply, (pos.turn + ply - 1) % 2, m.move, m.position) for ply, m in enumerate(pv, 1)]
+    if png_dir is not None:  # first: a picture that cannot be written (a full disk) is the one line said
+        draw_plies(png_dir, pos, plies)
     if as_json:
-        if png_dir is not None:
-            draw_plies(png_dir, pos, plies)
+        click.echo(text)
         return
     royal = pos.variant.royal.name
     click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {SIDE_NAMES[pos.turn]}, DTM {signed_text(dtm)}")
@@ -249,8 +251,6 @@ def line(position, tb_path, max_plies, png_dir, as_json):
         click.echo(f"\n{SIDE_NAMES[pos.turn]} has no legal move: a loss, as in shogi (docs/rules.md §6)")
     elif not pv[-1].ends_game:
         click.echo(f"\nstopped early: after {len(pv)} of the {abs(dtm)} plies to the end of the game (--max-plies)")
-    if png_dir is not None:
-        draw_plies(png_dir, pos, plies)
 
 
 @click.command()
