@@ -92,6 +92,13 @@ def _cache_dir() -> str:
 
 numba.config.CACHE_DIR = _cache_dir()
 
+if numba.config.DISABLE_JIT:
+    # The kernels as plain Python: their integer arithmetic wraps on purpose, as compiled, where
+    # numpy's scalars warn of every overflow.
+    import warnings
+
+    warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning, r"dobutsu_tb\.")
+
 _warned: list[str] = []
 
 
