@@ -84,7 +84,7 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
     if not os.access(folder, os.W_OK):
         return False
     if log is not None:
-        log(f"compiling the kernels for {game.variant.name} (once per version of the program, about 20 s)")
+        log(f"compiling the kernels for {game.variant.name} (once per version of the program, about half a minute)")
     work = tempfile.mkdtemp(prefix="dobutsu-tb-precompile-")  # the child's builds: ours to remove, killed or not
     with tempfile.TemporaryFile("w+") as err:
         child = subprocess.Popen(_child_command(work), stdin=subprocess.PIPE,
