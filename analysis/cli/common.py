@@ -153,7 +153,7 @@ def error_message(exc: BaseException) -> str:
 def interrupted(exc: BaseException | None = None) -> None:
     """End the command after SIGINT, SIGTERM or SIGHUP (``exc``: the :class:`Interrupted`, a plain
     ``KeyboardInterrupt``, or whatever a signal made fail): one ``error: interrupted ...`` line,
-    exit code 130 or 143. In the command line's process (:func:`~dobutsu_tb.encoding.interrupt.install`)
+    exit code 130, 143 or 129. In the command line's process (:func:`~dobutsu_tb.encoding.interrupt.install`)
     the process ends at once (:func:`~dobutsu_tb.encoding.interrupt.exit_now`), whatever threads
     still run; in-process (the tests) it raises ``SystemExit``."""
     from dobutsu_tb.encoding import interrupt
