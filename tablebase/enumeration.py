@@ -271,8 +271,10 @@ def _insert(slots, layout, table_counts, tags, nt, term, counts, setbuf, set_lay
     failed_table = 0
     failed_set = 0
     for shard in prange(nt.shape[1]):
-        bad, bad_set = _insert_shard(shard, slots, layout, table_counts, tags, nt, term, counts, setbuf, set_layout,
-                                     set_counts, new_by_class, part_mask)
+        # (np.int64: numba types a prange's index int64, then uint64 in the loop it runs in
+        # parallel, and would compile _insert_shard, the largest kernel, once for each: 6 s)
+        bad, bad_set = _insert_shard(np.int64(shard), slots, layout, table_counts, tags, nt, term, counts, setbuf,
+                                     set_layout, set_counts, new_by_class, part_mask)
         failed_table += bad
         failed_set += bad_set
     return failed_table, failed_set
