@@ -238,8 +238,8 @@ def stop_on_signals():
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = None if _state["installed"] else {s: signal.getsignal(s) for s in STOP_SIGNALS
-                                                 if signal.getsignal(s) is not signal.SIG_IGN}
+    previous = None if _state["installed"] else {s: h for s in STOP_SIGNALS
+                                                 if (h := signal.getsignal(s)) is not signal.SIG_IGN}
     outer = list(_pending)
     _pending.clear()
     _state["defer"] += 1

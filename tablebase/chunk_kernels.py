@@ -44,11 +44,8 @@ _SIGNATURES = {
     "deflateEnd": types.int32(types.voidptr),
     "crc32": types.uint64(types.uint64, types.voidptr, types.uint32),
 }
-_deflate_init = types.ExternalFunction(_PREFIX + "deflateInit2_", _SIGNATURES["deflateInit2_"])
-_deflate_reset = types.ExternalFunction(_PREFIX + "deflateReset", _SIGNATURES["deflateReset"])
-_deflate = types.ExternalFunction(_PREFIX + "deflate", _SIGNATURES["deflate"])
-_deflate_end = types.ExternalFunction(_PREFIX + "deflateEnd", _SIGNATURES["deflateEnd"])
-_crc32 = types.ExternalFunction(_PREFIX + "crc32", _SIGNATURES["crc32"])
+_deflate_init, _deflate_reset, _deflate, _deflate_end, _crc32 = (
+    types.ExternalFunction(_PREFIX + name, signature) for name, signature in _SIGNATURES.items())
 
 
 def _zlib_path() -> str | None:

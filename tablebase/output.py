@@ -163,7 +163,7 @@ class ReservedOutput:
     # --- entering ------------------------------------------------------------------------
 
     def __enter__(self) -> "ReservedOutput":
-        self._check_not_special(self.given)  # /dev/stdout: a link to a pipe that has no name to follow
+        self._check_not_special()
         if not self.folder.is_dir():
             raise folder_error(self.folder)
         if self.path.is_dir():
@@ -221,20 +221,19 @@ class ReservedOutput:
         except OSError:
             pass
 
-    @staticmethod
-    def _check_not_special(path: Path) -> None:
-        """Refuse ``path`` (its links followed) if it is a named pipe, a device or a socket, even
-        with ``force``."""
+    def _check_not_special(self) -> None:
+        """Refuse a target that is a named pipe, a device or a socket, even with ``force``: the path
+        given, its links followed by ``os.stat`` (``/dev/stdout`` links to a pipe that has no name
+        for :func:`_followed` to give)."""
         try:
-            mode = os.stat(path).st_mode
+            mode = os.stat(self.given).st_mode
         except OSError:
             return
         if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
-            raise OutputError(f"{path} is not a regular file (a named pipe, a device or a socket): not "
+            raise OutputError(f"{self.given} is not a regular file (a named pipe, a device or a socket): not "
                               f"writing there; name another file")
 
     def _check_target(self) -> None:
-        self._check_not_special(self.path)
         if self.force or self.replaceable is None or not os.path.lexists(self.path):
             return
         if not self.replaceable(self.path):

@@ -120,8 +120,12 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
         if child.returncode != 0:
             err.seek(0)
             lines = [line for line in err.read().splitlines() if line.strip()]
-            how = (f"killed by {signal.Signals(-child.returncode).name}" if child.returncode < 0
-                   and -child.returncode in signal.Signals._value2member_map_ else f"exit code {child.returncode}")
+            how = f"exit code {child.returncode}"
+            if child.returncode < 0:
+                try:
+                    how = f"killed by {signal.Signals(-child.returncode).name}"
+                except ValueError:  # (a signal number Python has no name for)
+                    pass
             if log is not None:
                 log(f"warning: compiling the kernels in a child process failed ({how}"
                     + (f": {lines[-1].strip()[:200]}" if lines else "") + "); compiling them in this one")

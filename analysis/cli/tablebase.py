@@ -243,7 +243,7 @@ def line(position, tb_path, max_plies, png_dir, as_json):
         seen = [pos.text()] + [m.position.text() for m in pv if m.position is not None]
         repeats = len(seen) > 1 and seen[-1] in seen[:-1]
         why = "at --max-plies" if len(pv) == max_plies and not repeats else "where a position repeats"
-        click.echo(f"\ndraw: the line stops after {len(pv)} {'ply' if len(pv) == 1 else 'plies'}, {why}")
+        click.echo(f"\ndraw: the line stops after {counted(len(pv), 'ply', 'plies')}, {why}")
     elif not pv and pos.game.game_over(pos.state()):
         click.echo(f"\nthe game is already over: the enemy {royal} has reached {SIDE_NAMES[pos.turn]}'s home rank "
                    f"safely")

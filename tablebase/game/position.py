@@ -160,23 +160,21 @@ class Position:
         import operator
 
         game = game_of(variant or standard_variant())
-        try:
-            if isinstance(key, bool):  # (numpy's bool_ is no index already)
-                raise TypeError
-            key = operator.index(key)  # 1.5 or "12" is no key (int() would read 1.5 as 1)
+        try:  # 1.5 or "12" is no key (int() would read 1.5 as 1), nor a bool
+            number = None if isinstance(key, bool) else operator.index(key)
         except TypeError:
-            raise PositionError(f"a key is an integer, not {key!r}") from None
-        try:  # (a negative key or one of too many bits shifts out of range in the decoder)
-            state = game.kernels.decode_key(int(key))
-            same = game.kernels.encode_state(*state) == int(key)
-        except (ValueError, OverflowError, IndexError):
-            same = False
-        try:
-            if same:  # (key 0 decodes to an empty board: no position either)
+            number = None
+        if number is None:
+            raise PositionError(f"a key is an integer, not {key!r}")
+        key = number
+        try:  # (a negative key or one of too many bits shifts out of range in the decoder; key 0
+            # decodes to an empty board, which is no position either)
+            state = game.kernels.decode_key(key)
+            if game.kernels.encode_state(*state) == key:
                 return cls.from_state(state, SENTE, game.variant)
-        except PositionError:
+        except (ValueError, OverflowError, IndexError, PositionError):
             pass
-        raise PositionError(f"{int(key):#x} is not the key of a {game.variant.name} position")
+        raise PositionError(f"{key:#x} is not the key of a {game.variant.name} position")
 
     def key(self) -> int:
         """The canonical key (layout.py): normalised, mirror images folded."""
