@@ -113,28 +113,33 @@ def expected_counts(variant: Variant, start: Position) -> tuple[int, int] | None
 
 
 @njit(parallel=True)
-def _records_kernel(slots, layout, values, long_slots, long_dtm, key_shift, value_bits, lo, hi, offsets, out,
+def _records_kernel(slots, layout, values, long_slots, long_dtm, key_shift, value_bits, bounds, offsets, out,
                     counts):
-    """The sort records of the occupied slots whose code lies in [lo, hi), block b of the slots
-    into ``out[offsets[b]:]``, and their number into ``counts[b]``. A value byte LONG takes its
+    """The sort records of the occupied slots whose code lies in ``[bounds[0], bounds[-1])``: those
+    of block b of the slots and sub-range r (``[bounds[r], bounds[r + 1])``) into
+    ``out[offsets[b, r]:]``, their number into ``counts[b, r]``. A value byte LONG takes its
     DTM from ``long_slots``/``long_dtm``."""
     size = slots.shape[0]
-    n_blocks = offsets.shape[0] - 1
+    n_blocks, n_ranges = offsets.shape[0], offsets.shape[1]
+    lo, hi = bounds[0], bounds[n_ranges]
     per = (size + n_blocks - 1) // n_blocks
     for b in prange(n_blocks):
-        j = offsets[b]
+        made = np.zeros(n_ranges, np.int64)
         for s in range(b * per, min(size, (b + 1) * per)):
             if slots[s] == 0:
                 continue
             code = table_key_at(slots, layout, s) >> key_shift
             if code < lo or code >= hi:
                 continue
+            r = 0
+            while code >= bounds[r + 1]:
+                r += 1
             v = np.int64(values[s])
             if v == LONG and value_bits > 8:
                 v = long_dtm[np.searchsorted(long_slots, s)] + 1
-            out[j] = np.uint64((code << value_bits) | v)
-            j += 1
-        counts[b] = j - offsets[b]
+            out[offsets[b, r] + made[r]] = np.uint64((code << value_bits) | v)
+            made[r] += 1
+        counts[b, :] = made
 
 
 @njit
@@ -198,22 +203,40 @@ def records_between(table, solution, key_shift: int, value_bits: int, lo: int, h
     :func:`range_counts`), else counted here in a scan of the table."""
     if counts is None:
         counts = range_counts(table, key_shift, [lo, hi])[:, 0]
-    offsets = np.zeros(BLOCKS + 1, np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    made = np.zeros(BLOCKS, np.int64)
-    out = np.empty(int(offsets[-1]), np.uint64)
+    return _records_in(table, solution, key_shift, value_bits, [lo, hi], counts[:, None])
+
+
+def _records_in(table, solution, key_shift: int, value_bits: int, bounds: list, counts: np.ndarray,
+                pool=None) -> np.ndarray:
+    """The sort records of the positions whose code lies in ``[bounds[0], bounds[-1])``, sorted
+    (uint64, shape (n,)), made in one scan of the table and sorted a sub-range
+    ``[bounds[r], bounds[r + 1])`` at a time, each on a thread of ``pool`` (numpy sorts without
+    the GIL; None: one after another); ``counts`` (int64, shape (BLOCKS, len(bounds) - 1)):
+    the positions of each block of slots in each sub-range (columns of :func:`range_counts`)."""
+    n_ranges = len(bounds) - 1
+    sizes = counts.sum(axis=0)
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    offsets = np.ascontiguousarray(starts[:-1] + np.cumsum(counts, axis=0) - counts, np.int64)
+    made = np.zeros((BLOCKS, n_ranges), np.int64)
+    out = np.empty(int(starts[-1]), np.uint64)
     _records_kernel(table.slots, table.layout, solution.values, solution.long_slots, solution.long_dtm,
-                    key_shift, value_bits, lo, hi, offsets, out, made)
+                    key_shift, value_bits, np.asarray(bounds, np.int64), offsets, out, made)
     if not np.array_equal(made, counts):
         raise AssertionError("the records of a key range are not the ones counted")
-    out.sort()
+    parts = [out[starts[r]:starts[r + 1]] for r in range(n_ranges)]
+    if pool is None or n_ranges == 1:
+        for part in parts:
+            part.sort()
+    else:
+        list(pool.map(np.ndarray.sort, parts))
     return out
 
 
 def record_blocks(table, solution, key_shift: int, value_bits: int, passes: int) -> RecordBlocks:
     """The sort records (:func:`~dobutsu_tb.tablebase.writer.pack_records`) of every position of a
     solved table, in ``passes`` key ranges of about equal size (split at quantiles of a sample of
-    the keys), each made, sorted and handed over in turn: one pass's records in memory at a time.
+    the keys), each made in one scan of the table, sorted (a sub-range a thread) and handed over
+    in turn: one pass's records in memory at a time.
 
     Parameters
     ----------
@@ -232,15 +255,24 @@ def record_blocks(table, solution, key_shift: int, value_bits: int, passes: int)
     -------
     RecordBlocks
     """
-    bounds = range_bounds(sample_codes(table, key_shift), passes) if passes > 1 else [0, 1 << 62]
+    threads = config.THREADS
+    # Each pass's range is split further, a sub-range a thread, so that its records sort on every
+    # thread (the whole pass made in one scan of the table, as before).
+    fine = range_bounds(sample_codes(table, key_shift), passes * threads) if passes * threads > 1 else [0, 1 << 62]
+    step = max(1, -(-(len(fine) - 1) // passes))  # sub-ranges a pass (fewer when quantiles merged)
+    groups = [fine[g:g + step + 1] for g in range(0, len(fine) - 1, step)]
 
     def blocks():
-        counts = range_counts(table, key_shift, bounds)  # one scan for every range
-        for r, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
-            interrupt.check()
-            out = records_between(table, solution, key_shift, value_bits, lo, hi, counts[:, r])
-            yield out
-            del out
+        from concurrent.futures import ThreadPoolExecutor
+
+        counts = range_counts(table, key_shift, fine)  # one scan for every range
+        with ThreadPoolExecutor(threads) as pool:
+            for g, bounds in enumerate(groups):
+                interrupt.check()
+                out = _records_in(table, solution, key_shift, value_bits, bounds,
+                                  counts[:, g * step:g * step + len(bounds) - 1], pool)
+                yield out
+                del out
 
     return RecordBlocks(len(table), blocks)
 

@@ -239,8 +239,31 @@ def _joined(parts: list, dtype, alloc) -> np.ndarray:
     return out
 
 
+class PlyBuffers:
+    """What :func:`propagate_ply` writes into, kept from ply to ply so that no ply touches fresh
+    memory (each page of a new array costs a fault and zeroing; with a fresh copy of every kernel
+    call's decisions, a twelfth of the build's analysis time here): the kernel's rows of
+    decisions, and the array the ply's decisions are gathered in (grown by a quarter when a ply
+    decides more than any before)."""
+
+    def __init__(self, threads: int, max_unmoves: int, dtype):
+        self.out = np.empty((threads, _SPARE + _GROUP * max_unmoves), dtype)
+        self.gathered = np.empty(0, dtype)
+        self.n = 0
+
+    def append(self, row: np.ndarray) -> None:
+        """Append ``row`` to the decisions gathered (growing :attr:`gathered` when it is full)."""
+        end = self.n + row.shape[0]
+        if end > self.gathered.shape[0]:
+            grown = np.empty(max(end, self.gathered.shape[0] * 5 // 4), self.gathered.dtype)  # at most a quarter unused
+            grown[:self.n] = self.gathered[:self.n]
+            self.gathered = grown
+        self.gathered[self.n:end] = row
+        self.n = end
+
+
 def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.ndarray,
-                  alloc=_in_memory) -> np.ndarray:
+                  alloc=_in_memory, buffers: PlyBuffers | None = None) -> np.ndarray:
     """Decide the predecessors of every position of DTM ``ply``.
 
     Parameters
@@ -255,6 +278,8 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
         The slots of every position of DTM ``ply``.
     alloc : callable, optional
         ``alloc(n, dtype)``: where the list of decisions goes (memory, or a file: spilled lists).
+    buffers : PlyBuffers, optional
+        Where the kernel writes, kept from one ply to the next (default: made for this ply).
 
     Returns
     -------
@@ -275,9 +300,11 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
     kernels = enum.game.jitted(sys.modules[__name__])
     values, counters = value_bytes(cells), counter_bytes(cells)
     code = value_code(ply + 1)
-    out = np.empty((threads, _SPARE + _GROUP * enum.game.layout["MAX_UNMOVES"]), dtype)
+    if buffers is None:
+        buffers = PlyBuffers(threads, enum.game.layout["MAX_UNMOVES"], dtype)
+    out = buffers.out
     out_n = np.zeros(threads, np.int64)
-    parts = []
+    buffers.n = 0
     with ThreadPoolExecutor(threads) as pool:
         for start in range(0, frontier.shape[0], _WINDOW):
             interrupt.check()
@@ -291,9 +318,10 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
                 while (starts < ends).any():
                     kernels._propagate(enum.table.slots, enum.table.layout, values, counters, share, starts, ends,
                                        ply, code, out, out_n)
-                    parts += [out[t, :out_n[t]].copy() for t in range(threads) if out_n[t]]
+                    for t in range(threads):  # (out is written again by the next call)
+                        buffers.append(out[t, :out_n[t]])
             del keys
-    return _joined(parts, dtype, alloc)
+    return _joined([buffers.gathered[:buffers.n]], dtype, alloc)
 
 
 @dataclass
@@ -369,10 +397,11 @@ def solve(enum: Enumeration, report: Callable[[int, int, int, float], None] | No
     ply = 0 if enum.no_moves else 1  # DTM 0 is stored only for positions without moves
     frontier = seeds.pop(ply)
     long_parts, long_dtm = [], []
+    buffers = PlyBuffers(config.THREADS, enum.game.layout["MAX_UNMOVES"], dtype)
     while ply <= highest:
         interrupt.check()
         t = time.perf_counter()
-        decided = propagate_ply(enum, cells, ply, frontier, alloc)
+        decided = propagate_ply(enum, cells, ply, frontier, alloc, buffers)
         if decided.shape[0]:
             highest = max(highest, ply + 1)
             if value_code(ply + 1) == LONG:

@@ -18,6 +18,7 @@ import h5py
 import numpy as np
 
 from dobutsu_tb.encoding import config, interrupt
+from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase import chunk_kernels, header
 from dobutsu_tb.tablebase.chunks import encode_chunks, hdf5_chunk_table, place_crc
 from dobutsu_tb.tablebase.output import OutputError, ReservedOutput, describe_os_error
@@ -30,7 +31,6 @@ from dobutsu_tb.tablebase.schema import (
     VALUE_LAYOUT,
     WIDE_VALUE_LAYOUT,
     Metadata,
-    code_histogram,
     metadata_crc32,
 )
 from dobutsu_tb.tablebase.values import MAX_STORED_DTM, MAX_WIDE_DTM
@@ -39,8 +39,6 @@ from dobutsu_tb.tablebase.values import MAX_STORED_DTM, MAX_WIDE_DTM
 #: variant whose longest DTM is 254 plies or more: ``value_bits`` 8 or 16).
 RECORD_VALUE_BITS = 8
 WIDE_VALUE_BITS = 16
-#: Records whose values are counted at a time (the temporaries of a slice: 8 bytes a record).
-_COUNT_STEP = 1 << 22
 
 
 def pack_records(keys: np.ndarray, values: np.ndarray, key_shift: int,
@@ -231,6 +229,53 @@ def reserve_output(path, force: bool = False) -> ReservedOutput:
     return ReservedOutput(path, is_tablebase_file, force)
 
 
+@njit(parallel=True)
+def _value_counts(records, value_bits, out):
+    """``out[p, v]``: the records of part p of ``records`` (``out.shape[0]`` equal parts, a thread
+    each) whose value is ``v``."""
+    n = records.shape[0]
+    parts = out.shape[0]
+    mask = np.uint64((1 << value_bits) - 1)
+    for p in prange(parts):
+        for i in range(p * n // parts, (p + 1) * n // parts):
+            out[p, np.int64(records[i] & mask)] += 1
+
+
+@njit(parallel=True)
+def _descents(records, value_bits, parts):
+    """How many parts of ``records`` (``parts`` equal ones, a thread each) hold a record whose
+    code is not above the one before it (0: the codes strictly ascend)."""
+    n = records.shape[0]
+    shift = np.uint64(value_bits)
+    bad = 0
+    for p in prange(parts):
+        for i in range(max(1, p * n // parts), (p + 1) * n // parts):
+            if records[i] >> shift <= records[i - 1] >> shift:
+                bad += 1
+                break
+    return bad
+
+
+def value_counts_of(records: np.ndarray, value_bits: int = RECORD_VALUE_BITS) -> np.ndarray:
+    """Records per value, counted on every thread without temporaries.
+
+    Parameters
+    ----------
+    records : numpy.ndarray of uint64, shape (n,)
+        Sort records (:func:`pack_records`).
+    value_bits : int, optional
+        8 or 16.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (2**value_bits,)
+    """
+    parts = max(1, min(config.THREADS, records.shape[0]))
+    out = np.zeros((parts, 1 << value_bits), np.int64)
+    _value_counts(np.ascontiguousarray(records, np.uint64), np.int64(value_bits), out)
+    return out.sum(axis=0)
+
+
 def check_records(records: np.ndarray, counts: np.ndarray) -> None:
     """Refuse sort records that no tablebase may hold.
 
@@ -245,13 +290,10 @@ def check_records(records: np.ndarray, counts: np.ndarray) -> None:
     ValueError
         If the keys are not strictly ascending or a value byte is out of range.
     """
-    n = records.shape[0]
     value_bits = RECORD_VALUE_BITS if counts.shape[0] <= 256 else WIDE_VALUE_BITS
-    step = 1 << 22  # the order check in slices: no temporaries the size of the records
-    for lo in range(0, max(0, n - 1), step):
-        part = records[lo: min(n, lo + step + 1)] >> np.uint64(value_bits)
-        if not (part[1:] > part[:-1]).all():
-            raise ValueError("keys must be strictly ascending")
+    parts = max(1, min(config.THREADS, records.shape[0]))
+    if _descents(np.ascontiguousarray(records, np.uint64), np.int64(value_bits), np.int64(parts)):
+        raise ValueError("keys must be strictly ascending")
     if counts[(MAX_STORED_DTM if value_bits == RECORD_VALUE_BITS else MAX_WIDE_DTM) + 2:].any():
         raise ValueError("a value byte is out of range")
 
@@ -400,8 +442,7 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
                 block = np.asarray(block, np.uint64)
                 if block.shape[0] == 0:
                     return
-                for lo in range(0, block.shape[0], _COUNT_STEP):  # in slices: no temporaries the block's size
-                    counts += code_histogram(record_values(block[lo:lo + _COUNT_STEP], value_bits), 1 << value_bits)
+                counts += value_counts_of(block, value_bits)
                 check_records(block, counts)
                 if last is not None and (block[0] >> np.uint64(value_bits)) <= last:
                     raise ValueError("keys must be strictly ascending")

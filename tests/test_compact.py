@@ -217,12 +217,17 @@ def test_find_bytes_equals_a_plain_scan():
     from dobutsu_tb.encoding.bits import find_bytes
 
     rng = np.random.default_rng(0)
-    for trial in range(200):
-        size = int(rng.integers(0, 300))
+    for trial in range(400):
+        size = int(rng.integers(0, 300 if trial < 200 else 3000))
         data = rng.integers(0, 4, size).astype(np.uint8)
-        if trial % 2:
-            data[rng.random(size) < 0.9] = 0
-        value, start, cap = int(rng.integers(0, 4)), int(rng.integers(0, size + 1)), int(rng.integers(1, 50))
+        if trial % 2:  # sparse: whole cache lines without a match
+            data[rng.random(size) < (0.9 if trial < 200 else 0.998)] = 0
+        if trial % 5 == 0:  # the enumeration's byte, 255 (a pattern of all ones), and 128 (only a top bit)
+            data[data == 3] = 255 if trial % 10 else 128
+            value = 255 if trial % 10 else 128
+        else:
+            value = int(rng.integers(0, 4))
+        start, cap = int(rng.integers(0, size + 1)), int(rng.integers(1, 50))
         out, got, pos = np.empty(cap, np.int64), [], start
         while True:
             n, pos = find_bytes(data, value, pos, out)

@@ -614,3 +614,25 @@ def test_a_file_written_without_the_compiled_chunks_is_the_same(lion_chick_tb, t
         assert np.array_equal(a["chunk_table"][()][:, 1:], b["chunk_table"][()][:, 1:])  # sizes, CRCs
     for path in paths.values():
         assert np.array_equal(truth(path)[0], keys) and np.array_equal(truth(path)[1], values)
+
+
+def test_record_checks_agree_with_numpy():
+    """The writer's compiled counts and order check (every thread, no temporaries) against numpy:
+    counts against ``np.bincount``; a descent or a tie is found wherever it lies, at the border
+    between two threads' parts included."""
+    rng = np.random.default_rng(7)
+    for value_bits in (8, 16):
+        codes = np.unique(rng.integers(1, 1 << 40, 5000)).astype(np.uint64)
+        values = rng.integers(0, 60, codes.shape[0]).astype(np.uint64)
+        records = (codes << np.uint64(value_bits)) | values
+        counts = writer.value_counts_of(records, value_bits)
+        assert counts.shape == (1 << value_bits,)
+        assert np.array_equal(counts, np.bincount(values.astype(np.int64), minlength=1 << value_bits))
+        writer.check_records(records, counts)  # ascending, values in range: no error
+        n = records.shape[0]
+        for at in (1, n // 2, n // 2 + 1, n - 1):  # n // 2: where the second of two threads starts
+            for fault in ("descent", "tie"):
+                bad = records.copy()
+                bad[at] = bad[at - 1] - np.uint64(1 << value_bits) if fault == "descent" else bad[at - 1] + np.uint64(1)
+                with pytest.raises(ValueError, match="keys must be strictly ascending"):
+                    writer.check_records(bad, counts)

@@ -282,19 +282,24 @@ def test_batch_sizes_do_not_change_the_result(lion_chick_tb, tmp_path, monkeypat
 
 def test_a_thread_whose_list_of_decisions_fills_goes_on_in_another_call(lion_chick_tb, tmp_path, monkeypatch):
     """Each thread's row of decisions holding one group's at most: a thread stops when the next
-    group might not fit and the kernel is called again from there (many calls a ply: more lists
-    than threads to join), and every key, value and count is the same."""
+    group might not fit and the kernel is called again from there (many calls a ply: more rows
+    of decisions than threads to gather), and every key, value and count is the same."""
     from dobutsu_tb.encoding import config
     from dobutsu_tb.tablebase import retrograde
 
-    joined, lists = retrograde._joined, []
+    joined, append, lists = retrograde._joined, retrograde.PlyBuffers.append, [0]
 
-    def counting(parts, dtype, alloc):
-        lists.append(len(parts))
+    def counting_append(self, row):  # a thread's row of one kernel call, kept
+        lists[-1] += row.shape[0] > 0
+        return append(self, row)
+
+    def counting_joined(parts, dtype, alloc):  # a ply's end (and the seeds' joins)
+        lists.append(0)
         return joined(parts, dtype, alloc)
 
     monkeypatch.setattr(retrograde, "_SPARE", 0)
-    monkeypatch.setattr(retrograde, "_joined", counting)
+    monkeypatch.setattr(retrograde.PlyBuffers, "append", counting_append)
+    monkeypatch.setattr(retrograde, "_joined", counting_joined)
     result = build_tablebase(tmp_path / "short-lists.h5", LION_CHICK, progress=False)
     assert max(lists) > 10 * config.THREADS
     for a, b in zip(stored(result.path), stored(lion_chick_tb.path)):
