@@ -6,7 +6,8 @@ Usage: python scripts/bench_probe.py PATH [--n N] [--runs R]
 Prints:
 
 - ``dobutsu-tb probe`` of the start position (its value and every move's), whole process,
-  median of R runs (default 10);
+  median of R runs (default 10): as the environment is, and with the package's bytecode written
+  beforehand (what Python does on a user's first run unless ``PYTHONDONTWRITEBYTECODE`` is set);
 - ``open_tablebase`` (lazy) in seconds, median of 20 opens;
 - ``probe_wdl`` of N random stored positions (default 4000, each usually in a chunk not read
   before) on a lazily opened file, the file opened once: median microseconds;
@@ -22,9 +23,11 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import types
 from pathlib import Path
@@ -47,6 +50,24 @@ def unchecked_find(self, c, planes, key):
     return c * n + i if i < count and chunks.key_in_planes(planes, i, n) == key else -1
 
 
+#: Run ``dobutsu-tb probe POSITION --tb PATH`` in a process, then list the source file of every
+#: module it imported (argv: the list's path, the position, the tablebase).
+_LIST_MODULES = """
+import sys
+out, position, path = sys.argv[1:]
+sys.argv = ["dobutsu-tb", "probe", position, "--tb", path]
+from dobutsu_tb.encoding import interrupt  # what the command line's run() imports, then its group
+from dobutsu_tb.analysis.cli.group import main
+try:
+    main(prog_name="dobutsu-tb")  # (not run(): it ends the process)
+except SystemExit:
+    pass
+files = [getattr(m, "__file__", None) for m in list(sys.modules.values())]
+with open(out, "w") as f:
+    f.writelines(name + "\\n" for name in files if name and name.endswith(".py"))
+"""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path")
@@ -55,15 +76,31 @@ def main() -> None:
     args = parser.parse_args()
 
     cli = Path(sys.executable).parent / "dobutsu-tb"
-    runs = []
-    for _ in range(args.runs + 1):
-        t = time.perf_counter()
-        subprocess.run([str(cli), "probe", Position.START_TEXT, "--tb", args.path], check=True,
+    with tempfile.TemporaryDirectory() as cache:
+        # Python writes the bytecode of what it imports on a user's first run, unless
+        # PYTHONDONTWRITEBYTECODE is set (as on our machine): then every run compiles the sources
+        # again. So the runs are timed as the environment is, and with the bytecode written first
+        # (into a folder of its own, PYTHONPYCACHEPREFIX: the tree is left as it is).
+        # (A prefix holds every module's bytecode, the standard library's too: each module a probe
+        # imports is compiled there, as found by one probe run.)
+        cached = dict(os.environ, PYTHONPYCACHEPREFIX=cache)
+        listing = Path(cache) / "modules.txt"
+        subprocess.run([sys.executable, "-c", _LIST_MODULES, str(listing), Position.START_TEXT, args.path],
+                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([sys.executable, "-m", "compileall", "-q", "-i", str(listing)], env=cached, check=True,
                        stdout=subprocess.DEVNULL)
-        runs.append(time.perf_counter() - t)
-    runs = runs[1:]  # the first run warms the page cache
-    print(f"dobutsu-tb probe (start position, all moves), whole process: median {statistics.median(runs):.3f} s "
-          f"(min {min(runs):.3f}, max {max(runs):.3f}, {len(runs)} runs)")
+        for label, env in (("as the environment is" + (" (PYTHONDONTWRITEBYTECODE set)"
+                                                        if os.environ.get("PYTHONDONTWRITEBYTECODE") else ""), None),
+                           ("with the bytecode written", cached)):
+            runs = []
+            for _ in range(args.runs + 1):
+                t = time.perf_counter()
+                subprocess.run([str(cli), "probe", Position.START_TEXT, "--tb", args.path], check=True,
+                               stdout=subprocess.DEVNULL, env=env)
+                runs.append(time.perf_counter() - t)
+            runs = runs[1:]  # the first run warms the page cache
+            print(f"dobutsu-tb probe (start position, all moves), whole process, {label}: median "
+                  f"{statistics.median(runs):.3f} s (min {min(runs):.3f}, max {max(runs):.3f}, {len(runs)} runs)")
 
     opens = []
     for _ in range(20):

@@ -658,7 +658,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     del blocks, table, solution
     meta.seconds["write"] = time.perf_counter() - t
     if not quiet:
-        _log(f"written in {meta.seconds['write']:.1f} s; {_peak_memory()}")
+        _log(f"temporary file written in {meta.seconds['write']:.1f} s (checked and renamed next); {_peak_memory()}")
     phase("check")
     check_start_value(tmp, start, start_wdl, start_dtm)
     return meta, check_plan, profile, no_move_keys
