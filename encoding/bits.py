@@ -79,8 +79,8 @@ def find_bytes(data, value, start, out):
     full; returns (how many, where the search stopped: the index to search on from). A cache line
     without ``value`` is skipped after one test of its eight words; in a word that holds it, each
     match is found from the word's exact mask of matching bytes, lowest first. What a plain scan
-    gives (tests/test_compact.py), 2.5 times faster where matches are rare (the enumeration's
-    sweeps for fresh positions: ``scripts/bench_build.py --enumeration``)."""
+    gives (tests/test_compact.py); 2.5 times faster than testing a word at a time where matches
+    are rare, as in the enumeration's sweeps for fresh positions (a one-off test: docs/building.md)."""
     n = 0
     i = start
     size = data.shape[0]

@@ -7,6 +7,7 @@ import gc
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -263,8 +264,6 @@ def record_blocks(table, solution, key_shift: int, value_bits: int, passes: int)
     groups = [fine[g:g + step + 1] for g in range(0, len(fine) - 1, step)]
 
     def blocks():
-        from concurrent.futures import ThreadPoolExecutor
-
         counts = range_counts(table, key_shift, fine)  # one scan for every range
         with ThreadPoolExecutor(threads) as pool:
             for g, bounds in enumerate(groups):

@@ -44,8 +44,15 @@ _SIGNATURES = {
     "deflateEnd": types.int32(types.voidptr),
     "crc32": types.uint64(types.uint64, types.voidptr, types.uint32),
 }
-_deflate_init, _deflate_reset, _deflate, _deflate_end, _crc32 = (
-    types.ExternalFunction(_PREFIX + name, signature) for name, signature in _SIGNATURES.items())
+
+
+def _external(name: str):
+    """zlib's function ``name`` as numba calls it (under our prefix, with its signature)."""
+    return types.ExternalFunction(_PREFIX + name, _SIGNATURES[name])
+
+
+_deflate_init, _deflate_reset = _external("deflateInit2_"), _external("deflateReset")
+_deflate, _deflate_end, _crc32 = _external("deflate"), _external("deflateEnd"), _external("crc32")
 
 
 def _zlib_path() -> str | None:

@@ -251,6 +251,14 @@ class PlyBuffers:
         self.gathered = np.empty(0, dtype)
         self.n = 0
 
+    def clear(self) -> None:
+        """Start a ply: no decisions gathered."""
+        self.n = 0
+
+    def decided(self) -> np.ndarray:
+        """The decisions gathered so far (a view)."""
+        return self.gathered[:self.n]
+
     def append(self, row: np.ndarray) -> None:
         """Append ``row`` to the decisions gathered (growing :attr:`gathered` when it is full)."""
         end = self.n + row.shape[0]
@@ -304,7 +312,7 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
         buffers = PlyBuffers(threads, enum.game.layout["MAX_UNMOVES"], dtype)
     out = buffers.out
     out_n = np.zeros(threads, np.int64)
-    buffers.n = 0
+    buffers.clear()
     with ThreadPoolExecutor(threads) as pool:
         for start in range(0, frontier.shape[0], _WINDOW):
             interrupt.check()
@@ -321,7 +329,7 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
                     for t in range(threads):  # (out is written again by the next call)
                         buffers.append(out[t, :out_n[t]])
             del keys
-    return _joined([buffers.gathered[:buffers.n]], dtype, alloc)
+    return _joined([buffers.decided()], dtype, alloc)
 
 
 @dataclass

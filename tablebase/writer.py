@@ -256,6 +256,12 @@ def _descents(records, value_bits, parts):
     return bad
 
 
+def _shared_out(records: np.ndarray) -> tuple:
+    """``records`` as the kernels above take them (contiguous uint64) and the parts they share them
+    in (a thread each, at least one)."""
+    return np.ascontiguousarray(records, np.uint64), max(1, min(config.THREADS, records.shape[0]))
+
+
 def value_counts_of(records: np.ndarray, value_bits: int = RECORD_VALUE_BITS) -> np.ndarray:
     """Records per value, counted on every thread without temporaries.
 
@@ -270,9 +276,9 @@ def value_counts_of(records: np.ndarray, value_bits: int = RECORD_VALUE_BITS) ->
     -------
     numpy.ndarray of int64, shape (2**value_bits,)
     """
-    parts = max(1, min(config.THREADS, records.shape[0]))
+    records, parts = _shared_out(records)
     out = np.zeros((parts, 1 << value_bits), np.int64)
-    _value_counts(np.ascontiguousarray(records, np.uint64), np.int64(value_bits), out)
+    _value_counts(records, np.int64(value_bits), out)
     return out.sum(axis=0)
 
 
@@ -291,8 +297,8 @@ def check_records(records: np.ndarray, counts: np.ndarray) -> None:
         If the keys are not strictly ascending or a value byte is out of range.
     """
     value_bits = RECORD_VALUE_BITS if counts.shape[0] <= 256 else WIDE_VALUE_BITS
-    parts = max(1, min(config.THREADS, records.shape[0]))
-    if _descents(np.ascontiguousarray(records, np.uint64), np.int64(value_bits), np.int64(parts)):
+    records, parts = _shared_out(records)
+    if _descents(records, np.int64(value_bits), np.int64(parts)):
         raise ValueError("keys must be strictly ascending")
     if counts[(MAX_STORED_DTM if value_bits == RECORD_VALUE_BITS else MAX_WIDE_DTM) + 2:].any():
         raise ValueError("a value byte is out of range")
