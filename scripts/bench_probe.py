@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import functools
 import os
 import statistics
 import subprocess
@@ -34,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dobutsu_tb.encoding.config import CHUNK_CACHE
 from dobutsu_tb.tablebase import chunks, reader
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.probe import open_tablebase
@@ -131,6 +133,8 @@ def main() -> None:
     if hasattr(reader.TablebaseFile, "chunk_planes"):  # (not a reader of before the probe search of planes)
         with open_tablebase(args.path) as checked_tb, open_tablebase(args.path) as unchecked_tb:
             unchecked_tb._file.chunk_planes = types.MethodType(unchecked_chunk_planes, unchecked_tb._file)
+            if hasattr(unchecked_tb, "_planes"):  # (the probes' cache of chunks, made on open: made again)
+                unchecked_tb._planes = functools.lru_cache(CHUNK_CACHE)(unchecked_tb._file.chunk_planes)
             unchecked_tb._file.find = types.MethodType(unchecked_find, unchecked_tb._file)
             unchecked_tb._file.check_value = lambda code, i: code
             times = {True: [], False: []}

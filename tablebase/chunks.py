@@ -219,6 +219,40 @@ def inflate_value_bytes(chunk, size: int) -> bytes:
     return _inflate(chunk, size)
 
 
+def inflate_prefix(chunk, size: int) -> bytes:
+    """The first ``size`` bytes a stored chunk inflates to, its zlib stream checked that far (its
+    Adler-32, at the stream's end, not): what a probe of one value needs, half a chunk of /values
+    on average, whose dynamic Huffman codes make inflating the costliest part of a probe. Read a
+    chunk so only where its bytes are checked otherwise (the CRC-32 of its place: :func:`place_crc`).
+
+    Parameters
+    ----------
+    chunk : bytes-like
+        The chunk as stored, its fletcher32 last (not checked here).
+    size : int
+        Bytes wanted (at most the chunk's whole size).
+
+    Returns
+    -------
+    bytes
+        ``size`` bytes.
+
+    Raises
+    ------
+    ValueError
+        If the zlib stream is damaged, or ends before ``size`` bytes.
+    """
+    if len(chunk) <= CHECKSUM_BYTES:
+        raise ValueError("too short")
+    try:
+        data = _inflater.decompressobj().decompress(memoryview(chunk)[:-CHECKSUM_BYTES], size)
+    except (zlib.error, _inflater.error) as exc:
+        raise ValueError(f"damaged deflate stream ({exc})") from None
+    if len(data) < size:
+        raise ValueError(f"inflates to {len(data)} bytes, fewer than {size}")
+    return data
+
+
 #: Per number of keys m: m lanes of 64 bits with bit 63 set, and m lanes holding 1.
 _LANES: dict = {}
 

@@ -48,7 +48,7 @@ def probe_keys(tb, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         c = int(chunk_ids[lo])
         if c < 0 or lo == hi:
             continue
-        keys = f.keys_of_planes(c, tb._cached(tb._key_cache, c, f.chunk_planes))  # (the probes' cache)
+        keys = f.keys_of_planes(c, tb._planes(c))  # (the probes' cache)
         f.check_order(c, keys)  # (the cache holds chunks whose order only probes' finds checked)
         chunk_keys = np.frombuffer(keys, np.int64)
         part = sorted_keys[lo:hi]

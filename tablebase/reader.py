@@ -15,13 +15,15 @@ refused if its place in the chunk table is impossible (outside the file, a size 
 bound), if its bytes fail the CRC-32 of its place (format version 4 and later: a chunk moved,
 swapped or copied over another is an error, never a value), if its zlib stream or the stream's
 Adler-32 fails, if it inflates to the wrong size, if its keys are out of order or disagree with
-the index, or if a value byte is out of range. Whole-file reads (verify, statistics, in-memory
-probing) also check each chunk's fletcher32 (it covers the same bytes as the zlib checks, so a
-single probe skips it) and the counts of the metadata. The verifier (``dobutsu-tb verify``)
-reads the layout through h5py even when the header is there, compares the header with it (when
-it still describes the file: probes read it), and checks HDF5's own chunk index against the
-chunk table, filter masks included, so that any HDF5 reader reads what we read. Each failure
-raises :class:`~dobutsu_tb.tablebase.schema.TablebaseFileError` naming the place.
+the index, or if a value byte is out of range. A probe inflates a chunk of /values only as far
+as the value it reads (:meth:`TablebaseFile.value_code`): it checks that much of the stream and
+not its Adler-32, when the CRC-32 of the chunk's place has checked all of its bytes. Whole-file
+reads (verify, statistics, in-memory probing) also check each chunk's fletcher32 (it covers the
+same bytes as the zlib checks, so a single probe skips it) and the counts of the metadata. The
+verifier (``dobutsu-tb verify``) reads the layout through h5py even when the header is there,
+compares the header with it (when it still describes the file: probes read it), and checks
+HDF5's own chunk index against the chunk table, filter masks included, so that any HDF5 reader
+reads what we read. Each failure raises :class:`~dobutsu_tb.tablebase.schema.TablebaseFileError` naming the place.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from dobutsu_tb.tablebase.chunks import (
     crc32,
     inflate_key_bytes,
     inflate_key_planes,
+    inflate_prefix,
     inflate_value_bytes,
     key_in_planes,
     keys_ascending,
@@ -732,6 +735,51 @@ class TablebaseFile:
         out = array("H", data)  # pragma: no cover
         out.byteswap()  # pragma: no cover
         return memoryview(out)[:count]  # pragma: no cover
+
+    def value_source(self, c: int) -> list:
+        """What :meth:`value_code` reads chunk ``c`` of /values from (a probe's cache holds it): in a
+        file whose chunks are tied to their places (format version 4 on), its stored bytes, checked
+        against their place, and the bytes inflated so far; else its values inflated whole
+        (:meth:`values_of_chunk`).
+
+        Returns
+        -------
+        list
+            ``[stored bytes or None, inflated bytes]``.
+
+        Raises
+        ------
+        TablebaseFileError
+            If the chunk is out of range or (older formats) damaged.
+        """
+        if self._columns <= 2:
+            return [None, self.values_of_chunk(c)]
+        if c * self.value_chunk >= self.n:
+            raise self._fail(f"chunk {c} of /values is out of range: the file is damaged")
+        return [self._raw("values", c), b""]
+
+    def value_code(self, c: int, source: list, j: int) -> int:
+        """The code of entry ``j`` of chunk ``c`` of /values, from its :meth:`value_source`: the
+        chunk inflated only as far as entry ``j`` (:func:`~.chunks.inflate_prefix`; at least twice
+        as far as before), its range left to :meth:`check_value`.
+
+        Raises
+        ------
+        TablebaseFileError
+            If the chunk's stream is damaged or ends before entry ``j``.
+        """
+        data = source[1]
+        width = self._value_bytes
+        if source[0] is None:
+            return data[j]
+        end = (j + 1) * width
+        if len(data) < end:
+            size = min(self.value_chunk * width, max(end, 2 * len(data)))
+            try:
+                data = source[1] = inflate_prefix(source[0], size)
+            except ValueError as exc:
+                raise self._fail(f"chunk {c} of /values is damaged: {exc}") from None
+        return data[j] if width == 1 else data[2 * j] | data[2 * j + 1] << 8
 
     def read_keys(self, c: int, raw: bytes | None = None):
         """:meth:`keys_of_chunk` as numpy.ndarray of int64, shape (entries,).

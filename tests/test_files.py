@@ -287,6 +287,40 @@ def test_a_file_opens_from_its_probe_header_as_it_reads_through_hdf5(lion_chick_
         assert fast.check_hdf5_index() == []
 
 
+def test_a_value_read_from_a_chunk_inflated_in_part_is_the_value_of_the_whole_chunk(lion_chick_tb):
+    """A probe inflates a chunk of /values only as far as the entry it reads (further on a later
+    read): in any order of reads, forwards, back and to the end, each entry's code is the one of
+    the chunk inflated whole."""
+    import random
+
+    rng = random.Random(5)
+    with TablebaseFile(lion_chick_tb.path) as f:
+        for c in range(f.chunk_count(True)):
+            whole = list(f.values_of_chunk(c))
+            source = f.value_source(c)
+            order = sorted(rng.sample(range(len(whole)), min(8, len(whole))))
+            order += order[::-1] + [len(whole) - 1, 0]
+            assert [f.value_code(c, source, j) for j in order] == [whole[j] for j in order]
+            assert source[1][:len(whole)] == bytes(whole)  # (the last chunk is stored full size)
+
+
+def test_inflating_a_prefix_stops_where_asked_and_refuses_streams_cut_short_or_damaged():
+    """:func:`inflate_prefix` gives the bytes zlib gives whole, as far as asked, and says
+    ValueError for a stream that ends before the bytes asked for, or is not deflate."""
+    from dobutsu_tb.tablebase.chunks import CHECKSUM_BYTES, inflate_prefix
+
+    data = bytes(range(256)) * 3 + b"\x07" * 256
+    stored = zlib.compress(data) + b"\0" * CHECKSUM_BYTES
+    assert inflate_prefix(stored, 10) == data[:10] and inflate_prefix(stored, len(data)) == data
+    cut = zlib.compress(data)[:40] + b"\0" * CHECKSUM_BYTES
+    with pytest.raises(ValueError, match="fewer than 1024"):
+        inflate_prefix(cut, len(data))
+    with pytest.raises(ValueError, match="damaged deflate stream"):
+        inflate_prefix(b"not a zlib stream" + b"\0" * CHECKSUM_BYTES, 1)
+    with pytest.raises(ValueError, match="too short"):
+        inflate_prefix(b"\0" * CHECKSUM_BYTES, 1)
+
+
 def test_a_probe_imports_neither_h5py_nor_numpy(lion_chick_tb):
     """``dobutsu-tb probe`` of a file with its probe header: the command's whole work, in a fresh
     process, loads none of h5py, numpy and numba (their imports were most of its time)."""

@@ -208,6 +208,11 @@ def test_dtms_too_long_for_a_byte_take_two(tmp_path, monkeypatch, lion_chick_tb)
     want_keys, want_values, _ = _contents(lion_chick_tb.path)
     assert TablebaseFile(result.path).value_dtype == np.dtype("<u2")
     assert np.array_equal(keys, want_keys) and np.array_equal(values, want_values)
+    with TablebaseFile(result.path) as f:  # a probe's reads, a value at a time, the last first
+        for c in range(f.chunk_count(True)):
+            source = f.value_source(c)
+            codes = [f.value_code(c, source, j) for j in reversed(range(len(f.values_of_chunk(c))))]
+            assert codes == f.read_values(c).tolist()[::-1]
     with open_tablebase(result.path) as tb:
         assert tb.probe_dtm(LION_CHICK) == 15
         assert [m.move for m in tb.principal_variation(LION_CHICK)][:2] == ["Lb4-a3", "Cb2xb3"]
