@@ -272,7 +272,7 @@ class Tablebase:
         TablebaseFileError
             If a chunk read is damaged.
         ValueError
-            If an array of keys is not one-dimensional int64.
+            If an array of keys is not one-dimensional int64, or one position's text is given.
         """
         import numpy as np
 
@@ -280,6 +280,9 @@ class Tablebase:
 
         arr = positions_or_keys
         terminal = None
+        if isinstance(arr, str):
+            raise ValueError("probe_many takes a sequence of positions (or an array of keys), not one position's "
+                             "text: use probe_wdl or value for one position")
         if not isinstance(arr, np.ndarray):
             positions = [self.position(p) for p in arr]
             arr = np.fromiter((p.key() for p in positions), np.int64, len(positions))
@@ -411,10 +414,9 @@ class Tablebase:
         state = position.state()
         game = self.game
         cls = game.classify(state)
+        self.value(position)  # raises MissingPositionError for a position not covered (terminal ones too)
         if cls == TRY:
             return []
-        if cls == NONTERMINAL:
-            self.value(position)  # raises MissingPositionError for a position not covered
         out = []
         for mv in game.legal_move_list(state):
             child = play_move(position, mv)

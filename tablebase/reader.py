@@ -193,9 +193,13 @@ class TablebaseFile:
             fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
                          | getattr(os, "O_NONBLOCK", 0))
         except OSError as exc:
-            from dobutsu_tb.tablebase.output import describe_os_error  # builds' module: imported when needed
+            try:
+                from dobutsu_tb.tablebase.output import describe_os_error  # builds' module: imported when needed
 
-            raise TablebaseFileError(f"{self.path}: cannot be read ({describe_os_error(exc)})") from None
+                said = describe_os_error(exc)
+            except OSError:  # (no descriptor left to import it with: EMFILE)
+                said = exc.strerror or str(exc)
+            raise TablebaseFileError(f"{self.path}: cannot be read ({said})") from None
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             os.close(fd)
@@ -508,6 +512,17 @@ class TablebaseFile:
         if getattr(self, "_fd", None) is not None:
             os.close(self._fd)
             self._fd = None
+
+    def __del__(self) -> None:
+        # A file dropped without close() (a Tablebase left to the collector) gives its descriptor
+        # back, as Python's file objects do.
+        fd = self.__dict__.get("_fd")
+        if fd is not None:
+            self._fd = None
+            try:
+                os.close(fd)
+            except Exception:  # noqa: BLE001 (at interpreter shutdown, or already closed)
+                pass
 
     def __enter__(self) -> "TablebaseFile":
         return self

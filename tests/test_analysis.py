@@ -1,6 +1,7 @@
 """Line verification, the file verifier, statistics and pictures (issue 3)."""
 
 import json
+import re
 
 import h5py
 import numpy as np
@@ -202,6 +203,8 @@ def test_verify_names_an_altered_value(cli, lion_chick_tb, tmp_path):
     assert victim in [p.where for p in report.problems]
     result = cli("verify", "--tb", str(bad))
     assert result.exit_code == 1 and victim in result.output and "FAILED" in result.output
+    said = re.search(r"fails verification: (\d+) (inconsistency|inconsistencies) \(listed above\)", result.output)
+    assert said and said[1] == str(report.total_problems) and (said[2] == "inconsistency") == (said[1] == "1")
 
 
 def test_verify_catches_metadata_lies(lion_chick_tb, tmp_path):

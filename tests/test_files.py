@@ -9,6 +9,7 @@ metadata that lie. "Resealed" cases recompute the checksums (as a forger would),
 check under test is the one that trips.
 """
 
+import os
 import shutil
 import zlib
 
@@ -319,6 +320,21 @@ def test_inflating_a_prefix_stops_where_asked_and_refuses_streams_cut_short_or_d
         inflate_prefix(b"not a zlib stream" + b"\0" * CHECKSUM_BYTES, 1)
     with pytest.raises(ValueError, match="too short"):
         inflate_prefix(b"\0" * CHECKSUM_BYTES, 1)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
+def test_a_tablebase_dropped_without_closing_gives_its_descriptor_back(lion_chick_tb):
+    """Opened, probed and dropped 200 times without close(): no descriptor stays open (the last
+    hostile round ran out of them after 60 under ``ulimit -n 64``)."""
+    import gc
+
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(200):
+        tb = open_tablebase(lion_chick_tb.path)
+        assert tb.probe_dtm(LION_CHICK) == 15
+        del tb
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) <= before
 
 
 def test_a_probe_imports_neither_h5py_nor_numpy(lion_chick_tb):

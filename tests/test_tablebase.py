@@ -450,8 +450,16 @@ def test_a_terminal_position_with_pieces_the_start_lacks_is_not_covered(lion_chi
         for lacking in ("G/g-L/l--/-c-/E-G/ce", "G/L--/---/---/--l/-", "S/-l-/-R-/---/-L-/-"):
             with pytest.raises(MissingPositionError, match="its pieces are not those of"):
                 tb.value(lacking)
+        # so are their moves and lines (a try-terminal and a catch-terminal position: the last
+        # hostile round found both answered, [] and a list of moves)
+        for lacking in ("S/---/L--/---/-l-/-", "S/---/-l-/-L-/---/-"):
+            for probe in (tb.probe_moves, tb.principal_variation):
+                with pytest.raises(MissingPositionError, match="its pieces are not those of"):
+                    probe(lacking)
         assert tb.value("G/L--/---/---/--l/Cc")[:2] == (LOSS, 0)  # both chicks in hand
         assert tb.value("G/L--/--r/---/--l/C")[:2] == (LOSS, 0)  # one promoted, one in hand
         # probe_many answers them as value() does: -2, not in the file (it answered from the rules)
         wdl, dtm = tb.probe_many(["G/g-L/l--/-c-/E-G/ce", "G/L--/---/---/--l/-", "G/L--/---/---/--l/Cc"])
         assert wdl.tolist() == [-2, -2, LOSS] and dtm.tolist() == [0, 0, 0]
+        with pytest.raises(ValueError, match="a sequence of positions .* not one position's text"):
+            tb.probe_many("G/L--/---/---/--l/Cc")  # (a string is a sequence: of letters)

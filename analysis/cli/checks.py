@@ -22,6 +22,7 @@ from dobutsu_tb.analysis.cli.common import (
     variant_options,
 )
 from dobutsu_tb.analysis.pictures import draw_plies
+from dobutsu_tb.encoding.words import counted
 
 #: Said of damage in a tablebase that ``verify-line`` built into the cache for its start.
 _REBUILD_HINT = "(a tablebase this command built for its start: delete it, and the next run builds it again)"
@@ -314,7 +315,8 @@ def verify(ctx, legacy_path, tb_path, max_problems):
         click.echo(f"  {problem}")
     from dobutsu_tb.tablebase.schema import TablebaseFileError
 
-    raise TablebaseFileError(f"{path} fails verification: {report.total_problems:,} inconsistencies (listed above)")
+    raise TablebaseFileError(f"{path} fails verification: {counted(n, 'inconsistency', 'inconsistencies')} "
+                             f"(listed above)")
 
 
 @click.command()
