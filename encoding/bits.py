@@ -65,10 +65,10 @@ def sort_prefix(row, n):
         row[j + 1] = v
 
 
-#: 0x0101010101010101: one in every byte of a 64-bit word; the top bit, and the low seven bits, of every byte.
+#: 0x0101010101010101: one in every byte of a 64-bit word.
 _BYTES_ONE = 0x0101010101010101
-_BYTES_HIGH = -0x7F7F7F7F7F7F7F80  # 0x8080808080808080 as an int64
-_BYTES_LOW7 = 0x7F7F7F7F7F7F7F7F
+_BYTES_HIGH = -0x7F7F7F7F7F7F7F80  # 0x8080808080808080 as an int64: the top bit of every byte
+_BYTES_LOW7 = 0x7F7F7F7F7F7F7F7F  # the low seven bits of every byte
 #: Words tested together before a block with no match is skipped (a cache line).
 _FIND_BLOCK = 8
 

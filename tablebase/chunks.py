@@ -242,6 +242,9 @@ def inflate_prefix(chunk, size: int) -> bytes:
     ValueError
         If the zlib stream is damaged, or ends before ``size`` bytes.
     """
+    # (:func:`_inflate`'s checks written out, not a switch in it: it inflates every chunk of keys
+    # a probe reads; sharing one function measured 0.6 and 1.1 µs slower a probe in two
+    # alternations, within this host's noise)
     if len(chunk) <= CHECKSUM_BYTES:
         raise ValueError("too short")
     try:

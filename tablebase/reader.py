@@ -23,7 +23,8 @@ same bytes as the zlib checks, so a single probe skips it) and the counts of the
 verifier (``dobutsu-tb verify``) reads the layout through h5py even when the header is there,
 compares the header with it (when it still describes the file: probes read it), and checks
 HDF5's own chunk index against the chunk table, filter masks included, so that any HDF5 reader
-reads what we read. Each failure raises :class:`~dobutsu_tb.tablebase.schema.TablebaseFileError` naming the place.
+reads what we read. Each failure raises :class:`~dobutsu_tb.tablebase.schema.TablebaseFileError`
+naming the place.
 """
 
 from __future__ import annotations

@@ -256,9 +256,9 @@ def _descents(records, value_bits, parts):
     return bad
 
 
-def _shared_out(records: np.ndarray) -> tuple:
-    """``records`` as the kernels above take them (contiguous uint64) and the parts they share them
-    in (a thread each, at least one)."""
+def _in_parts(records: np.ndarray) -> tuple:
+    """``records`` as the kernels above take them (contiguous uint64), and how many parts they split
+    them in (a thread each, at least one)."""
     return np.ascontiguousarray(records, np.uint64), max(1, min(config.THREADS, records.shape[0]))
 
 
@@ -276,7 +276,7 @@ def value_counts_of(records: np.ndarray, value_bits: int = RECORD_VALUE_BITS) ->
     -------
     numpy.ndarray of int64, shape (2**value_bits,)
     """
-    records, parts = _shared_out(records)
+    records, parts = _in_parts(records)
     out = np.zeros((parts, 1 << value_bits), np.int64)
     _value_counts(records, np.int64(value_bits), out)
     return out.sum(axis=0)
@@ -297,7 +297,7 @@ def check_records(records: np.ndarray, counts: np.ndarray) -> None:
         If the keys are not strictly ascending or a value byte is out of range.
     """
     value_bits = RECORD_VALUE_BITS if counts.shape[0] <= 256 else WIDE_VALUE_BITS
-    records, parts = _shared_out(records)
+    records, parts = _in_parts(records)
     if _descents(records, np.int64(value_bits), np.int64(parts)):
         raise ValueError("keys must be strictly ascending")
     if counts[(MAX_STORED_DTM if value_bits == RECORD_VALUE_BITS else MAX_WIDE_DTM) + 2:].any():
