@@ -49,7 +49,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from dobutsu_tb.tablebase.game.variant import Variant, VariantError, standard_variant, variant_from_json
-from dobutsu_tb.tablebase.values import MAX_WIDE_DTM
+from dobutsu_tb.tablebase.values import MAX_STORED_DTM, MAX_WIDE_DTM
 
 FORMAT = "dobutsu-tablebase"
 FORMAT_VERSION = 5
@@ -370,6 +370,8 @@ def _metadata_problem(m: Metadata) -> str | None:
         return "wins + draws + losses is not the number of non-terminal positions"
     if not 0 <= m.max_dtm <= MAX_WIDE_DTM:
         return f"the longest DTM {m.max_dtm} is out of range"
+    if m.value_bits == 8 and m.max_dtm > MAX_STORED_DTM:
+        return f"the longest DTM {m.max_dtm} does not fit the file's one-byte values"
     if m.start_wdl not in (-1, 0, 1) or not 0 <= m.start_dtm <= m.max_dtm:
         return "the start position's value is out of range"
     if (m.start_dtm != 0) if m.start_wdl == 0 else (m.start_dtm % 2 == 1) != (m.start_wdl == 1):

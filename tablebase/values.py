@@ -26,8 +26,10 @@ UNKNOWN = -2
 # The winner always makes the last ply, so a win's DTM is odd and a loss's even (a try-terminal
 # loss and a position without moves: 0).
 UNDECIDED = 0
-#: Largest DTM a value byte holds (the full game's longest win is 173 plies).
-MAX_STORED_DTM = 254
+#: Largest DTM a file of one-byte values holds (the full game's longest win is 173 plies); a
+#: DTM of 254 plies or more makes the file's values two bytes (docs/file-format.md), and the
+#: byte's last code is :data:`LONG`.
+MAX_STORED_DTM = 253
 #: During the retrograde analysis, the value byte of a position whose DTM is too long for it
 #: (254 plies or more); the analysis keeps those positions' DTM in a list of its own, and a file
 #: whose longest DTM is that long stores two-byte values (up to :data:`MAX_WIDE_DTM`).

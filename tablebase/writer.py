@@ -33,7 +33,7 @@ from dobutsu_tb.tablebase.schema import (
     Metadata,
     metadata_crc32,
 )
-from dobutsu_tb.tablebase.values import MAX_STORED_DTM, MAX_WIDE_DTM
+from dobutsu_tb.tablebase.values import MAX_STORED_DTM
 
 #: A sort record (uint64): a key's code bits above its value (a byte, or two bytes for a
 #: variant whose longest DTM is 254 plies or more: ``value_bits`` 8 or 16).
@@ -300,8 +300,10 @@ def check_records(records: np.ndarray, counts: np.ndarray) -> None:
     records, parts = _in_parts(records)
     if _descents(records, np.int64(value_bits), np.int64(parts)):
         raise ValueError("keys must be strictly ascending")
-    if counts[(MAX_STORED_DTM if value_bits == RECORD_VALUE_BITS else MAX_WIDE_DTM) + 2:].any():
-        raise ValueError("a value byte is out of range")
+    # Every two-byte code is a DTM of at most MAX_WIDE_DTM plies; a one-byte code above
+    # MAX_STORED_DTM + 1 is LONG, the analysis's mark of a DTM that needs two bytes.
+    if value_bits == RECORD_VALUE_BITS and counts[MAX_STORED_DTM + 2:].any():
+        raise ValueError(f"a value byte is out of range (above {MAX_STORED_DTM + 1}: a DTM that needs two bytes)")
 
 
 def _create_hdf5(tmp, user_block: int) -> h5py.File:

@@ -124,6 +124,7 @@ OPEN_CASES = [
     ("start-value-lie", _resealed(_attrs(start_dtm=np.int64(13))), "is not the one stored"),
     ("counts-disagree", _resealed(_attrs(wins=np.int64(6466))), "wins + draws + losses"),
     ("max-dtm-out-of-range", _resealed(_attrs(max_dtm=np.int64(70000))), "the longest DTM 70000 is out of range"),
+    ("max-dtm-past-one-byte", _resealed(_attrs(max_dtm=np.int64(254))), "254 does not fit the file's one-byte"),
     ("extra-dataset", lambda f: f.create_dataset("wdl", data=np.zeros(3, "i1")), "unexpected dataset /wdl"),
     ("missing-stats", lambda f: f.__delitem__("stats/dtm_losses"), "dataset /stats/dtm_losses is missing"),
     ("stats-not-a-group", lambda f: (f.__delitem__("stats"), f.create_dataset("stats", data=1)),
@@ -679,6 +680,11 @@ def test_record_checks_agree_with_numpy():
         assert counts.shape == (1 << value_bits,)
         assert np.array_equal(counts, np.bincount(values.astype(np.int64), minlength=1 << value_bits))
         writer.check_records(records, counts)  # ascending, values in range: no error
+        if value_bits == 8:  # 255 is LONG, the analysis's mark of a DTM that needs two bytes
+            long = records.copy()
+            long[-1] |= np.uint64(255)
+            with pytest.raises(ValueError, match=r"value byte is out of range \(above 254"):
+                writer.check_records(long, writer.value_counts_of(long, value_bits))
         n = records.shape[0]
         for at in (1, n // 2, n // 2 + 1, n - 1):  # n // 2: where the second of two threads starts
             for fault in ("descent", "tie"):
