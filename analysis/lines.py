@@ -7,12 +7,19 @@ fast or loses as slowly as possible (docs/rules.md §7), i.e. it is as good as t
 best move. Values follow docs/rules.md §7: WDL and signed DTM in plies. Where it is not, the
 report lists the best moves. The verdict says the start position's true value, whether the line
 is perfect play, and the first ply where either side went wrong.
+
+The game's history counts as the rules say (docs/rules.md §3): a move to a position that has
+occurred twice before in the line is a draw, and ends the game. At a ply where a move would
+repeat so, the moves are judged with it (as the UCI engine judges its root's), and the value
+before the move is the best move's in this game; the tablebase's values know no history.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -39,7 +46,8 @@ class PlyReport:
     move : str
         The move, in our notation (docs/rules.md §8).
     before : (int, int)
-        WDL and signed DTM (plies) of the position before the move, for ``side`` (its side to move).
+        WDL and signed DTM (plies) of the position before the move, for ``side`` (its side to move):
+        its best move's value in this game (the module docstring).
     after : (int or None, int or None)
         WDL and signed DTM of the position after it, for the side then to move.
     result : (int or None, int or None)
@@ -55,7 +63,7 @@ class PlyReport:
         The game (None: dobutsu shogi).
     ending : str or None
         How the move ends the game (``"Sente captures the lion"``, ``"Gote's lion reaches the
-        far rank safely"``), or None.
+        far rank safely"``, :data:`REPETITION`), or None.
     """
 
     ply: int
@@ -74,6 +82,10 @@ class PlyReport:
     def position(self) -> Position | None:
         """The position after the move (None once a lion is captured)."""
         return None if self.state is None else Position.from_state(self.state, 1 - self.side, self.variant)
+
+
+#: The ending of a move that makes a position occur for the third time (docs/rules.md §3).
+REPETITION = "the position occurs for the third time, a draw by repetition"
 
 
 @functools.lru_cache(maxsize=64)
@@ -157,6 +169,7 @@ def verify_line(tb: Tablebase, start, moves: list[str]) -> LineReport:
     pos = tb.position(start)
     report = LineReport(pos, tb.value(pos)[:2])
     over = None
+    seen = Counter([pos])  # the occurrences of each position in the line
     for ply, text in enumerate(moves, 1):
         side = pos.turn if pos is not None else None
         if over:
@@ -169,18 +182,27 @@ def verify_line(tb: Tablebase, start, moves: list[str]) -> LineReport:
             break
         before = tb.value(pos)[:2]
         options = tb.probe_moves(pos)
+        repeats = {m.move for m in options if m.position is not None and m.terminal != Terminal.TRY
+                   and seen[m.position] >= 2}
+        if repeats:  # those moves draw: judge the moves in this game, in the order they are generated
+            order = {move_text(pos, m): i for i, m in enumerate(pos.game.legal_move_list(pos.state()))}
+            options = [dataclasses.replace(m, wdl=DRAW, dtm=0, after_wdl=DRAW, after_dtm=0) if m.move in repeats
+                       else m for m in options]
+            options.sort(key=lambda m: (m.sort_key(), order[m.move]))
+            before = value_of_rank(options[0].sort_key())
         played_text = move_text(pos, mv)
         played = next(m for m in options if m.move == played_text)
         best_key = options[0].sort_key()
         optimal = played.sort_key() == best_key
         best = [] if optimal else [f"{m.move} ({describe_value(m.wdl, m.dtm, unit=False)})"
                                    for m in options if m.sort_key() == best_key]
-        over = _ending(played.terminal, side, pos.variant.royal.name)
+        over = REPETITION if played_text in repeats else _ending(played.terminal, side, pos.variant.royal.name)
         report.plies.append(PlyReport(ply, side, played_text, before, (played.after_wdl, played.after_dtm),
                                       (played.wdl, played.dtm), optimal, best,
                                       None if played.position is None else played.position.state(), over,
                                       pos.variant))
         pos = played.position
+        seen[pos] += 1
     return report
 
 
@@ -360,6 +382,7 @@ def _judged_reports(judged, start: Position, start_value: tuple, games) -> Itera
     royal = variant.royal.name
     endings = {code * 2 + side: _ending(terminal, side, royal) for code, terminal in replay.TERMINALS.items()
                for side in (0, 1)}
+    endings.update({replay.TERM_REPETITION * 2 + side: REPETITION for side in (0, 1)})
     all_plies = judged.plies
     ok_all = all_plies["status"] == replay.OK
     best_ordinal = np.cumsum(all_plies["n_best"] > 0) - 1  # a ply's row in best_start, when it has one

@@ -14,6 +14,10 @@ two passes over a block of games:
    position after it, the best moves' text codes when it is not one of them, and why a game
    stops early.
 
+Both passes count the occurrences of each position in a game (a small hash table a game): a move
+to a position that has occurred twice before is a draw by repetition (docs/rules.md §3) and ends
+the game, as ``analysis.lines.verify_line`` judges it.
+
 The cost per ply is linear (one move generation and a constant number of lookups per move);
 the Python work left per ply is formatting. :func:`replay_games` is the driver, block by
 block; ``analysis.lines.verify_games`` turns its arrays into line reports.
@@ -40,20 +44,33 @@ from dobutsu_tb.tablebase.game.layout import CATCH, MAX_MOVES, NONTERMINAL, ROYA
 from dobutsu_tb.tablebase.game.notation import TEXT_CAPTURE, IllegalMoveError, Move, text_code
 from dobutsu_tb.tablebase.game.position import PositionError
 from dobutsu_tb.tablebase.game.rules import classify, find_piece, game_over, gen_moves, make_move
-from dobutsu_tb.tablebase.values import LOSS, RANK_SCALE, UNKNOWN, WIN, Terminal, move_rank, move_value
+from dobutsu_tb.tablebase.values import (
+    DRAW,
+    LOSS,
+    RANK_SCALE,
+    UNKNOWN,
+    WIN,
+    Terminal,
+    move_rank,
+    move_value,
+)
 
 #: :func:`move_spec` of a text that is not a move.
 NOT_A_MOVE = -1
 
 #: The kernels bound to each variant's tables (Game.jitted).
 __kernels__ = ("_child_class", "_played", "_collect", "_judge")
+#: A draw's rank (:func:`~dobutsu_tb.tablebase.values.move_rank`), a move that repeats a position the third time.
+_DRAW_RANK = RANK_SCALE
 #: Plies replayed per block (the key array of a block is MAX_MOVES + 1 times as long).
 BLOCK_PLIES = 1 << 15
 
 # Terminal class of a move's child (``terminal`` of a PLY record): NONTERMINAL, CATCH and TRY of
-# the rules, or TERM_CAPTURED when the move took the royal piece.
-TERM_NONE, TERM_CAPTURED = NONTERMINAL, 3
-#: The :class:`~dobutsu_tb.tablebase.values.Terminal` of each of those codes.
+# the rules, TERM_CAPTURED when the move took the royal piece, or TERM_REPETITION when it made a
+# position occur for the third time in the game (a draw, docs/rules.md §3).
+TERM_NONE, TERM_CAPTURED, TERM_REPETITION = NONTERMINAL, 3, 4
+#: The :class:`~dobutsu_tb.tablebase.values.Terminal` of each of those codes (a repetition has
+#: none: the tablebase's values know no history).
 TERMINALS = {TERM_NONE: None, CATCH: Terminal.CATCH, TRY: Terminal.TRY, TERM_CAPTURED: Terminal.ROYAL_CAPTURED}
 
 # Why a ply was not judged (``status``); OK plies were.
@@ -79,6 +96,17 @@ PLY = np.dtype([("status", np.int8), ("before_wdl", np.int8), ("after_wdl", np.i
 
 _move_rank = njit(move_rank)
 _move_value = njit(move_value)
+
+
+@njit
+def _value_of_rank(rank):
+    """(WDL, signed DTM) of a known :func:`~dobutsu_tb.tablebase.values.move_rank`
+    (:func:`~dobutsu_tb.tablebase.values.value_of_rank`, which also reads unknown ones)."""
+    if rank < RANK_SCALE:
+        return np.int64(WIN), np.int64(rank)
+    if rank < 2 * RANK_SCALE:
+        return np.int64(DRAW), np.int64(0)
+    return np.int64(LOSS), np.int64(rank - (3 * RANK_SCALE - 1))
 
 
 def move_spec(text: str, variant) -> int:
@@ -107,10 +135,41 @@ def _played(board, turn, spec, moves, n):
     return -1
 
 
+@njit
+def _occurrences(seen, board, hand, turn, add):
+    """How often the position ``(board, hand)`` (normalised) with ``turn`` to move has occurred in
+    a game, by ``seen`` (:func:`_occurrence_table`); one more occurrence is counted when ``add``."""
+    mask = seen.shape[0] - 1
+    code = hand * 2 + turn
+    x = (np.uint64(board) * np.uint64(0x9E3779B97F4A7C15)) ^ (np.uint64(code) * np.uint64(0xC2B2AE3D27D4EB4F))
+    i = np.int64((x >> np.uint64(29)) & np.uint64(mask))
+    while seen[i, 0] != 0:  # (a board is never empty: 0 marks a free row)
+        if seen[i, 0] == board and seen[i, 1] == code:
+            n = seen[i, 2]
+            if add:
+                seen[i, 2] = n + 1
+            return n
+        i = (i + 1) & mask
+    if add:
+        seen[i, 0], seen[i, 1], seen[i, 2] = board, code, 1
+    return 0
+
+
+@njit
+def _occurrence_table(positions):
+    """An empty table of occurrences for a game of ``positions`` positions (rows: board, hand
+    and turn, count; at most half full)."""
+    rows = 4
+    while rows < 2 * positions:
+        rows *= 2
+    return np.zeros((rows, 3), np.int64)
+
+
 @kernel_options(parallel=True)
 def _collect(start, games, keys):
     """Write the keys each game's replay needs into ``keys`` from ``key_base[g]`` (unused slots
-    stay -1): per legal ply, the position before the move, then its non-terminal children.
+    stay -1): per legal ply until the game is over, the position before the move, then its
+    non-terminal children.
 
     ``start`` is ``(board, hand, turn)`` of the start position, ``games`` ``(specs, ply_start,
     game_plies, key_base)``: the moves' :func:`move_spec` one game after another, each game's
@@ -120,6 +179,8 @@ def _collect(start, games, keys):
     for g in prange(game_plies.shape[0]):
         moves = np.empty(MAX_MOVES, np.int64)
         board, hand, turn, at = start_board, start_hand, turn0, key_base[g]
+        seen = _occurrence_table(game_plies[g] + 1)
+        _occurrences(seen, board, hand, turn, True)
         for i in range(ply_start[g], ply_start[g] + game_plies[g]):
             spec = specs[i]
             if spec < 0 or game_over(board, hand):
@@ -138,8 +199,8 @@ def _collect(start, games, keys):
             board, hand = make_move(board, hand, moves[k])
             turn = 1 - turn
             cls = _child_class(board, hand)
-            if cls == TERM_CAPTURED or cls == TRY:
-                break
+            if cls == TERM_CAPTURED or cls == TRY or _occurrences(seen, board, hand, turn, True) >= 2:
+                break  # the game is over (a capture, a try, or a position's third occurrence)
 
 
 @kernel_options(parallel=True)
@@ -159,6 +220,8 @@ def _judge(start, games, found, plies, best_text):
         ranks = np.empty(MAX_MOVES, np.int64)
         board, hand, turn, at, over = start_board, start_hand, turn0, key_base[g], False
         first, last = ply_start[g], ply_start[g] + game_plies[g]
+        seen = _occurrence_table(game_plies[g] + 1)
+        _occurrences(seen, board, hand, turn, True)
         for i in range(first, last):
             plies[i].status = SKIPPED
         for i in range(first, last):
@@ -187,10 +250,12 @@ def _judge(start, games, found, plies, best_text):
                 wdl, dtm = np.int64(WIN), np.int64(1)
             ply.before_wdl, ply.before_dtm = wdl, dtm
             missing = False
+            repeats = False  # a move makes a position occur the third time: a draw
             best = NO_RANK
             for j in range(n):
                 cb, ch = make_move(board, hand, moves[j])
                 cls = _child_class(cb, ch)
+                third = (cls == NONTERMINAL or cls == CATCH) and _occurrences(seen, cb, ch, 1 - turn, False) >= 2
                 if cls == NONTERMINAL:
                     cw, cd = np.int64(key_wdl[at]), np.int64(key_dtm[at])
                     at += 1
@@ -204,18 +269,21 @@ def _judge(start, games, found, plies, best_text):
                 else:  # a try, or the royal piece taken: the child has lost in 0 plies
                     cw, cd = np.int64(LOSS), np.int64(0)
                 mw, md = _move_value(cw, cd)
-                ranks[j] = _move_rank(mw, md)
+                ranks[j] = _DRAW_RANK if third else _move_rank(mw, md)
+                repeats |= third
                 best = min(best, ranks[j])
                 if j == k:
-                    ply.after_wdl = cw
-                    ply.after_dtm = cd
-                    ply.terminal = cls
+                    ply.after_wdl = DRAW if third else cw
+                    ply.after_dtm = 0 if third else cd
+                    ply.terminal = TERM_REPETITION if third else cls
                     ply.board_after = -1 if cls == TERM_CAPTURED else cb
                     ply.hand_after = ch
             if missing:
                 ply.status = MISSING_CHILD
                 break
             ply.status = OK
+            if repeats:  # the position's value in this game: its best move's (docs/rules.md §3)
+                ply.before_wdl, ply.before_dtm = _value_of_rank(best)
             ply.text = text_code(board, turn, moves[k])
             ply.rank, ply.best_rank = ranks[k], best
             nb = 0
@@ -225,10 +293,12 @@ def _judge(start, games, found, plies, best_text):
                         best_text[i, nb] = text_code(board, turn, moves[j])
                         nb += 1
             ply.n_best = nb
-            over = ply.terminal == TERM_CAPTURED or ply.terminal == TRY
+            over = ply.terminal == TERM_CAPTURED or ply.terminal == TRY or ply.terminal == TERM_REPETITION
             board = ply.board_after
             hand = ply.hand_after
             turn = 1 - turn
+            if not over:
+                _occurrences(seen, board, hand, turn, True)
 
 
 # --- the driver --------------------------------------------------------------------------------

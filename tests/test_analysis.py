@@ -15,7 +15,7 @@ from dobutsu_tb.tablebase.game.notation import uci_of_move_text
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.probe import MissingPositionError, open_tablebase
 from dobutsu_tb.tablebase.schema import TablebaseFileError
-from dobutsu_tb.tablebase.values import value_code
+from dobutsu_tb.tablebase.values import describe_value, value_code
 
 # The seed's lion-and-chick line (docs/rules.md §9).
 SEED_LINE = "Lb4-c3 Cb2xb3 Lc3xb3 C*b2 Lb3-c3 Lb1-c1 C*a2 Lc1-b1 Ca2-a1+ Lb1xa1 Lc3-c2".split()
@@ -110,13 +110,53 @@ def test_verify_games_is_verify_line(lion_chick_tb, monkeypatch):
     rng = np.random.default_rng(9)
     for in_memory in (False, True):
         with open_tablebase(lion_chick_tb.path, in_memory=in_memory) as tb:
-            games = _random_games(tb, LION_CHICK, 300, rng) + [SEED_LINE, ["Lb4-c3", "Lb1-b3"], []]
+            games = _random_games(tb, LION_CHICK, 300, rng) + [SEED_LINE, ["Lb4-c3", "Lb1-b3"], []] + REPEATING
             batch = list(verify_games(tb, LION_CHICK, games))
             assert len(batch) == len(games)
             for game, report in zip(games, batch):
                 assert report == verify_line(tb, LION_CHICK, game), game
     assert any(r.illegal for r in batch) and any(not r.perfect for r in batch)
     assert any(p.ending for r in batch for p in r.plies)
+
+
+#: Both lions step aside and back: four plies that bring the lion-and-chick start back.
+CYCLE = "Lb4-a4 Lb1-a1 La4-b4 La1-b1".split()
+#: Games that repeat positions: the start's third occurrence (by Gote, ply 8), the third occurrence
+#: of the position after ply 1 (by Sente, ply 9), a line that repeats twice only, and one that
+#: leaves the cycle after the second occurrence.
+REPEATING = [CYCLE * 2 + ["Lb4-a4"], CYCLE * 2 + CYCLE[:1] + CYCLE[1:], CYCLE + CYCLE[:3], CYCLE + ["Lb4-a3"]]
+
+
+def test_verify_line_third_occurrence_is_a_draw(lion_chick_tb):
+    """docs/rules.md §3: the move that makes a position occur for the third time draws and ends
+    the game; its moves are judged with that draw; the batch replay agrees. Occurrences are
+    counted here with Position objects (a slow reference)."""
+    from dobutsu_tb.analysis.lines import REPETITION
+    from dobutsu_tb.tablebase.game.notation import parse_move, play_move
+
+    with open_tablebase(lion_chick_tb.path) as tb:
+        for game in REPEATING:
+            report = verify_line(tb, LION_CHICK, game)
+            assert next(verify_games(tb, LION_CHICK, [game])) == report
+            pos, seen, third = Position.from_text(LION_CHICK), [Position.from_text(LION_CHICK)], None
+            for ply, text in enumerate(game, 1):
+                pos = play_move(pos, parse_move(pos, text))
+                if seen.count(pos) == 2:
+                    third = ply
+                    break
+                seen.append(pos)
+            endings = [p.ply for p in report.plies if p.ending]
+            if third is None:
+                assert not endings and report.illegal is None and len(report.plies) == len(game)
+                continue
+            assert endings == [third] and len(report.plies) == third
+            last = report.plies[-1]
+            assert last.ending == REPETITION and last.result == (0, 0) and last.after == (0, 0)
+            assert last.optimal == (last.before[0] == 0)  # a draw is as good as the best move only if that draws
+            best = f"({describe_value(*last.before, unit=False)})"  # the value before: the best move's in this game
+            assert last.best and all(b.endswith(best) for b in last.best)
+            assert not any(b.startswith(last.move) for b in last.best)
+            assert report.illegal == (third + 1, game[third], f"the game is over ({REPETITION})")
 
 
 def test_verify_games_missing_position(lion_chick_tb):
