@@ -299,12 +299,13 @@ def verify_games(tb: Tablebase, start, games: list[list[str]], progress=None) ->
 def _in_our_notation(start: Position, moves: list[str]) -> list[str]:
     """A game's moves in our notation, for the replay's kernels, which read only ours: the game is
     played in Python (:func:`parse_move` reads UCI's strings too) up to its first move that is
-    not legal or that ends the game; that move and those after it stay as written, so the
-    replay stops where this did and says why."""
+    not legal or that ends the game (a capture, a try, a position's third occurrence); that move
+    and those after it stay as written, so the replay stops where this did and says why."""
     from dobutsu_tb.tablebase.game.notation import play_move
 
     out = []
     here = start
+    seen = Counter([start])
     for k, text in enumerate(moves):
         try:
             mv = parse_move(here, text)
@@ -313,6 +314,9 @@ def _in_our_notation(start: Position, moves: list[str]) -> list[str]:
         out.append(move_text(here, mv))
         here = play_move(here, mv)
         if here is None or here.game.game_over(here.state()):
+            return out + list(moves[k + 1:])
+        seen[here] += 1
+        if seen[here] == 3:
             return out + list(moves[k + 1:])
     return out
 

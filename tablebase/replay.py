@@ -166,10 +166,10 @@ def _occurrence_table(positions):
 
 
 @kernel_options(parallel=True)
-def _collect(start, games, keys):
-    """Write the keys each game's replay needs into ``keys`` from ``key_base[g]`` (unused slots
-    stay -1): per legal ply until the game is over, the position before the move, then its
-    non-terminal children.
+def _collect(start, games, keys, ends):
+    """Write the keys each game's replay needs into ``keys`` from ``key_base[g]`` up to
+    ``ends[g]`` (the rest of its stretch is left unwritten): per legal ply until the game is
+    over, the position before the move, then its non-terminal children.
 
     ``start`` is ``(board, hand, turn)`` of the start position, ``games`` ``(specs, ply_start,
     game_plies, key_base)``: the moves' :func:`move_spec` one game after another, each game's
@@ -201,6 +201,7 @@ def _collect(start, games, keys):
             cls = _child_class(board, hand)
             if cls == TERM_CAPTURED or cls == TRY or _occurrences(seen, board, hand, turn, True) >= 2:
                 break  # the game is over (a capture, a try, or a position's third occurrence)
+        ends[g] = at
 
 
 @kernel_options(parallel=True)
@@ -365,11 +366,15 @@ def replay_games(tb, start, turn: int, specs: np.ndarray, game_plies: np.ndarray
         local_start = ply_start[g0:g1] - lo
         games = (np.ascontiguousarray(specs[lo:hi]), local_start, np.ascontiguousarray(game_plies[g0:g1]),
                  local_start * slots)
-        keys = np.full((hi - lo) * slots, -1, np.int64)
-        kernels._collect(start_state, games, keys)
-        wanted = np.flatnonzero(keys >= 0)
-        key_wdl = np.full(keys.shape[0], UNKNOWN_WDL, np.int8)
-        key_dtm = np.zeros(keys.shape[0], np.int32)
+        # Room for every ply's keys, written only as far as each game goes: a game that ends early
+        # (a repetition, an illegal move) costs the memory of the plies it played, not of its text.
+        keys = np.empty((hi - lo) * slots, np.int64)
+        ends = np.empty(g1 - g0, np.int64)
+        kernels._collect(start_state, games, keys, ends)
+        lengths = ends - games[3]
+        wanted = np.repeat(games[3] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+        key_wdl = np.empty(keys.shape[0], np.int8)  # (read by _judge only where _collect wrote)
+        key_dtm = np.empty(keys.shape[0], np.int32)
         if wanted.size:
             key_wdl[wanted], key_dtm[wanted] = tb.probe_many(keys[wanted])
         del keys

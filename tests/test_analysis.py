@@ -124,7 +124,8 @@ CYCLE = "Lb4-a4 Lb1-a1 La4-b4 La1-b1".split()
 #: Games that repeat positions: the start's third occurrence (by Gote, ply 8), the third occurrence
 #: of the position after ply 1 (by Sente, ply 9), a line that repeats twice only, and one that
 #: leaves the cycle after the second occurrence.
-REPEATING = [CYCLE * 2 + ["Lb4-a4"], CYCLE * 2 + CYCLE[:1] + CYCLE[1:], CYCLE + CYCLE[:3], CYCLE + ["Lb4-a3"]]
+REPEATING = [CYCLE * 2 + ["Lb4-a4"], CYCLE * 2 + CYCLE[:1] + CYCLE[1:], CYCLE + CYCLE[:3], CYCLE + ["Lb4-a3"],
+             [uci_of_move_text(m) for m in CYCLE * 3]]  # the moves after the repetition reported as written
 
 
 def test_verify_line_third_occurrence_is_a_draw(lion_chick_tb):
@@ -157,6 +158,15 @@ def test_verify_line_third_occurrence_is_a_draw(lion_chick_tb):
             assert last.best and all(b.endswith(best) for b in last.best)
             assert not any(b.startswith(last.move) for b in last.best)
             assert report.illegal == (third + 1, game[third], f"the game is over ({REPETITION})")
+
+
+def test_uci_moves_are_translated_up_to_the_end_of_the_game():
+    """The batch replay reads our notation only: a game in UCI's is translated up to the move that
+    ends it, a repetition included; the moves after it stay as written (and are reported so)."""
+    from dobutsu_tb.analysis.lines import _in_our_notation
+
+    uci = [uci_of_move_text(m) for m in CYCLE * 250]
+    assert _in_our_notation(Position.from_text(LION_CHICK), uci) == CYCLE * 2 + uci[8:]
 
 
 def test_verify_games_missing_position(lion_chick_tb):
