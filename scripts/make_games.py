@@ -7,8 +7,8 @@ Usage: python scripts/make_games.py OUT [--games 200000] [--min-plies 10] [--max
 Each game picks its length uniformly in [min, max] plies and plays uniformly random legal
 moves (our notation) from the start, except that a side that can capture the enemy lion
 does (a tablebase never expands such catch-terminal positions, so a game that let the lion live
-would leave it); a game that ends sooner (a lion captured, a successful try) is drawn again, so
-every game has min to max plies. The games are played by a jitted kernel; the same seed gives
+would leave it); a game that ends sooner (a lion captured, a successful try, a position's third
+occurrence: docs/rules.md §3) is drawn again, so every game has min to max plies. The games are played by a jitted kernel; the same seed gives
 the same file. Time ``verify-line --file`` on it::
 
     python scripts/make_games.py games.txt
@@ -39,6 +39,7 @@ def _games(start_board, start_hand, turn0, n_games, min_plies, max_plies, seed, 
     np.random.seed(seed)
     moves = np.empty(MAX_MOVES, np.int64)
     caps = np.empty(MAX_MOVES, np.int64)
+    seen = np.empty((max_plies + 1, 3), np.int64)  # the game's positions so far: board, hand, turn
     for g in range(n_games):
         done, tries = False, 0
         while not done:
@@ -47,6 +48,7 @@ def _games(start_board, start_hand, turn0, n_games, min_plies, max_plies, seed, 
                 raise ValueError("no game of the asked length from this start")
             plies = np.random.randint(min_plies, max_plies + 1)
             board, hand, turn, done = start_board, start_hand, turn0, True
+            seen[0, 0], seen[0, 1], seen[0, 2] = board, hand, turn
             for ply in range(plies):
                 if game_over(board, hand):
                     done = False
@@ -70,6 +72,14 @@ def _games(start_board, start_hand, turn0, n_games, min_plies, max_plies, seed, 
                 if ply + 1 < plies and game_over(board, hand):
                     done = False
                     break
+                before = 0
+                for i in range(ply + 1):
+                    if seen[i, 0] == board and seen[i, 1] == hand and seen[i, 2] == turn:
+                        before += 1
+                if ply + 1 < plies and before == 2:  # a third occurrence: a draw, the game is over
+                    done = False
+                    break
+                seen[ply + 1, 0], seen[ply + 1, 1], seen[ply + 1, 2] = board, hand, turn
             lengths[g] = plies
 
 
