@@ -4,12 +4,12 @@
 Usage: python scripts/make_games.py OUT [--games 200000] [--min-plies 10] [--max-plies 40]
        [--variant dobutsu] [--start S/gle/-c-/-C-/ELG/-] [--seed 0]
 
-Each game picks its length uniformly in [min, max] plies and plays uniformly random legal
-moves (our notation) from the start, except that a side that can capture the enemy lion
-does (a tablebase never expands such catch-terminal positions, so a game that let the lion live
-would leave it); a game that ends sooner (a lion captured, a successful try, a position's third
-occurrence: docs/rules.md §3) is drawn again, so every game has min to max plies. The games are played by a jitted kernel; the same seed gives
-the same file. Time ``verify-line --file`` on it::
+Each game picks its length uniformly in [min, max] plies and plays uniformly random legal moves
+(our notation) from the start, except that a side that can capture the enemy lion does (a tablebase
+never expands such catch-terminal positions, so a game that let the lion live would leave it); a
+game that ends sooner (a lion captured, a successful try, a position's third occurrence:
+docs/rules.md §3) is drawn again, so every game has min to max plies. The games are played by a
+jitted kernel; the same seed gives the same file. Time ``verify-line --file`` on it::
 
     python scripts/make_games.py games.txt
     time dobutsu-tb verify-line --tb dobutsu.h5 --file games.txt > report.txt
