@@ -182,8 +182,7 @@ def verify_line(tb: Tablebase, start, moves: list[str]) -> LineReport:
             break
         before = tb.value(pos)[:2]
         options = tb.probe_moves(pos)
-        repeats = {m.move for m in options if m.position is not None and m.terminal != Terminal.TRY
-                   and seen[m.position] >= 2}
+        repeats = {m.move for m in options if m.repeats_third_time(seen)}
         if repeats:  # those moves draw: judge the moves in this game, in the order they are generated
             order = {move_text(pos, m): i for i, m in enumerate(pos.game.legal_move_list(pos.state()))}
             options = [dataclasses.replace(m, wdl=DRAW, dtm=0, after_wdl=DRAW, after_dtm=0) if m.move in repeats

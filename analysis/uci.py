@@ -221,7 +221,7 @@ def rank_moves(moves: list[MoveValue], seen: Counter, variant: Variant | None = 
                     capture=m.terminal == Terminal.ROYAL_CAPTURED, hangs=m.terminal == Terminal.CATCH)
         if m.position is not None:
             line.repeats = seen[m.position]
-            if line.repeats >= 2 and m.terminal != Terminal.TRY:  # (a try ends the game as it arrives)
+            if m.repeats_third_time(seen):
                 line.wdl, line.dtm, line.repetition = DRAW, 0, True
         lines.append(line)
     lines.sort(key=Line.order)

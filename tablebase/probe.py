@@ -106,6 +106,13 @@ class MoveValue:
         """The move ends the game: it captures the royal piece or makes a successful try."""
         return self.terminal in GAME_ENDING
 
+    def repeats_third_time(self, seen) -> bool:
+        """Whether the move makes a position occur for the third time in a game, a draw
+        (docs/rules.md §3; the tablebase's values know no history), ``seen`` counting the
+        positions of the game so far (a :class:`collections.Counter` of :class:`Position`). A
+        try ends the game as it arrives."""
+        return self.position is not None and self.terminal != Terminal.TRY and seen[self.position] >= 2
+
     def sort_key(self) -> int:
         """Best move first (:func:`~dobutsu_tb.tablebase.values.move_rank`): wins fastest, then
         draws, then losses slowest, then unknown."""

@@ -51,6 +51,7 @@ from dobutsu_tb.tablebase.values import (
     UNKNOWN,
     WIN,
     Terminal,
+    known_value_of_rank,
     move_rank,
     move_value,
 )
@@ -60,8 +61,6 @@ NOT_A_MOVE = -1
 
 #: The kernels bound to each variant's tables (Game.jitted).
 __kernels__ = ("_child_class", "_played", "_collect", "_judge")
-#: A draw's rank (:func:`~dobutsu_tb.tablebase.values.move_rank`), a move that repeats a position the third time.
-_DRAW_RANK = RANK_SCALE
 #: Plies replayed per block (the key array of a block is MAX_MOVES + 1 times as long).
 BLOCK_PLIES = 1 << 15
 
@@ -96,17 +95,7 @@ PLY = np.dtype([("status", np.int8), ("before_wdl", np.int8), ("after_wdl", np.i
 
 _move_rank = njit(move_rank)
 _move_value = njit(move_value)
-
-
-@njit
-def _value_of_rank(rank):
-    """(WDL, signed DTM) of a known :func:`~dobutsu_tb.tablebase.values.move_rank`
-    (:func:`~dobutsu_tb.tablebase.values.value_of_rank`, which also reads unknown ones)."""
-    if rank < RANK_SCALE:
-        return np.int64(WIN), np.int64(rank)
-    if rank < 2 * RANK_SCALE:
-        return np.int64(DRAW), np.int64(0)
-    return np.int64(LOSS), np.int64(rank - (3 * RANK_SCALE - 1))
+_value_of_rank = njit(known_value_of_rank)
 
 
 def move_spec(text: str, variant) -> int:
@@ -270,7 +259,9 @@ def _judge(start, games, found, plies, best_text):
                 else:  # a try, or the royal piece taken: the child has lost in 0 plies
                     cw, cd = np.int64(LOSS), np.int64(0)
                 mw, md = _move_value(cw, cd)
-                ranks[j] = _DRAW_RANK if third else _move_rank(mw, md)
+                if third:
+                    mw, md = DRAW, 0
+                ranks[j] = _move_rank(mw, md)
                 repeats |= third
                 best = min(best, ranks[j])
                 if j == k:

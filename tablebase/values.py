@@ -149,14 +149,18 @@ def move_rank(wdl, dtm):
 
 def value_of_rank(rank: int) -> tuple:
     """The move's value (WDL and signed DTM, or ``(None, None)`` when unknown) of a :func:`move_rank`."""
-    kind, rest = divmod(int(rank), RANK_SCALE)
-    if kind == 0:
-        return WIN, rest
-    if kind == 1:
+    rank = int(rank)
+    return (None, None) if rank >= 3 * RANK_SCALE else known_value_of_rank(rank)
+
+
+def known_value_of_rank(rank):
+    """:func:`value_of_rank` of a move whose value is known (a rank below ``3 * RANK_SCALE``). A
+    plain function: kernels jit it too (``tablebase/replay.py``)."""
+    if rank < RANK_SCALE:
+        return WIN, rank
+    if rank < 2 * RANK_SCALE:
         return DRAW, 0
-    if kind == 2:
-        return LOSS, rest - (RANK_SCALE - 1)
-    return None, None
+    return LOSS, rank - (3 * RANK_SCALE - 1)
 
 
 def value_code(wdl: int, dtm: int) -> int:
