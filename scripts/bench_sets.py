@@ -6,6 +6,7 @@ Usage::
 
     python scripts/bench_sets.py [--keys N] [--repeat R]
     python scripts/bench_sets.py --children PATH [--chunks C]
+    python scripts/bench_sets.py --host [--mib M]
 
 The first form inserts ``R * N`` random hashes (N distinct ones, each about R times, in random
 order) into a :class:`~dobutsu_tb.encoding.compact.CompactTable` at its load factor and into a
@@ -16,6 +17,15 @@ the standard game's: 150 M terminal positions, three children each.
 
 The second form reads ``C`` random chunks of a tablebase file and prints the children of their
 stored positions by class (non-terminal, catch-terminal, try-terminal) per position.
+
+The third form measures what this machine's memory costs, whatever the structure: nanoseconds
+of wall time a random 8-byte read, and a random read-modify-write, in a 1 GiB array (2**26 of
+them, independent, so the CPU overlaps their misses itself), on one thread and on every thread;
+and first the seconds it takes to write once into each 4 KiB page of ``M`` MiB of memory the
+process has just allocated (a virtual machine whose host takes back the memory its guest frees
+charges for each new page: run it after the machine has been idle a few seconds, then again at
+once, to see it). With the builder's counts of memory accesses these give the build's floor on
+the machine (docs/building.md, "What the build cannot go below").
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ from dobutsu_tb.encoding.compact import CompactTable, table_insert
 from dobutsu_tb.encoding.compact_layout import L_BUCKET_ENTRIES, L_ENTRY, L_R, home_slot
 from dobutsu_tb.encoding.compact_set import ENTRY_3, CompactSet, set_add_sized, set_line
 from dobutsu_tb.encoding.config import LOAD_FACTOR, SET_LOAD_FACTOR
-from dobutsu_tb.encoding.jit import njit
+from dobutsu_tb.encoding.jit import njit, prange
 
 #: The standard game's key code bits and shift (the hashes are random codes of that width).
 CODE_BITS, SHIFT = 44, 19
@@ -107,6 +117,49 @@ def insertions(n: int, repeat: int) -> None:
             run(what, order)
 
 
+@njit(parallel=True)
+def _random_reads(a, idx, threads):
+    per = -(-idx.shape[0] // threads)
+    total = np.zeros(threads, np.int64)
+    for t in prange(threads):
+        s = 0
+        for i in range(t * per, min(idx.shape[0], (t + 1) * per)):
+            s += a[idx[i]]
+        total[t] = s
+    return total.sum()
+
+
+@njit(parallel=True)
+def _random_updates(a, idx, threads):
+    per = -(-idx.shape[0] // threads)
+    for t in prange(threads):
+        for i in range(t * per, min(idx.shape[0], (t + 1) * per)):
+            a[idx[i]] += 1
+
+
+def host(mib: int) -> None:
+    import numba
+
+    from dobutsu_tb.encoding.config import THREADS
+
+    fresh = np.empty(mib << 20, np.uint8)  # first, before this process frees anything
+    start = time.perf_counter()
+    fresh[::4096] = 1
+    print(f"first write to each page of {mib:,} MiB just allocated: {time.perf_counter() - start:.2f} s")
+    del fresh
+    a = np.ones(1 << 27, np.int64)
+    idx = np.random.default_rng(2).integers(0, a.shape[0], 1 << 26)
+    print(f"{idx.shape[0]:,} random accesses to a 1 GiB array (wall ns each)")
+    for threads in sorted({1, THREADS}):
+        numba.set_num_threads(threads)
+        for name, kernel in (("read", _random_reads), ("read-modify-write", _random_updates)):
+            kernel(a, idx[:1000], threads)  # compiled first
+            start = time.perf_counter()
+            kernel(a, idx, threads)
+            ns = (time.perf_counter() - start) / idx.shape[0] * 1e9
+            print(f"  {name:<18} {threads} thread{'s' if threads > 1 else ' '} {ns:6.1f} ns")
+
+
 def children(path: str, chunks: int) -> None:
     from dobutsu_tb.tablebase.game.game import game_of
     from dobutsu_tb.tablebase.game.layout import CATCH, NONTERMINAL, TRY
@@ -135,8 +188,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="insertions of each (default 3)")
     parser.add_argument("--children", metavar="PATH", help="count the children of a file's stored positions")
     parser.add_argument("--chunks", type=int, default=400, help="chunks read with --children (default 400)")
+    parser.add_argument("--host", action="store_true", help="this machine's random access and fresh memory costs")
+    parser.add_argument("--mib", type=int, default=1400, help="fresh memory written with --host (default 1400)")
     args = parser.parse_args()
-    if args.children:
+    if args.host:
+        host(args.mib)
+    elif args.children:
         children(args.children, args.chunks)
     else:
         insertions(args.keys, args.repeat)
