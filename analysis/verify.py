@@ -146,8 +146,11 @@ def key_directory(keys: np.ndarray, bits: int) -> tuple[np.ndarray, int]:
     """
     top = int(keys[-1]).bit_length() if keys.shape[0] else 1
     shift = max(0, top - bits)
-    bounds = np.arange((1 << bits) + 1, dtype=np.int64) << shift
-    return np.searchsorted(keys, bounds).astype(np.int64), shift
+    bounds = np.arange(1 << bits, dtype=np.int64) << shift  # each below 2**top, so no overflow
+    directory = np.empty((1 << bits) + 1, np.int64)
+    directory[:-1] = np.searchsorted(keys, bounds)
+    directory[-1] = keys.shape[0]  # (the bound 2**top itself would not fit an int64 when top is 63)
+    return directory, shift
 
 
 @njit

@@ -237,6 +237,20 @@ def test_key_directory_finds_every_key_and_nothing_else():
     assert all(_find(keys, directory, shift, k) == -1 for k in absent)
 
 
+@pytest.mark.parametrize("bits", [1, 6])
+def test_key_directory_of_keys_of_63_bits(bits):
+    """Keys up to 2**63 - 1: the directory's last bound, 2**63, does not fit an int64."""
+    from dobutsu_tb.analysis.verify import _find, key_directory
+
+    rng = np.random.default_rng(6)
+    keys = np.unique(np.concatenate([rng.integers(1, 1 << 62, 300), rng.integers(1 << 62, (1 << 63) - 1, 300),
+                                     [(1 << 63) - 1]]).astype(np.int64))
+    directory, shift = key_directory(keys, bits)
+    assert shift == 63 - bits and directory[0] == 0 and directory[-1] == keys.shape[0]
+    assert all(directory[b] == np.searchsorted(keys, b << shift) for b in range(1 << bits))
+    assert all(_find(keys, directory, shift, k) == i for i, k in enumerate(keys))
+
+
 def test_verify_names_an_altered_value(cli, lion_chick_tb, tmp_path):
     bad = tmp_path / "bad.h5"
     bad.write_bytes(lion_chick_tb.path.read_bytes())

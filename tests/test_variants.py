@@ -192,6 +192,43 @@ def test_a_users_variant_builds_and_its_file_reads_without_the_toml(cli, tmp_pat
     _check_against_naive(out, naive.NaiveGame(v.to_dict()), v.start)
 
 
+ONE_FILE = """
+name = "one-by-five"
+files = 1
+ranks = 5
+start = "S/l/c/-/C/L/-"
+hand_order = "C"
+[[pieces]]
+letter = "L"
+name = "lion"
+royal = true
+steps = ["f", "b"]
+[[pieces]]
+letter = "C"
+name = "chick"
+steps = ["f"]
+promotes_to = "R"
+[[pieces]]
+letter = "R"
+name = "hen"
+steps = ["f", "b"]
+"""
+
+
+def test_verify_passes_a_file_whose_keys_reach_bit_62(cli, tmp_path):
+    """A board of one file: its keys are 63 bits long, so the directory of ``verify`` ends at
+    2**63, which an int64 cannot hold (it said a stored child was missing)."""
+    toml = tmp_path / "one.toml"
+    toml.write_text(ONE_FILE, encoding="utf-8")
+    out = tmp_path / "one.h5"
+    assert cli("build", "--variant-file", toml, "--out", out, "-q").exit_code == 0
+    with TablebaseFile(out) as f:
+        keys, _ = f.read_all()
+    assert int(keys[-1]).bit_length() == 63
+    result = cli("verify", "--tb", out)
+    assert result.exit_code == 0 and "OK" in result.output, result.output
+    _check_against_naive(out, naive.NaiveGame(load_variant_file(toml).to_dict()), "S/l/c/-/C/L/-")
+
 LIONS_ONLY = """
 name = "lions"
 files = 3
