@@ -316,7 +316,15 @@ def test_othello_cli(cli):
     lines = result.output.splitlines()
     assert lines[0] == "fewest placements: 9" and lines[1].startswith("shortest sequences: ")
     check = cli("puzzle", "othello", "--check", " ".join(SEED_OTHELLO))
-    assert check.exit_code == 0 and "only one colour is left; the fewest possible is 9" in check.output
+    assert check.exit_code == 0 and "9 placements, legal; only black discs are left; the fewest possible is 9" in \
+        check.output
+    assert cli("puzzle", "othello", "--check", " ".join(SEED_OTHELLO), "--colour", "black").exit_code == 0
+    white = cli("puzzle", "othello", "--check", " ".join(SEED_OTHELLO), "--colour", "white")
+    assert white.exit_code == 1 and white.output == (
+        "error: not a solution: only black discs are left; --colour white asks for white\n")
+    both = cli("puzzle", "othello", "--check", "c4")
+    assert both.exit_code == 1 and "both colours are still on the board after 1 placement\n" in both.output
+    assert cli("puzzle", "othello", "--check", "c4", "--count").exit_code == 2
     bad = cli("puzzle", "othello", "--check", "c4 c4")
     assert bad.exit_code == 1 and "placement 2: c4 is not legal" in bad.output
 

@@ -131,6 +131,8 @@ def othello_cmd(start_file, to_move, colour, do_count, check):
     """Cooperative shortest Othello: the fewest placements that leave discs of one colour only."""
     if start_file is None and to_move != "black":
         raise click.UsageError("--to-move is the side to move in --start: give --start too")
+    if check is not None and do_count:
+        raise click.UsageError("--check and --count exclude each other")
     if check is not None and not check.replace(",", " ").split():
         raise click.BadParameter("give placements like 'c4 c3 c2'", param_hint="'--check'")
     text = _text(start_file, "an Othello board") if start_file else None
@@ -143,13 +145,15 @@ def othello_cmd(start_file, to_move, colour, do_count, check):
         problems, (black, white) = othello.replay(moves, start)
         if problems:
             raise PuzzleInputError(f"not valid: {problems[0]}")
-        one = (black == 0) != (white == 0)
-        click.echo(f"{len(moves)} placements, legal; " + (
-            "only one colour is left" if one else "both colours are still on the board") +
-            f"; the fewest possible is {result.placements}")
-        if not one:
-            raise PuzzleInputError(f"not a solution: both colours are still on the board after "
-                                   f"{len(moves)} placements")
+        placements = counted(len(moves), "placement")
+        if black and white:
+            raise PuzzleInputError(f"not a solution: both colours are still on the board after {placements}")
+        left = "black" if black else "white"
+        if colour is not None and left != colour:
+            raise PuzzleInputError(f"not a solution: only {left} discs are left; --colour {colour} asks for {colour}")
+        fewest = (f"the fewest possible is {result.placements}" if result.placements is not None
+                  else "the search found no sequence within its limit")  # (only when it stopped at its limit)
+        click.echo(f"{placements}, legal; only {left} discs are left; {fewest}")
         return
     if result.placements == 0:
         click.echo(f"The goal already holds: {othello.goal_text(*(start or othello.START)[:2])}; "
