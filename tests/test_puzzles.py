@@ -67,6 +67,33 @@ def test_no_solution(cli, tmp_path):
     assert result.exit_code == 0 and result.output.strip() == "No solution."
 
 
+def test_a_jump_keeps_the_position_class():
+    """Every legal jump on random boards leaves the position class as it was (the invariant
+    behind refusing a goal at once), checked jump by jump against the table of jumps."""
+    rng = random.Random(3)
+    jumps = 0
+    for _ in range(300):
+        board = rng.randrange(1, 1 << lastone.N_HOLES)
+        for f, o, t in lastone.JUMPS:
+            if (board >> f) & 1 and (board >> o) & 1 and not (board >> t) & 1:
+                after = board ^ (1 << f) ^ (1 << o) ^ (1 << t)
+                assert lastone.position_class(after) == lastone.position_class(board)
+                jumps += 1
+    assert jumps > 1000
+
+
+def test_a_goal_of_another_position_class_has_no_solution_at_once(cli):
+    """The central game ends in hole 16 or in one of the four holes three away (1, 13, 19, 31);
+    any other goal is refused without a search (it had searched for hours)."""
+    start = lastone.read_board(os.path.join(DATA, "central.txt"))
+    assert [g for g in range(lastone.N_HOLES) if lastone.class_allows(start, g)] == [1, 13, 16, 19, 31]
+    assert lastone.solve(start, 0) is None and lastone.fewest_moves(start, 4) is None
+    for option in ((), ("--fewest-moves",)):
+        result = cli("puzzle", "lastone", os.path.join(DATA, "central.txt"), "--goal", "0", *option)
+        assert result.exit_code == 0 and result.output.startswith("No solution. (A jump keeps the board's position "
+                                                                  "class"), result.output
+
+
 def test_other_goal():
     start = lastone.parse_board(T_SHAPE)
     assert lastone.solve(start, goal=0) is None  # the corner of the top arm is out of reach

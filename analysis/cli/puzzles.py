@@ -51,7 +51,9 @@ def lastone_cmd(file, goal, do_count, fewest_moves):
         return
     boards = lastone.fewest_moves(start, goal) if fewest_moves else lastone.solve(start, goal)
     if boards is None:
-        click.echo("No solution.")
+        click.echo("No solution." if lastone.class_allows(start, goal) else
+                   f"No solution. (A jump keeps the board's position class, and one peg in hole {goal} has "
+                   "another: docs/puzzles.md, §1.)")
         return
     if fewest_moves:
         click.echo(f"{len(boards) - 1} moves")

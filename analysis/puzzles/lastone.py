@@ -223,6 +223,42 @@ def pegs(state: int) -> int:
 # --- solving ---------------------------------------------------------------------------------
 
 
+def _class_masks():
+    """For each of the two colourings of the holes by ``(row + column) % 3`` and ``(row - column)
+    % 3``, the holes of each colour as a bit mask."""
+    return [[sum(1 << i for i, (r, c) in enumerate(HOLES) if f(r, c) % 3 == colour) for colour in range(3)]
+            for f in (lambda r, c: r + c, lambda r, c: r - c)]
+
+
+_CLASS_MASKS = _class_masks()
+
+
+def position_class(board: int) -> tuple[int, int, int, int]:
+    """A board's position class (de Bruijn, "A solitaire game and its relation to a finite
+    field", 1972; Berlekamp, Conway and Guy, *Winning Ways*, ch. 23): colour the holes by ``(row +
+    column) % 3``; a jump takes its three holes, one of each colour, so it changes the parity of
+    the pegs of every colour, and the parities of the sums of the pegs of colours 0 and 1 and of
+    colours 1 and 2 never change; likewise with ``(row - column) % 3``. Boards of different classes
+    never reach one another.
+
+    Returns
+    -------
+    (int, int, int, int)
+        Those four parities (0 or 1).
+    """
+    out = []
+    for masks in _CLASS_MASKS:
+        n = [pegs(board & m) for m in masks]
+        out += [(n[0] + n[1]) & 1, (n[1] + n[2]) & 1]
+    return tuple(out)
+
+
+def class_allows(start: int, goal: int) -> bool:
+    """Whether one peg in hole ``goal`` has the position class of ``start`` (if not, no sequence
+    of jumps leaves it there: :func:`position_class`)."""
+    return position_class(start) == position_class(1 << goal)
+
+
 def _check(start: int, goal: int) -> None:
     if not 0 <= goal < N_HOLES:
         raise PuzzleInputError(f"the goal hole must be 0..32, got {goal}")
@@ -236,7 +272,8 @@ def solve(start: int, goal: int = CENTRE) -> list[int] | None:
     Returns
     -------
     list of int or None
-        ``pegs(start)`` boards (one per jump and the start), or None when there is no solution.
+        ``pegs(start)`` boards (one per jump and the start), or None when there is no solution
+        (at once when the goal's position class is not the start's: :func:`class_allows`).
 
     Raises
     ------
@@ -244,6 +281,8 @@ def solve(start: int, goal: int = CENTRE) -> list[int] | None:
         For an empty board or a goal outside 0..32.
     """
     _check(start, goal)
+    if not class_allows(start, goal):
+        return None
     return dfs_solve(start, _expand, _is_goal, _canonical, _params(goal), max_depth=N_HOLES,
                      max_moves=MAX_JUMPS)
 
@@ -282,6 +321,8 @@ def fewest_moves(start: int, goal: int = CENTRE, max_depth: int = 40, threads: i
         For an empty board or a goal outside 0..32.
     """
     _check(start, goal)
+    if not class_allows(start, goal):
+        return None
     params = _params(goal, start)
     levels = {}
 
