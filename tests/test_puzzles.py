@@ -306,6 +306,14 @@ def test_tank_change_cli_and_variants(cli):
     start = tankchange.make_state((1, 2), (17, 18))
     assert naive_tank_bfs(start, tankchange.make_state((17, 18), (1, 2))) == (variant.moves, variant.count)
     assert tankchange.replay(variant.states) == []
+    # A start given without a goal: the goal is the exchange of that start, not of the default one.
+    exchange = cli("puzzle", "tankchange", "--blue", "1", "--red", "18", "--count")
+    moves, count = naive_tank_bfs(tankchange.make_state((1,), (18,)), tankchange.make_state((18,), (1,)))
+    assert exchange.exit_code == 0 and exchange.output.splitlines()[:2] == [f"fewest moves: {moves}",
+                                                                           f"shortest sequences: {count}"]
+    uneven = cli("puzzle", "tankchange", "--blue", "1", "--red", "18", "--goal-blue", "16,17")
+    assert uneven.exit_code == 1 and uneven.output == ("error: the goal must have as many tanks of each colour as "
+                                                       "the start: 1 blue at the start, 2 at the goal (16,17)\n")
 
 
 @pytest.mark.parametrize("args,code,message", [

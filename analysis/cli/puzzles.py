@@ -69,6 +69,8 @@ def _plazas(ctx, param, text):
     anything else is a usage error, as a number out of range is for any option."""
     from dobutsu_tb.analysis.puzzles.tankchange import N_PLAZAS
 
+    if text is None:  # (a goal not given: the exchange, made from the start)
+        return None
     parts = [p.strip() for p in text.split(",")]
     if not all(re.fullmatch(r"[0-9]{1,3}", p) for p in parts):
         raise click.BadParameter(f"{text[:40]!r}: give plaza numbers like 1,2,3")
@@ -87,10 +89,10 @@ def _plazas(ctx, param, text):
               help="Plazas of the blue tanks at the start.")
 @click.option("--red", default="16,17,18", show_default=True, callback=_plazas,
               help="Plazas of the red tanks at the start.")
-@click.option("--goal-blue", default="16,17,18", show_default=True, callback=_plazas,
-              help="Plazas of the blue tanks at the goal.")
-@click.option("--goal-red", default="1,2,3", show_default=True, callback=_plazas,
-              help="Plazas of the red tanks at the goal.")
+@click.option("--goal-blue", default=None, callback=_plazas,
+              help="Plazas of the blue tanks at the goal.  [default: the red tanks' start plazas]")
+@click.option("--goal-red", default=None, callback=_plazas,
+              help="Plazas of the red tanks at the goal.  [default: the blue tanks' start plazas]")
 @click.option("--red-first", is_flag=True, help="Red moves first.")
 @click.option("--count", "do_count", is_flag=True, help="Also count the shortest sequences.")
 def tankchange_cmd(blue, red, goal_blue, goal_red, red_first, do_count):
@@ -98,7 +100,8 @@ def tankchange_cmd(blue, red, goal_blue, goal_red, red_first, do_count):
     from dobutsu_tb.analysis.puzzles import tankchange
 
     start = tankchange.make_state(blue, red, red_first)
-    result = tankchange.solve(start, goal_blue, goal_red, count=do_count)
+    result = tankchange.solve(start, red if goal_blue is None else goal_blue, blue if goal_red is None else goal_red,
+                              count=do_count)
     if result.moves == 0:
         click.echo("The goal already holds: the tanks stand on the goal's plazas; no move is needed.")
         click.echo(tankchange.board_text(start))
