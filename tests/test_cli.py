@@ -1,6 +1,7 @@
 """The dobutsu-tb command line: output, exit codes, one-line errors."""
 
 import json
+import os
 
 import pytest
 
@@ -210,6 +211,15 @@ def test_png_dir_draws_the_final_position_and_leaves_no_stale_picture(cli, lion_
     assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()) == [
         "game1/ply000.png", "game1/ply001.png", "game1/ply002.png",
         "game2/ply000.png", "game2/ply001.png", "game2/ply002.png", "game2/ply003.png", "notes.txt"]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc, a folder no one can add files to")
+def test_a_plot_into_a_folder_that_cannot_be_written_is_refused_before_the_work(cli, lion_chick_tb):
+    """``stats --plot`` into an existing folder where no file can be made: one error line, and no
+    statistics printed first (it had printed them all and failed at the end)."""
+    result = cli("stats", "--tb", lion_chick_tb.path, "--plot", "/proc/plot.png")
+    assert result.exit_code == 1 and result.output.startswith("error: cannot write /proc/plot.png (") and \
+        result.output.count("\n") == 1, result.output
 
 
 def test_an_output_that_is_an_input_is_refused_however_named(cli, lion_chick_tb, tmp_path):

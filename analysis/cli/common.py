@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -280,13 +281,18 @@ def picture_file(path: Path, inputs: dict) -> None:
     ------
     dobutsu_tb.tablebase.output.OutputError
     """
-    from dobutsu_tb.tablebase.output import OutputError, folder_error
+    from dobutsu_tb.tablebase.output import OutputError, describe_os_error, folder_error
 
     if path.is_dir():
         raise OutputError(f"{path} is a folder; name a .png file")
     if not path.parent.is_dir():  # said before any work
         raise folder_error(path.parent)
     refuse_inputs([path], inputs)
+    try:  # a folder the user may not write to (or /proc, /sys): said before the work too
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".dobutsu-tb-", suffix=".png"):
+            pass
+    except OSError as exc:
+        raise OutputError(f"cannot write {path} ({describe_os_error(exc)})") from None
 
 
 def png_path(ctx, param, value):
