@@ -280,7 +280,7 @@ def compile_time() -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variant", default="dobutsu", help="the game (default: dobutsu)")
     parser.add_argument("--start", default=None, help="start position (default: the variant's start)")
     parser.add_argument("--scaling", action="store_true", help="1 thread against every CPU, per phase")

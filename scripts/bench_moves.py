@@ -90,7 +90,7 @@ def generate(keys, layout, mode, n_threads, out):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("path", help="a tablebase file (its stored positions are the input)")
     parser.add_argument("--positions", type=int, default=None, help="N keys, evenly spaced (default: all)")
     parser.add_argument("--runs", type=int, default=2, help="runs of each pass; the best is printed (default 2)")

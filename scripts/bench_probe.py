@@ -71,7 +71,7 @@ with open(out, "w") as f:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("path")
     parser.add_argument("--n", type=int, default=4000)
     parser.add_argument("--runs", type=int, default=10)

@@ -137,7 +137,7 @@ def measure(kind: str, arg: str, timeout: float) -> tuple[dict | None, float, st
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true", help="also the central game's counts and fewest moves")
     parser.add_argument("--only", default="", help="run only the jobs whose label contains this text")
     parser.add_argument("--timeout", type=float, default=900, help="seconds a job may take (default 900)")

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Benchmark the enumeration's two hash structures one insertion at a time, and count the
-children of stored positions: where the enumeration's time goes (docs/building.md, "How fast").
+"""Benchmark the enumeration's two hash structures one insertion at a time, count the children
+of stored positions, and measure this machine's random memory accesses and fresh memory: where
+the enumeration's time goes, and what the build cannot go below (docs/building.md).
 
 Usage::
 
@@ -183,18 +184,33 @@ def children(path: str, chunks: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--keys", type=int, default=150_000_000, help="distinct hashes (default 150,000,000)")
-    parser.add_argument("--repeat", type=int, default=3, help="insertions of each (default 3)")
-    parser.add_argument("--children", metavar="PATH", help="count the children of a file's stored positions")
-    parser.add_argument("--chunks", type=int, default=400, help="chunks read with --children (default 400)")
-    parser.add_argument("--host", action="store_true", help="this machine's random access and fresh memory costs")
-    parser.add_argument("--mib", type=int, default=1400, help="fresh memory written with --host (default 1400)")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    def positive(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+        return value
+
+    parser.add_argument("--keys", type=positive, default=150_000_000, help="distinct hashes (default 150,000,000)")
+    parser.add_argument("--repeat", type=positive, default=3, help="insertions of each (default 3)")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--children", metavar="PATH", help="count the children of a file's stored positions")
+    parser.add_argument("--chunks", type=positive, default=400, help="chunks read with --children (default 400)")
+    what.add_argument("--host", action="store_true", help="this machine's random access and fresh memory costs")
+    parser.add_argument("--mib", type=positive, default=1400, help="fresh memory written with --host (default 1400)")
     args = parser.parse_args()
     if args.host:
         host(args.mib)
     elif args.children:
-        children(args.children, args.chunks)
+        from dobutsu_tb.tablebase.schema import TablebaseFileError
+
+        try:
+            children(args.children, args.chunks)
+        except TablebaseFileError as exc:
+            parser.exit(1, f"error: {exc}\n")
     else:
         insertions(args.keys, args.repeat)
 

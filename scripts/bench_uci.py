@@ -61,7 +61,7 @@ def summary(ms):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("path")
     parser.add_argument("--positions", type=int, default=300)
     parser.add_argument("--in-memory", action="store_true")

@@ -41,7 +41,7 @@ document.addEventListener("explorer:rendered", () => {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("path")
     parser.add_argument("--clicks", type=int, default=200, help="moves to play (each one measured)")
     parser.add_argument("--in-memory", action="store_true", help="serve with --in-memory (default: --chunked)")

@@ -39,7 +39,7 @@ def digest(path: Path) -> tuple[dict, str, str, str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variant", default="dobutsu", help="the game (default: dobutsu)")
     parser.add_argument("--start", default=None, help="start position (default: the variant's start)")
     parser.add_argument("--reference", type=Path, default=None, help="a file built in-process (default: build one)")

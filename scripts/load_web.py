@@ -109,7 +109,7 @@ def client(port: int, queue: list, lock: threading.Lock, deadline: float, latenc
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("path")
     parser.add_argument("--requests", type=int, default=3000, help="requests at most")
     parser.add_argument("--seconds", type=float, default=60.0, help="seconds at most")

@@ -84,7 +84,7 @@ def _games(start_board, start_hand, turn0, n_games, min_plies, max_plies, seed, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--games", type=int, default=200_000)
     parser.add_argument("--min-plies", type=int, default=10)

@@ -42,7 +42,7 @@ def budgets(text):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("width", type=int)
     parser.add_argument("height", type=int)
     parser.add_argument("--boys", default="")

@@ -328,7 +328,7 @@ def check(game: Game) -> list[str]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tb", default=os.environ.get("DOBUTSU_TB", "dobutsu.h5"))
     parser.add_argument("--positions", type=int, default=30, help="random start positions (each played twice)")
     parser.add_argument("--seed", type=int, default=1)

@@ -111,7 +111,7 @@ def _describe(name: str, path: Path) -> tuple:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--standard", type=Path, default=Path("dobutsu.h5"))
     parser.add_argument("--nodrops", type=Path, default=Path("dobutsu-nodrops.h5"))
     parser.add_argument("--no-far-drop", type=Path, default=Path("dobutsu-no-far-drop.h5"))

@@ -115,8 +115,11 @@ def parse_problem(text: str) -> Problem:
         if not rest:
             raise PuzzleInputError(f"the {kind} count is missing")
         n, rest = rest[0], rest[1:]
+        if n < 0:
+            raise PuzzleInputError(f"the {kind} count must be 0 or more, got {n}")
         if n != len(cells):
-            raise PuzzleInputError(f"the file gives {n} {kind} budgets but the board has {len(cells)} {kind}s")
+            raise PuzzleInputError(f"the file gives {counted(n, kind + ' budget')} but the board has "
+                                   f"{counted(len(cells), kind)}")
         if len(rest) < n:
             raise PuzzleInputError(f"{n} {kind} budgets announced, {len(rest)} given")
         for (r, c), budget in zip(cells, rest[:n]):
