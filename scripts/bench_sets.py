@@ -9,8 +9,9 @@ Usage::
     python scripts/bench_sets.py --children PATH [--chunks C]
     python scripts/bench_sets.py --host [--mib M]
 
-The first form inserts ``R * N`` random hashes (N distinct ones, each about R times, in random
-order) into a :class:`~dobutsu_tb.encoding.compact.CompactTable` at its load factor and into a
+The first form inserts ``R * N`` hashes drawn at random from N random ones (each about R times,
+so about ``N * (1 - exp(-R))`` distinct: the "keys added" column) into a
+:class:`~dobutsu_tb.encoding.compact.CompactTable` at its load factor and into a
 :class:`~dobutsu_tb.encoding.compact_set.CompactSet` at its load factor, on one thread with the
 builder's prefetching, and prints nanoseconds an insertion; then the same insertions sorted by
 home slot (sequential memory: what is left is the structure's own work). The default sizes are
@@ -111,7 +112,7 @@ def insertions(n: int, repeat: int) -> None:
         ns = (time.perf_counter() - start) / data.shape[0] * 1e9
         print(f"{what:<6}{order:<8}{ns:>8.1f} ns{new:>14,} new{size / 2**20:>10,.0f} MiB")
 
-    print(f"{repeat * n:,} insertions of {n:,} distinct random hashes ({CODE_BITS} bits), one thread")
+    print(f"{repeat * n:,} insertions drawn from {n:,} random hashes ({CODE_BITS} bits), one thread")
     print(f"{'':<6}{'order':<8}{'an insertion':>13}{'keys added':>18}{'size':>14}")
     for what in ("table", "set"):
         for order in ("random", "home"):
@@ -200,10 +201,12 @@ def main() -> None:
     what.add_argument("--children", metavar="PATH", help="count the children of a file's stored positions")
     parser.add_argument("--chunks", type=positive, default=400, help="chunks read with --children (default 400)")
     what.add_argument("--host", action="store_true", help="this machine's random access and fresh memory costs")
-    parser.add_argument("--mib", type=positive, default=1400, help="fresh memory written with --host (default 1400)")
+    parser.add_argument("--mib", type=positive, default=None, help="fresh memory written with --host (default 1400)")
     args = parser.parse_args()
+    if args.mib is not None and not args.host:
+        parser.error("--mib goes with --host")
     if args.host:
-        host(args.mib)
+        host(args.mib or 1400)
     elif args.children:
         from dobutsu_tb.tablebase.schema import TablebaseFileError
 

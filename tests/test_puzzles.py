@@ -311,6 +311,11 @@ def test_tank_change_cli_and_variants(cli):
     moves, count = naive_tank_bfs(tankchange.make_state((1,), (18,)), tankchange.make_state((18,), (1,)))
     assert exchange.exit_code == 0 and exchange.output.splitlines()[:2] == [f"fewest moves: {moves}",
                                                                            f"shortest sequences: {count}"]
+    armies = cli("puzzle", "tankchange", "--blue", "1,2,3", "--red", "16,17")
+    assert armies.exit_code == 1 and "the default goal, the exchange, needs as many blue tanks as red ones " \
+        "(3 and 2 here): give --goal-blue and --goal-red" in armies.output
+    one_goal = cli("puzzle", "tankchange", "--goal-blue", "1,2")  # counted before the plazas are checked
+    assert one_goal.exit_code == 1 and "3 blue at the start, 2 at the goal (1,2)" in one_goal.output
     uneven = cli("puzzle", "tankchange", "--blue", "1", "--red", "18", "--goal-blue", "16,17")
     assert uneven.exit_code == 1 and uneven.output == ("error: the goal must have as many tanks of each colour as "
                                                        "the start: 1 blue at the start, 2 at the goal (16,17)\n")
@@ -371,6 +376,9 @@ def test_othello_start_file(cli, tmp_path):
     result = othello.solve(othello.parse_board(board.read_text()))
     assert (result.placements, result.moves) == (1, ["f4"])
     assert cli("puzzle", "othello", "--start", str(board)).output.startswith("fewest placements: 1")
+    # Only black can be left at once; white cannot be the colour left: the answer names white.
+    white = cli("puzzle", "othello", "--start", str(board), "--colour", "white")
+    assert white.exit_code == 0 and white.output == "No solution: no sequence of placements leaves only white discs.\n"
     board.write_text("........\n" * 7)
     bad = cli("puzzle", "othello", "--start", str(board))
     assert bad.exit_code == 1 and "8 rows, got 7" in bad.output

@@ -229,7 +229,8 @@ def test_check_cli(cli, tmp_path):
 
 @pytest.mark.parametrize("text,message", [
     ("2 2\n2 0\n0 11\n1 3\n0\n0", "unknown tile code 11"),
-    ("2 2\n2 0\n0 0\n2 3 3\n0\n0", "gives 2 boy budgets but the board has 1 boy\n"),
+    ("2 2\n2 0\n0 0\n2 3 3\n0\n0", "the file gives a boy count of 2 but the board has 1 boy\n"),
+    ("2 2\n2 0\n0 0\n1 3\n0\n0 5", "1 number left over after the robots' budgets\n"),
     ("2 2\n2 0\n0 0\n-1\n0\n0", "the boy count must be 0 or more, got -1\n"),
     ("2 2\n1 0\n0 0\n0\n0\n0", "no cleaner"),
     ("2 2\n2 0\n0 0\n1 5000\n0\n0", "must be 0..1000"),

@@ -100,6 +100,9 @@ def tankchange_cmd(blue, red, goal_blue, goal_red, red_first, do_count):
     from dobutsu_tb.analysis.puzzles import tankchange
 
     start = tankchange.make_state(blue, red, red_first)
+    if goal_blue is None and goal_red is None and len(blue) != len(red):
+        raise tankchange.PuzzleInputError(f"the default goal, the exchange, needs as many blue tanks as red ones "
+                                          f"({len(blue)} and {len(red)} here): give --goal-blue and --goal-red")
     result = tankchange.solve(start, red if goal_blue is None else goal_blue, blue if goal_red is None else goal_red,
                               count=do_count)
     if result.moves == 0:
@@ -165,7 +168,8 @@ def othello_cmd(start_file, to_move, colour, do_count, check):
                    "no placement is needed.")
         return
     if result.placements is None:
-        click.echo("No solution: no sequence of placements leaves only one colour." if result.exhausted
+        goal = "only one colour" if colour is None else f"only {colour} discs"
+        click.echo(f"No solution: no sequence of placements leaves {goal}." if result.exhausted
                    else "No solution within the search limit.")
         return
     click.echo(f"fewest placements: {result.placements}")

@@ -179,16 +179,16 @@ def solve(start: int | None = None, goal_blue=(16, 17, 18), goal_red=(1, 2, 3), 
     """
     if start is None:
         start = make_state((1, 2, 3), (16, 17, 18))
-    try:
-        goal = make_state(goal_blue, goal_red)
-    except PuzzleInputError as exc:
-        raise PuzzleInputError(f"the goal: {exc}") from None
     blue, red, _ = tanks(start)
     for colour, here, there in (("blue", blue, goal_blue), ("red", red, goal_red)):
         if len(here) != len(there):
             raise PuzzleInputError(f"the goal must have as many tanks of each colour as the start: {len(here)} "
                                    f"{colour} at the start, {len(there)} at the goal "
                                    f"({','.join(map(str, sorted(there)))})")
+    try:
+        goal = make_state(goal_blue, goal_red)
+    except PuzzleInputError as exc:
+        raise PuzzleInputError(f"the goal: {exc}") from None
     params = np.array([goal], np.int64)
     result = bfs_shortest(start, _expand, _is_goal, params, MAX_MOVES, count=count)
     return TankResult(result.path, result.count, result.level_sizes)

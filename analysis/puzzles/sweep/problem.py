@@ -118,17 +118,17 @@ def parse_problem(text: str) -> Problem:
         if n < 0:
             raise PuzzleInputError(f"the {kind} count must be 0 or more, got {n}")
         if n != len(cells):
-            raise PuzzleInputError(f"the file gives {counted(n, kind + ' budget')} but the board has "
+            raise PuzzleInputError(f"the file gives a {kind} count of {n} but the board has "
                                    f"{counted(len(cells), kind)}")
         if len(rest) < n:
-            raise PuzzleInputError(f"{n} {kind} budgets announced, {len(rest)} given")
+            raise PuzzleInputError(f"{counted(n, kind + ' budget')} announced, {len(rest)} given")
         for (r, c), budget in zip(cells, rest[:n]):
             if not 0 <= budget <= MAX_BUDGET:
                 raise PuzzleInputError(f"a step budget must be 0..{MAX_BUDGET}, got {budget}")
             cleaners.append((kind, r, c, budget))
         rest = rest[n:]
     if rest:
-        raise PuzzleInputError(f"{len(rest)} numbers left over after the robots' budgets")
+        raise PuzzleInputError(f"{counted(len(rest), 'number')} left over after the robots' budgets")
     if not cleaners:
         raise PuzzleInputError("the board has no cleaner")
     if len(cleaners) > MAX_CLEANERS:
