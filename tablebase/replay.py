@@ -362,7 +362,7 @@ def replay_games(tb, start, turn: int, specs: np.ndarray, game_plies: np.ndarray
         keys = np.empty((hi - lo) * slots, np.int64)
         ends = np.empty(g1 - g0, np.int64)
         kernels._collect(start_state, games, keys, ends)
-        lengths = ends - games[3]
+        lengths = ends - games[3]  # the keys written: each game's from its base to its end
         wanted = np.repeat(games[3] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
         key_wdl = np.empty(keys.shape[0], np.int8)  # (read by _judge only where _collect wrote)
         key_dtm = np.empty(keys.shape[0], np.int32)
