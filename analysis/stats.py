@@ -16,8 +16,8 @@ from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.encoding.jit import prange
 from dobutsu_tb.encoding.words import counted
 from dobutsu_tb.tablebase.game.game import game_of
-from dobutsu_tb.tablebase.game.key import decode_key
-from dobutsu_tb.tablebase.game.layout import CELL_BITS, COUNT_BITS, COUNT_MASK, N_CELLS, N_SLOTS, PIECE_MASK, ROYAL
+from dobutsu_tb.tablebase.game.key import cell_at, decode_key
+from dobutsu_tb.tablebase.game.layout import COUNT_FIELD, COUNT_SHIFT, N_CELLS, N_SLOTS, PIECE_MASK, ROYAL
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.probe import open_tablebase
 from dobutsu_tb.tablebase.reader import TablebaseFile
@@ -28,22 +28,22 @@ __kernels__ = ("_material_table",)
 
 
 @kernel_options(parallel=True)
-def _material_table(keys, values, out):
+def _material_table(rules, keys, values, out):
     """out[t, on_board, in_hand, wdl + 1] += 1, one task t per slice of the keys (royal pieces not
     counted); the WDL is that of the value code (0 a draw, DTM + 1 otherwise: a win when odd)."""
     n_tasks = out.shape[0]
     per = (keys.shape[0] + n_tasks - 1) // n_tasks
     for t in prange(n_tasks):
         for i in range(t * per, min(keys.shape[0], (t + 1) * per)):
-            board, hand = decode_key(keys[i])
+            board, hand = decode_key(rules, keys[i])
             on_board = 0
             for c in range(N_CELLS):
-                p = (board >> (CELL_BITS * c)) & PIECE_MASK
-                if p != 0 and p != ROYAL:
+                p = cell_at(board, hand, c) & PIECE_MASK
+                if p != 0 and p != rules[ROYAL]:
                     on_board += 1
             in_hand = 0
-            for k in range(2 * N_SLOTS):
-                in_hand += (hand >> (COUNT_BITS * k)) & COUNT_MASK
+            for k in range(2 * rules[N_SLOTS]):
+                in_hand += (hand >> rules[COUNT_SHIFT + k]) & rules[COUNT_FIELD + k]
             code = np.int64(values[i])
             w = 1 if code == 0 else (2 if (code - 1) % 2 == 1 else 0)
             out[t, on_board, in_hand, w] += 1
@@ -201,7 +201,7 @@ def tablebase_stats(path, longest: int = 10) -> Stats:
     game = game_of(meta.variant)
     most = sum(meta.variant.army.values()) - 2
     table = np.zeros((max(1, config.THREADS), most + 1, most + 1, 3), np.int64)
-    game.jitted(sys.modules[__name__])._material_table(keys, values, table)
+    game.jitted(sys.modules[__name__])._material_table(game.rules_array, keys, values, table)
     best = [(Position.from_key(int(keys[i]), meta.variant), int(values[i]) - 1)
             for i in _longest_wins(values, per_code, longest)]
     jh85 = None

@@ -64,23 +64,23 @@ def _find(keys, directory, shift, key):
     return -1
 
 
-def _expected(keys, values, directory, shift, board, hand, moves):
+def _expected(rules, keys, values, directory, shift, board, hand, moves):
     """(status, wdl, dtm) a position's children say it has."""
-    n = gen_moves(board, hand, moves)
+    n = gen_moves(rules, board, hand, moves)
     if n == 0:
         return OK, LOSS, 0
     best_loss = -1
     worst_win = -1
     all_win = True
     for k in range(n):
-        cb, ch = make_move(board, hand, moves[k])
-        cls = classify(cb, ch)
+        cb, ch = make_move(rules, board, hand, moves[k])
+        cls = classify(rules, cb, ch)
         if cls == CATCH:
             cw, cd = WIN, 1
         elif cls == TRY:
             cw, cd = LOSS, 0
         else:
-            j = _find(keys, directory, shift, canonical_key(cb, ch))
+            j = _find(keys, directory, shift, canonical_key(rules, cb, ch))
             if j < 0:
                 return MISSING_CHILD, 0, 0
             cw, cd = _decoded(values[j])
@@ -111,15 +111,15 @@ def _decoded(code):
 
 
 @kernel_options(parallel=True)
-def _check_values(keys, values, directory, shift, lo, hi, status, exp_wdl, exp_dtm, moves):
+def _check_values(rules, keys, values, directory, shift, lo, hi, status, exp_wdl, exp_dtm, moves):
     """status[i - lo] = OK, WRONG_VALUE or MISSING_CHILD for positions lo..hi-1."""
     n_threads = moves.shape[0]
     per = (hi - lo + n_threads - 1) // n_threads
     for t in prange(n_threads):
         buf = moves[t]
         for i in range(lo + t * per, min(hi, lo + (t + 1) * per)):
-            board, hand = decode_key(keys[i])
-            st, w, d = _expected(keys, values, directory, shift, board, hand, buf)
+            board, hand = decode_key(rules, keys[i])
+            st, w, d = _expected(rules, keys, values, directory, shift, board, hand, buf)
             stored_wdl, stored_dtm = _decoded(values[i])
             if st == OK and (w != stored_wdl or d != stored_dtm):
                 st = WRONG_VALUE
@@ -277,9 +277,10 @@ def verify_file(path, limit: int = 20, progress=None) -> VerifyReport:
     directory, shift = key_directory(keys, max(1, min(24, n.bit_length() - 4)))
     for lo in range(0, n, VERIFY_BATCH):
         hi = min(n, lo + VERIFY_BATCH)
-        kernels._check_values(keys, values, directory, shift, lo, hi, status, exp_wdl, exp_dtm, moves)
+        kernels._check_values(game.rules_array, keys, values, directory, shift, lo, hi, status, exp_wdl, exp_dtm,
+                              moves)
         for i in np.flatnonzero(status[: hi - lo]):
-            pos = Position.from_state(game.kernels.decode_key(int(keys[lo + i])), variant=meta.variant)
+            pos = Position.from_state(game.kernels.decode_key(game.rules, int(keys[lo + i])), variant=meta.variant)
             stored = decode_value(int(values[lo + i]))
             if status[i] == MISSING_CHILD:
                 report.add(pos.text(), "a child position is not stored")

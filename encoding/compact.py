@@ -46,6 +46,7 @@ from dobutsu_tb.encoding.compact_layout import (
     shard_of,
     shards_for,
     slot_bits_for,
+    table_slot_bits,
 )
 from dobutsu_tb.encoding.config import LOAD_FACTOR
 from dobutsu_tb.encoding.jit import njit, prange
@@ -229,7 +230,14 @@ def table_nbytes(expected: int, code_bits: int, load_factor: float = LOAD_FACTOR
     """Bytes of the slots of a :class:`CompactTable` made for ``expected`` keys (its other arrays
     take a few bytes a shard), for memory estimates; raises :class:`CompactTableFullError` if no
     table can hold that many keys."""
-    return 4 << min(slot_bits_for(expected, load_factor, shards_for(n_shards), code_bits), code_bits)
+    bits = min(slot_bits_for(expected, load_factor, shards_for(n_shards), code_bits), code_bits)
+    return slot_dtype(code_bits - bits)(0).nbytes << bits
+
+
+def slot_dtype(remainder_bits: int):
+    """The dtype of a table's slots for a remainder this wide
+    (:func:`~dobutsu_tb.encoding.compact_layout.table_slot_bits`)."""
+    return np.uint32 if table_slot_bits(remainder_bits) == 32 else np.uint64
 
 
 class ShardedKeys:
@@ -276,6 +284,9 @@ class ShardedKeys:
 class CompactTable(ShardedKeys):
     """A set of keys ``code << shift`` in uint32 slots (linear probing); slots index value arrays.
 
+    A table whose remainder is wider than :data:`~dobutsu_tb.encoding.compact_layout.MAX_NARROW_REMAINDER`
+    bits (few slots for long keys) has uint64 slots instead.
+
     Parameters
     ----------
     expected : int
@@ -289,7 +300,7 @@ class CompactTable(ShardedKeys):
 
     Attributes
     ----------
-    slots : numpy.ndarray of uint32, shape (capacity,)
+    slots : numpy.ndarray of uint32 (or uint64), shape (capacity,)
         0 marks an empty slot (layout in the module docstring).
     layout : numpy.ndarray of int64, shape (LAYOUT_FIELDS,)
         For the kernels (:func:`table_find`, :func:`table_insert`, :func:`table_key_at`).
@@ -310,7 +321,7 @@ class CompactTable(ShardedKeys):
         self.n_shards = shards_for(n_shards)
         bits = slot_bits if slot_bits is not None else slot_bits_for(expected, load_factor, self.n_shards, code_bits)
         self.layout = make_layout(self.code_bits, self.shift, min(bits, self.code_bits), self.n_shards)
-        self.slots = np.zeros(1 << int(self.code_bits - self.layout[L_R]), np.uint32)
+        self.slots = np.zeros(1 << int(self.code_bits - self.layout[L_R]), slot_dtype(int(self.layout[L_R])))
         self.counts = np.zeros(self.n_shards, np.int64)
 
     @property
@@ -410,7 +421,7 @@ class CompactTable(ShardedKeys):
         """
         for bits in self._grown_bits(expected):
             layout = make_layout(self.code_bits, self.shift, bits, self.n_shards)
-            slots = np.zeros(1 << bits, np.uint32)
+            slots = np.zeros(1 << bits, slot_dtype(int(layout[L_R])))
             counts = np.zeros(self.n_shards, np.int64)
             remap = np.empty(self.capacity, np.int64)
             if _rehash(self.slots, self.layout, slots, layout, counts, remap) == 0:

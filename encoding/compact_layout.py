@@ -33,6 +33,10 @@ _M2 = 0xBF58476D1CE4E5B9
 #: Smallest and largest numbers of slot bits (2**16 slots; 2**33 slots of 4 bytes are 32 GiB).
 MIN_SLOT_BITS = 16
 MAX_SLOT_BITS = 33
+#: The widest remainder of a table's uint32 slots (the displacement gets the other 2 bits at
+#: least); a wider one (a small table of long keys: a 50-bit key in 2**17 slots has 33 bits)
+#: takes uint64 slots.
+MAX_NARROW_REMAINDER = 30
 
 
 class CompactTableFullError(RuntimeError):
@@ -51,8 +55,9 @@ def make_layout(code_bits: int, shift: int, slot_bits: int, n_shards: int, disp_
     n_shards : int
         A power of two, at most the number of slots.
     disp_bits : int, optional
-        Width of the displacement field: default ``32 - remainder bits`` (a uint32 slot);
-        a ``CompactSet`` passes its own.
+        Width of the displacement field: default the rest of the table's slot
+        (:func:`table_slot_bits`: ``32 - remainder bits``, or ``63 - remainder bits`` in a uint64
+        slot); a ``CompactSet`` passes its own.
 
     Returns
     -------
@@ -72,9 +77,7 @@ def make_layout(code_bits: int, shift: int, slot_bits: int, n_shards: int, disp_
     mask = (1 << code_bits) - 1
     m1, m2 = _M1 & mask | 1, _M2 & mask | 1
     if disp_bits is None:
-        disp_bits = 32 - r
-        if disp_bits < 2:
-            raise ValueError(f"a {r}-bit remainder leaves no room for a displacement in 32 bits")
+        disp_bits = table_slot_bits(r) - r
     layout = np.zeros(LAYOUT_FIELDS, np.int64)
     layout[L_BITS], layout[L_SHIFT], layout[L_MASK] = code_bits, shift, mask
     layout[L_XS] = (code_bits + 1) // 2
@@ -87,6 +90,13 @@ def make_layout(code_bits: int, shift: int, slot_bits: int, n_shards: int, disp_
     layout[L_SHARD_SLOTS] = 1 << int(layout[L_SHARD_BITS])
     layout[L_TAG_BITS] = r
     return layout
+
+
+def table_slot_bits(remainder_bits: int) -> int:
+    """The bits of a compact table's slot for a remainder this wide: 32 (uint32 slots) up to
+    :data:`MAX_NARROW_REMAINDER`, else 63 (uint64 slots, the top bit unused, so that an entry is a
+    positive int64)."""
+    return 32 if remainder_bits <= MAX_NARROW_REMAINDER else 63
 
 
 def make_set_layout(code_bits: int, shift: int, buckets: int, n_shards: int, disp_bits: int) -> np.ndarray:

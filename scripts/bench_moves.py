@@ -54,27 +54,28 @@ PASSES = ("decode", "children", "unmoves", "parent keys", "+ sorted, hashed")
 
 
 @kernel_options(parallel=True)
-def generate(keys, layout, mode, n_threads, out):
+def generate(rules, keys, layout, mode, n_threads, out):
     """One pass of ``PASSES[mode]`` over ``keys``, thread t over its share; ``out[t]`` gets a
     checksum (so that nothing is optimised away) and the children or predecessors made."""
     per = (keys.shape[0] + n_threads - 1) // n_threads
     for t in prange(n_threads):
-        moves = np.empty(max(MAX_MOVES, MAX_UNMOVES), np.int64)
-        made = np.empty(max(MAX_MOVES, MAX_UNMOVES), np.int64)
-        extra = np.empty(max(MAX_MOVES, MAX_UNMOVES), np.int64)
+        size = max(rules[MAX_MOVES], rules[MAX_UNMOVES])
+        moves = np.empty(size, np.int64)
+        made = np.empty(size, np.int64)
+        extra = np.empty(size, np.int64)
         check = 0
         count = 0
         for i in range(t * per, min(keys.shape[0], (t + 1) * per)):
-            board, hand = decode_key(keys[i])
+            board, hand = decode_key(rules, keys[i])
             if mode == 0:
                 check += board ^ hand
                 continue
             if mode == 1:
-                n = child_keys(board, hand, moves, made, extra)
+                n = child_keys(rules, board, hand, moves, made, extra)
             elif mode == 2:
-                n = gen_unmoves(board, hand, made, extra, True)
+                n = gen_unmoves(rules, board, hand, made, extra, True)
             else:
-                n = parent_keys(board, hand, made)
+                n = parent_keys(rules, board, hand, made)
             count += n
             if mode == 4:
                 sort_prefix(made, n)
@@ -128,7 +129,7 @@ def main() -> None:
     kernels = game.jitted(sys.modules[__name__])
     threads = config.THREADS
     out = np.zeros((threads, 2), np.int64)
-    kernels.generate(keys[:1], layout, 0, threads, out)  # compiled (or loaded) before anything is timed
+    kernels.generate(game.rules_array, keys[:1], layout, 0, threads, out)  # compiled (or loaded) before the timing
     print(f"{keys.shape[0]:,} positions of {args.path} ({game.variant.name}, "
           f"{'sorted' if args.sorted else f'sorted in windows of {args.window:,}' if args.window else 'shuffled'}), "
           f"{threads} threads")
@@ -137,7 +138,7 @@ def main() -> None:
         best = float("inf")
         for _ in range(args.runs):
             start = time.perf_counter()
-            kernels.generate(keys, layout, mode, threads, out)
+            kernels.generate(game.rules_array, keys, layout, mode, threads, out)
             best = min(best, time.perf_counter() - start)
         made = out[:, 1].sum() / max(1, keys.shape[0])
         print(f"{name:<18}{best:>9.2f}{best * threads / max(1, keys.shape[0]) * 1e9:>15.0f}"

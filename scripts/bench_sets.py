@@ -168,7 +168,8 @@ def children(path: str, chunks: int) -> None:
     from dobutsu_tb.tablebase.reader import TablebaseFile
 
     with TablebaseFile(path) as f:
-        kernels = game_of(f.metadata.variant).kernels
+        game = game_of(f.metadata.variant)
+        kernels = game.kernels
         width = game_of(f.metadata.variant).layout["MAX_MOVES"]
         moves, keys, classes = (np.empty(width, np.int64) for _ in range(3))
         totals = np.zeros(3, np.int64)
@@ -176,7 +177,7 @@ def children(path: str, chunks: int) -> None:
         rng = np.random.default_rng(1)
         for c in rng.choice(f.chunk_count(), min(chunks, f.chunk_count()), replace=False):
             for key in f.read_keys(int(c)):
-                k = kernels.child_keys(*kernels.decode_key(int(key)), moves, keys, classes)
+                k = kernels.child_keys(game.rules, *kernels.decode_key(game.rules, int(key)), moves, keys, classes)
                 totals += np.bincount(classes[:k], minlength=3)[:3]
                 positions += 1
     per = totals / positions

@@ -34,11 +34,11 @@ from dobutsu_tb.tablebase.game.variant import get_variant
 __kernels__ = ("_games",)
 
 
-def _games(start_board, start_hand, turn0, n_games, min_plies, max_plies, seed, codes, lengths):
+def _games(rules, start_board, start_hand, turn0, n_games, min_plies, max_plies, seed, codes, lengths):
     """Play ``n_games`` games into ``codes`` (text codes, ``max_plies`` a game) and ``lengths``."""
     np.random.seed(seed)
-    moves = np.empty(MAX_MOVES, np.int64)
-    caps = np.empty(MAX_MOVES, np.int64)
+    moves = np.empty(rules[MAX_MOVES], np.int64)
+    caps = np.empty(rules[MAX_MOVES], np.int64)
     seen = np.empty((max_plies + 1, 3), np.int64)  # the game's positions so far: board, hand, turn
     for g in range(n_games):
         done, tries = False, 0
@@ -50,26 +50,27 @@ def _games(start_board, start_hand, turn0, n_games, min_plies, max_plies, seed, 
             board, hand, turn, done = start_board, start_hand, turn0, True
             seen[0, 0], seen[0, 1], seen[0, 2] = board, hand, turn
             for ply in range(plies):
-                if game_over(board, hand):
+                if game_over(rules, board, hand):
                     done = False
                     break
-                n = gen_moves(board, hand, moves)
-                if classify(board, hand) == CATCH:  # take the lion: the game ends here
+                n = gen_moves(rules, board, hand, moves)
+                if classify(rules, board, hand) == CATCH:  # take the lion: the game ends here
                     if ply + 1 < plies:
                         done = False
                         break
                     m = 0
                     for k in range(n):
-                        if find_piece(make_move(board, hand, moves[k])[0], ROYAL) < 0:
+                        cb, ch = make_move(rules, board, hand, moves[k])
+                        if find_piece(cb, ch, rules[ROYAL]) < 0:
                             caps[m] = moves[k]
                             m += 1
                     mv = caps[np.random.randint(0, m)]
                 else:
                     mv = moves[np.random.randint(0, n)]
-                codes[g, ply] = text_code(board, turn, mv)
-                board, hand = make_move(board, hand, mv)
+                codes[g, ply] = text_code(rules, board, hand, turn, mv)
+                board, hand = make_move(rules, board, hand, mv)
                 turn = 1 - turn
-                if ply + 1 < plies and game_over(board, hand):
+                if ply + 1 < plies and game_over(rules, board, hand):
                     done = False
                     break
                 before = 0
@@ -100,8 +101,8 @@ def main() -> None:
     lengths = np.zeros(args.games, np.int64)
     kernels = start.game.jitted(notation, sys.modules[__name__])  # _games calls notation's text_code
     board, hand = start.state()
-    kernels._games(np.int64(board), np.int64(hand), start.turn, args.games, args.min_plies, args.max_plies, args.seed,
-                   codes, lengths)
+    kernels._games(start.game.rules_array, np.int64(board), np.int64(hand), start.turn, args.games, args.min_plies,
+                   args.max_plies, args.seed, codes, lengths)
     texts: dict = {}
 
     def text(code: int) -> str:

@@ -42,45 +42,45 @@ __kernels__ = ("_mover_wdl", "_far_drop_only", "_scan_far_drops")
 CHICK = 4
 
 
-def _mover_wdl(keys, wdl, board, hand, move):
+def _mover_wdl(rules, keys, wdl, board, hand, move):
     """The WDL that ``move`` gives its mover (the position after it looked up in ``keys``)."""
-    cb, ch = make_move(board, hand, move)
-    cls = classify(cb, ch)
+    cb, ch = make_move(rules, board, hand, move)
+    cls = classify(rules, cb, ch)
     if cls == CATCH:
         return -1
     if cls == TRY:
         return 1
-    return -wdl[np.searchsorted(keys, canonical_key(cb, ch))]
+    return -wdl[np.searchsorted(keys, canonical_key(rules, cb, ch))]
 
 
-def _far_drop_only(keys, wdl, board, hand, moves):
+def _far_drop_only(rules, keys, wdl, board, hand, moves):
     """How many moves keep the position's value (WDL), when every one of them is a chick dropped on
     the far rank; else 0."""
-    n = gen_moves(board, hand, moves)
+    n = gen_moves(rules, board, hand, moves)
     best = -2
     for k in range(n):  # the best WDL a move gives its mover
-        best = max(best, _mover_wdl(keys, wdl, board, hand, moves[k]))
+        best = max(best, _mover_wdl(rules, keys, wdl, board, hand, moves[k]))
     found = 0
     for k in range(n):
-        w = _mover_wdl(keys, wdl, board, hand, moves[k])
+        w = _mover_wdl(rules, keys, wdl, board, hand, moves[k])
         if w != best:
             continue
         src, dst = moves[k] & FROM_MASK, (moves[k] >> TO_SHIFT) & TO_MASK
-        if src < DROP or SLOT_PIECE[src - DROP] != CHICK or dst >= N_FILES:
+        if src < DROP or rules[SLOT_PIECE + src - DROP] != CHICK or dst >= N_FILES:
             return 0
         found += 1
     return found
 
 
 @kernel_options(parallel=True)
-def _scan_far_drops(keys, wdl, out):
+def _scan_far_drops(rules, keys, wdl, out):
     n_threads = config.THREADS
     per = (keys.shape[0] + n_threads - 1) // n_threads
     for t in prange(n_threads):
-        moves = np.empty(MAX_MOVES, np.int64)
+        moves = np.empty(rules[MAX_MOVES], np.int64)
         for i in range(t * per, min(keys.shape[0], (t + 1) * per)):
-            board, hand = decode_key(keys[i])
-            out[i] = _far_drop_only(keys, wdl, board, hand, moves)
+            board, hand = decode_key(rules, keys[i])
+            out[i] = _far_drop_only(rules, keys, wdl, board, hand, moves)
 
 
 def _ensure(path: Path, variant: str) -> Path:
@@ -139,7 +139,7 @@ def main() -> None:
 
     t = time.perf_counter()
     out = np.zeros(keys.shape[0], np.int8)
-    game_of().jitted(sys.modules[__name__])._scan_far_drops(keys, wdl, out)
+    game_of().jitted(sys.modules[__name__])._scan_far_drops(game_of().rules_array, keys, wdl, out)
     print(f"\nin the standard game, {int(np.count_nonzero(out)):,} positions keep their value only by dropping a "
           f"chick on the far rank, {int(np.count_nonzero(out == 1)):,} of them by one such drop alone "
           f"({time.perf_counter() - t:.0f} s)")

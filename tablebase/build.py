@@ -20,8 +20,9 @@ from dobutsu_tb.encoding.compact import BLOCKS, table_key_at
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.encoding.words import counted
 from dobutsu_tb.tablebase import retrograde
-from dobutsu_tb.tablebase.enumeration import count_terminal_partitions, enumerate_positions
+from dobutsu_tb.tablebase.enumeration import StartPositionError, count_terminal_partitions, enumerate_positions
 from dobutsu_tb.tablebase.game.game import Game, game_of
+from dobutsu_tb.tablebase.game.layout import CATCH, NONTERMINAL
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.game.variant import Variant, get_variant, standard_variant
 from dobutsu_tb.tablebase.memory import (  # noqa: F401 (InsufficientMemoryError: the build's error, also here)
@@ -30,6 +31,8 @@ from dobutsu_tb.tablebase.memory import (  # noqa: F401 (InsufficientMemoryError
     InsufficientMemoryError,
     Sizes,
     default_budget,
+    estimate_build,
+    gib,
     make_plan,
     peak_resident_memory,
 )
@@ -92,6 +95,11 @@ class BuildResult:
             f"written to {self.path} ({secs})",
         ] + ([self.cluster.describe()] if self.cluster is not None else []))
 
+
+#: A start whose counts nobody knows is refused before it starts when its estimate
+#: (:func:`~dobutsu_tb.tablebase.memory.estimate_build`) does not fit the budget and says more
+#: positions than these; a smaller one finds out soon enough as its tables grow.
+ESTIMATE_FLOOR = 1 << 24
 
 #: Positions known in advance, to size the tables and plan the memory: (variant, start) ->
 #: (non-terminal, terminal). The standard game's are Tanaka's (2009); the 5x3 board's are ours
@@ -401,6 +409,24 @@ def _log(msg: str) -> None:
     tqdm.write(msg, file=sys.stderr)
 
 
+def check_start(start: Position) -> None:
+    """Refuse a start the builder cannot start from, before anything is compiled.
+
+    Raises
+    ------
+    dobutsu_tb.tablebase.enumeration.StartPositionError
+        If the start position is terminal (the side to move can capture the enemy royal piece, or
+        faces one that has reached its far rank safely).
+    """
+    game = start.game
+    cls = game.classify(start.state())
+    if cls != NONTERMINAL:
+        royal = game.variant.royal.name
+        raise StartPositionError("the start position is terminal: the side to move "
+                                 + (f"can capture the enemy {royal}" if cls == CATCH
+                                    else f"faces an enemy {royal} that has reached its far rank safely"))
+
+
 def estimate_memory(nonterminal: int, terminal: int, game: Game | None = None) -> int:
     """The peak memory in bytes of a build that reaches these many positions, with every position
     in memory at once (:func:`~dobutsu_tb.tablebase.memory.make_plan` without a budget)."""
@@ -486,6 +512,7 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     if start.variant != variant:
         raise ValueError(f"the start position is of {start.variant.name}, not of {variant.name}")
     game = game_of(variant)
+    check_start(start)  # (before anything is compiled or written)
     out = Path(out)
     expected = expected_counts(variant, start)
     sizes = Sizes(game.layout["MAX_KEY_BITS"], game.layout["KEY_SHIFT"])
@@ -499,6 +526,12 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     source = "--max-memory" if max_memory is not None else "MemAvailable in /proc/meminfo"
     plan = None if cluster is not None else make_plan(sizes, *planned, budget, base, spill,
                                                       known=expected is not None, source=source)
+    if expected is None and budget is not None and cluster is None and variant.hand_order:
+        estimate = estimate_build(sizes, variant, start)  # (the shares of boards with drops)
+        if estimate.peak_low > budget and estimate.low > ESTIMATE_FLOOR:
+            raise InsufficientMemoryError(
+                f"{variant.name} from {start.text()}: {estimate.describe()}, more than the budget of {gib(budget)} "
+                f"({source}); build a start with fewer pieces (--start), or on a cluster (--cluster, docs/cluster.md)")
     report = None
     profile = {}
     target = None

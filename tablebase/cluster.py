@@ -1,9 +1,10 @@
 """The build on a Ray cluster: ``dobutsu-tb build --cluster ADDRESS --workers N`` (docs/cluster.md).
 
 Each worker is a Ray actor (:class:`ShardWorker`) that owns the positions whose canonical key's
-hash falls to it (:func:`~dobutsu_tb.tablebase.cluster_kernels.owner_of`): it holds their compact
+hash falls to it (:func:`~dobutsu_tb.encoding.routing.owner_of`): it holds their compact
 table, tags, values and counters, its share of the terminal positions and its frontier lists,
-and runs the variant's own kernels on them. The driver (:func:`build_on_cluster`, in the process
+and runs the in-process build's kernels on them (tablebase/enumeration.py, tablebase/retrograde.py),
+which deal what they generate out by owner instead of by shard. The driver (:func:`build_on_cluster`, in the process
 that runs ``dobutsu-tb build``) only runs the rounds and routes the workers' messages, as Ray
 object references: the arrays go from worker to worker through Ray's object store, never through
 the driver.
@@ -42,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,8 +53,9 @@ from dobutsu_tb.encoding import config, interrupt
 from dobutsu_tb.encoding.compact import CompactTable
 from dobutsu_tb.encoding.compact_layout import CompactTableFullError, key_hash, make_layout
 from dobutsu_tb.encoding.compact_set import CompactSet
+from dobutsu_tb.encoding.routing import group_by_shard, owner_of
 from dobutsu_tb.encoding.words import counted
-from dobutsu_tb.tablebase import cluster_kernels as ck
+from dobutsu_tb.tablebase import enumeration, retrograde
 from dobutsu_tb.tablebase.build import (
     LOG_EVERY,
     _keys_with_value,
@@ -63,13 +66,20 @@ from dobutsu_tb.tablebase.build import (
     sample_codes,
     value_histogram,
 )
-from dobutsu_tb.tablebase.enumeration import CLASS_BITS, CLASS_MASK, thread_counters
+from dobutsu_tb.tablebase.enumeration import (
+    CLASS_BITS,
+    CLASS_MASK,
+    add_terminals_grouped,
+    insert_grouped,
+    sort_shares,
+    thread_counters,
+)
 from dobutsu_tb.tablebase.game.game import Game, game_of
 from dobutsu_tb.tablebase.game.layout import CATCH, TRY
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.game.variant import variant_from_json
 from dobutsu_tb.tablebase.memory import InsufficientMemoryError, peak_resident_memory
-from dobutsu_tb.tablebase.retrograde import Solution, seed_cells, slot_dtype, value_code
+from dobutsu_tb.tablebase.retrograde import Solution, apply_predecessors, seed_cells, slot_dtype, value_code
 from dobutsu_tb.tablebase.schema import Metadata, value_counts
 from dobutsu_tb.tablebase.values import LONG
 from dobutsu_tb.tablebase.writer import RECORD_VALUE_BITS, WIDE_VALUE_BITS, RecordBlocks, write_file
@@ -297,13 +307,13 @@ def _joined(arrays, dtype) -> np.ndarray:
 
 def _by_shard(values: np.ndarray, drop: int, layout: np.ndarray, shards: int) -> tuple[np.ndarray, np.ndarray]:
     """``values`` grouped by the shard of ``values >> drop`` and where each shard's start
-    (:func:`~dobutsu_tb.tablebase.cluster_kernels.group_by_shard`; as they are for one shard)."""
+    (:func:`~dobutsu_tb.encoding.routing.group_by_shard`; as they are for one shard)."""
     starts = np.zeros(shards + 1, np.int64)
     if shards == 1:
         starts[1] = values.shape[0]
         return values, starts
     grouped = np.empty_like(values)
-    ck.group_by_shard(values, drop, layout, shards, grouped, starts)
+    group_by_shard(values, drop, layout, shards, grouped, starts)
     return grouped, starts
 
 
@@ -352,7 +362,7 @@ class ShardWorker:
         import numba
 
         self.game = game_of(variant_from_json(variant_json))
-        self.kernels = self.game.jitted(ck)
+        self.kernels = self.game.jitted(enumeration, retrograde)
         self.index, self.n = int(index), int(n_workers)
         self.threads = max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS))
         layout = self.game.layout
@@ -425,9 +435,9 @@ class ShardWorker:
         nt = self._buffer("nt", (t, self.n, per_thread))
         term = self._buffer("term", (t, self.n, per_thread))
         counts = thread_counters(t, self.n)
-        if take.shape[0]:
-            self.no_moves += self.kernels._expand(self.table.slots, self.table.layout, take, self.tags, self.n, nt,
-                                                  term, counts)
+        if take.shape[0]:  # (the children dealt out by owner: self.n workers; all terminal ones counted)
+            self.no_moves += self.kernels._expand(self.game.rules_array, self.table.slots, self.table.layout, take,
+                                                  self.tags, self.n, nt, term, counts, 0)
         self.expanded += take.shape[0]
         parts = list(zip(self._deal(nt, counts[:, :, 0]), self._deal(term, counts[:, :, 1])))
         return self._messages(parts, "enumeration")
@@ -446,8 +456,8 @@ class ShardWorker:
                 shards = self.table.n_shards
                 grouped, starts = _by_shard(part, 0, self.table.layout, shards)
                 fresh, fresh_n = np.empty(part.shape[0], np.int64), np.zeros(shards, np.int64)
-                failed = ck.insert_nonterminal(self.table.slots, self.table.layout, self.table.counts, self.tags,
-                                               grouped, starts, fresh, fresh_n)
+                failed = insert_grouped(self.table.slots, self.table.layout, self.table.counts, self.tags, grouped,
+                                        starts, fresh, fresh_n)
                 new = [fresh[starts[s]: starts[s] + fresh_n[s]] for s in range(shards) if fresh_n[s]]
                 if new:  # as uint32 when the table allows: fresh lists can hold many positions
                     self.fresh.append(_joined(new, slot_dtype(self.table.capacity)))
@@ -459,8 +469,8 @@ class ShardWorker:
         for part in _within_room(items, self.terminal, self.terminal.grow):
             while True:
                 grouped, starts = _by_shard(part, CLASS_BITS, self.terminal.layout, self.terminal.n_shards)
-                if ck.insert_terminal(self.terminal.buf, self.terminal.layout, self.terminal.counts, grouped, starts,
-                                      self.by_class) == 0:
+                if add_terminals_grouped(self.terminal.buf, self.terminal.layout, self.terminal.counts, grouped,
+                                         starts, self.by_class) == 0:
                     break
                 self.terminal.grow(2 * len(self.terminal))
 
@@ -510,8 +520,12 @@ class ShardWorker:
         per_thread = max(1, -(-slice_.shape[0] // t)) * self.game.layout["MAX_UNMOVES"]
         out = self._buffer("preds", (t, self.n, per_thread))
         counts = thread_counters(t, self.n)
-        if slice_.shape[0]:
-            self.kernels._predecessors(self.table.slots, self.table.layout, slice_, self.n, out, counts)
+        if slice_.shape[0]:  # (in key order, as the in-process analysis: retrograde.frontier_keys)
+            keys = self.table.keys_at(slice_)
+            with ThreadPoolExecutor(t) as pool:
+                sort_shares(keys, t, pool)
+            self.kernels._predecessors(self.game.rules_array, self.table.slots, self.table.layout, keys, self.n, out,
+                                       counts)
         return self._messages([(a,) for a in self._deal(out, counts[:, :, 0])], "retrograde")
 
     def apply(self, ply: int, *parts) -> int:
@@ -522,7 +536,7 @@ class ShardWorker:
         self.own = None
         values, counters = self.cells.view(np.uint8)[0::2], self.cells.view(np.uint8)[1::2]
         out, out_n = np.empty(hashes.shape[0], self.dtype), np.zeros(self.threads, np.int64)
-        ck.apply_predecessors(self.table.slots, self.table.layout, values, counters, hashes, ply % 2 == 0,
+        apply_predecessors(self.table.slots, self.table.layout, values, counters, hashes, ply % 2 == 0,
                               value_code(ply + 1), self.threads, out, out_n)
         per = -(-hashes.shape[0] // self.threads)
         decided = [out[t * per: t * per + out_n[t]] for t in range(self.threads) if out_n[t]]
@@ -1146,7 +1160,7 @@ def _run(cluster: _Cluster, tmp, game: Game, start: Position, expected, progress
     n = len(cluster.workers)
     layout = make_layout(game.layout["MAX_KEY_BITS"], game.layout["KEY_SHIFT"], game.layout["MAX_KEY_BITS"], 1)
     start_key = game.key_of(start.state())
-    home = int(ck.owner_of(key_hash(np.int64(start_key), layout), n))
+    home = int(owner_of(key_hash(np.int64(start_key), layout), n))
     rounds = {"enumeration": 0, "retrograde": 0}
 
     phase("enumeration")

@@ -53,6 +53,7 @@ from dobutsu_tb.encoding.compact_set import (
     set_line,
 )
 from dobutsu_tb.encoding.jit import njit, prange
+from dobutsu_tb.encoding.routing import route
 from dobutsu_tb.tablebase.game.game import Game
 from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import CATCH, MAX_MOVES, NONTERMINAL, TRY
@@ -132,23 +133,25 @@ class Enumeration:
         return self.nonterminal + self.catch_terminal + self.try_terminal
 
 
-def _expand_range(slots, layout, batch, lo, hi, tags, nt, term, counts, part_mask):
-    """:func:`_expand` for ``batch[lo:hi]``: the children go to the dense lists ``nt[shard]``
-    and ``term[shard]`` (this thread's; terminal children of partition 0 only: ``hash &
-    part_mask`` zero, the low bits, so that a partition spreads over every shard), their lengths
-    to ``counts[shard]``; returns the positions without moves among them. The slots and tags of
-    positions a few ahead are prefetched."""
-    moves = np.empty(MAX_MOVES, np.int64)
-    keys = np.empty(MAX_MOVES, np.int64)
-    classes = np.empty(MAX_MOVES, np.int64)
+def _expand_range(rules, slots, layout, batch, lo, hi, tags, n_owners, nt, term, counts, part_mask):
+    """:func:`_expand` for ``batch[lo:hi]``: the children go to the dense lists ``nt[d]`` and
+    ``term[d]`` of their destination d (this thread's; terminal children of partition 0 only:
+    ``hash & part_mask`` zero, the low bits, so that a partition spreads over every shard), their
+    lengths to ``counts[d]``; returns the positions without moves among them. A destination is
+    the child's shard of this table, or with ``n_owners`` its owner among the workers of a build
+    on a cluster (:func:`~dobutsu_tb.encoding.routing.route`). The slots and tags of positions a
+    few ahead are prefetched."""
+    moves = np.empty(rules[MAX_MOVES], np.int64)
+    keys = np.empty(rules[MAX_MOVES], np.int64)
+    classes = np.empty(rules[MAX_MOVES], np.int64)
     no_moves = 0
     for b in range(lo, hi):
         if b + _PREFETCH_AHEAD < hi:
             prefetch(slots, batch[b + _PREFETCH_AHEAD])
             prefetch(tags, batch[b + _PREFETCH_AHEAD])
         s = batch[b]
-        board, hand = decode_key(table_key_at(slots, layout, s))
-        n = child_keys(board, hand, moves, keys, classes)
+        board, hand = decode_key(rules, table_key_at(slots, layout, s))
+        n = child_keys(rules, board, hand, moves, keys, classes)
         win1 = False
         distinct = 0
         for k in range(n):  # drop repeated children (symmetric moves), deal out the others
@@ -157,16 +160,16 @@ def _expand_range(slots, layout, batch, lo, hi, tags, nt, term, counts, part_mas
             key = keys[k]
             cls = classes[k]
             h = key_hash(key, layout)
-            shard = shard_of(h, layout)
+            d = route(h, layout, n_owners)
             if cls == NONTERMINAL:
-                nt[shard, counts[shard, 0]] = h
-                counts[shard, 0] += 1
+                nt[d, counts[d, 0]] = h
+                counts[d, 0] += 1
                 distinct += 1
             else:
                 win1 |= cls == TRY
                 if h & part_mask == 0:
-                    term[shard, counts[shard, 1]] = (h << CLASS_BITS) | cls
-                    counts[shard, 1] += 1
+                    term[d, counts[d, 1]] = (h << CLASS_BITS) | cls
+                    counts[d, 1] += 1
         if n == 0:
             tags[s] = TAG_NO_MOVES
             no_moves += 1
@@ -178,52 +181,100 @@ def _expand_range(slots, layout, batch, lo, hi, tags, nt, term, counts, part_mas
 
 
 @kernel_options(parallel=True)
-def _expand(slots, layout, batch, tags, nt, term, counts, part_mask):
+def _expand(rules, slots, layout, batch, tags, n_owners, nt, term, counts, part_mask):
     """Expand the positions at ``batch``, one thread t per ``nt[t]``: the hashes of each
-    position's distinct canonical non-terminal children go to ``nt[t, shard]``, of its distinct
-    terminal children (with the class below) to ``term[t, shard]``, their numbers to
-    ``counts[t, shard]``; each position's tag is set. Returns the positions without moves."""
+    position's distinct canonical non-terminal children go to ``nt[t, d]``, of its distinct
+    terminal children (with the class below) to ``term[t, d]``, their numbers to ``counts[t, d]``,
+    where d is the child's shard, or its owner when ``n_owners`` is not 0 (:func:`_expand_range`);
+    each position's tag is set. Returns the positions without moves."""
     n_threads = nt.shape[0]
     no_moves = 0
     per = (batch.shape[0] + n_threads - 1) // n_threads
     for t in prange(n_threads):
         counts[t, :, :] = 0
-        no_moves += _expand_range(slots, layout, batch, t * per, min(batch.shape[0], (t + 1) * per), tags,
-                                  nt[t], term[t], counts[t], part_mask)
+        no_moves += _expand_range(rules, slots, layout, batch, t * per, min(batch.shape[0], (t + 1) * per), tags,
+                                  n_owners, nt[t], term[t], counts[t], part_mask)
     return no_moves
+
+
+@njit
+def insert_run(slots, layout, hashes, lo, hi, fresh, added):
+    """Insert the keys of ``hashes[lo:hi]`` (all of one shard: only its owner may) with each one's
+    slot prefetched a few keys ahead, so the cache misses of consecutive insertions overlap; the
+    slots of the new keys go to ``fresh[added:]``. Returns (new keys, insertions that found no
+    room)."""
+    new = 0
+    bad = 0
+    for i in range(lo, hi):
+        if i + _PREFETCH_AHEAD < hi:
+            prefetch(slots, home_slot(hashes[i + _PREFETCH_AHEAD], layout))
+        s = table_insert(slots, layout, hashes[i])
+        if s >= 0:
+            fresh[added + new] = s
+            new += 1
+        elif s == FULL:
+            bad += 1
+    return new, bad
+
+
+@njit
+def tag_fresh(tags, fresh, lo, hi):
+    """Tag the slots ``fresh[lo:hi]`` fresh, each prefetched a few ahead."""
+    for i in range(lo, hi):
+        if i + _PREFETCH_AHEAD < hi:
+            prefetch(tags, fresh[i + _PREFETCH_AHEAD])
+        tags[fresh[i]] = TAG_FRESH
 
 
 @njit
 def _insert_shard(shard, slots, layout, table_counts, tags, nt, term, counts, setbuf, set_layout, set_counts,
                   new_by_class, part_mask):
-    """:func:`_insert` for one shard; returns (table failures, set failures). Keys are inserted
-    with each one's slot prefetched a few keys ahead, so the cache misses of consecutive
-    insertions overlap; new slots are tagged fresh afterwards, prefetched likewise."""
+    """:func:`_insert` for one shard, every thread's list for it (:func:`insert_run`); returns
+    (table failures, set failures). New slots are tagged fresh afterwards."""
     added = 0
     bad = 0
     fresh = np.empty(counts[:, shard, 0].sum(), np.int64)
     for t in range(nt.shape[0]):
-        row = nt[t, shard]
-        m = counts[t, shard, 0]
-        for i in range(m):
-            if i + _PREFETCH_AHEAD < m:
-                prefetch(slots, home_slot(row[i + _PREFETCH_AHEAD], layout))
-            s = table_insert(slots, layout, row[i])
-            if s >= 0:
-                fresh[added] = s
-                added += 1
-            elif s == FULL:
-                bad += 1
-    for i in range(added):
-        if i + _PREFETCH_AHEAD < added:
-            prefetch(tags, fresh[i + _PREFETCH_AHEAD])
-        tags[fresh[i]] = TAG_FRESH
+        new, failed = insert_run(slots, layout, nt[t, shard], 0, counts[t, shard, 0], fresh, added)
+        added += new
+        bad += failed
+    tag_fresh(tags, fresh, 0, added)
     table_counts[shard] += added
     bad_set = 0
     for t in range(term.shape[0]):
         bad_set += add_terminals(setbuf, set_layout, term[t, shard], 0, counts[t, shard, 1], part_mask, set_counts,
                                  new_by_class, shard)
     return bad, bad_set
+
+
+@njit(parallel=True)
+def insert_grouped(slots, layout, table_counts, tags, hashes, starts, fresh, fresh_n):
+    """Insert hashes grouped by shard (:func:`~dobutsu_tb.encoding.routing.group_by_shard`: what a
+    worker of a build on a cluster received), one thread per shard (:func:`insert_run`); the new
+    keys' slots are tagged fresh and written to ``fresh[starts[s]:starts[s] + fresh_n[s]]``.
+    Returns the insertions that found no room (grow the table, insert again: idempotent)."""
+    n_shards = starts.shape[0] - 1
+    failed = 0
+    for shard in prange(n_shards):
+        lo, hi = starts[shard], starts[shard + 1]
+        new, bad = insert_run(slots, layout, hashes, lo, hi, fresh, lo)
+        tag_fresh(tags, fresh, lo, lo + new)
+        table_counts[shard] += new
+        fresh_n[shard] = new
+        failed += bad
+    return failed
+
+
+@njit(parallel=True)
+def add_terminals_grouped(buf, layout, set_counts, items, starts, by_class):
+    """Add terminal children (hash above, class below; grouped by shard) to a set, one thread per
+    shard (:func:`add_terminals`); the new ones are counted by class in ``by_class[shard]``.
+    Returns the additions that found no room (grow the set, add again: idempotent)."""
+    n_shards = starts.shape[0] - 1
+    failed = 0
+    for shard in prange(n_shards):
+        failed += add_terminals(buf, layout, items, starts[shard], starts[shard + 1], 0, set_counts, by_class, shard)
+    return failed
 
 
 @njit(inline="always")
@@ -280,18 +331,18 @@ def _insert(slots, layout, table_counts, tags, nt, term, counts, setbuf, set_lay
     return failed_table, failed_set
 
 
-def _terminal_range(slots, layout, batch, lo, hi, part_mask, part, term, counts):
+def _terminal_range(rules, slots, layout, batch, lo, hi, part_mask, part, term, counts):
     """The distinct terminal children of the positions at ``batch[lo:hi]`` whose hash lies in
     partition ``part`` (``hash & part_mask``), into this thread's lists ``term[shard]`` (class
     below the hash) and their lengths into ``counts[shard, 1]``."""
-    moves = np.empty(MAX_MOVES, np.int64)
-    keys = np.empty(MAX_MOVES, np.int64)
-    classes = np.empty(MAX_MOVES, np.int64)
+    moves = np.empty(rules[MAX_MOVES], np.int64)
+    keys = np.empty(rules[MAX_MOVES], np.int64)
+    classes = np.empty(rules[MAX_MOVES], np.int64)
     for b in range(lo, hi):
         if b + _PREFETCH_AHEAD < hi:
             prefetch(slots, batch[b + _PREFETCH_AHEAD])
-        board, hand = decode_key(table_key_at(slots, layout, batch[b]))
-        n = child_keys(board, hand, moves, keys, classes)
+        board, hand = decode_key(rules, table_key_at(slots, layout, batch[b]))
+        n = child_keys(rules, board, hand, moves, keys, classes)
         for k in range(n):
             cls = classes[k]
             if cls == NONTERMINAL or repeated(keys, k):
@@ -305,17 +356,17 @@ def _terminal_range(slots, layout, batch, lo, hi, part_mask, part, term, counts)
 
 
 @kernel_options(parallel=True)
-def _terminals(slots, layout, batch, part_mask, part, term, counts):
+def _terminals(rules, slots, layout, batch, part_mask, part, term, counts):
     """:func:`_terminal_range` of ``batch``, one thread t per ``term[t]``."""
     n_threads = term.shape[0]
     per = (batch.shape[0] + n_threads - 1) // n_threads
     for t in prange(n_threads):
         counts[t, :, :] = 0
-        _terminal_range(slots, layout, batch, t * per, min(batch.shape[0], (t + 1) * per), part_mask, part, term[t],
-                        counts[t])
+        _terminal_range(rules, slots, layout, batch, t * per, min(batch.shape[0], (t + 1) * per), part_mask, part,
+                        term[t], counts[t])
 
 
-def _keep_partition_zero(old, old_layout, new, new_layout, counts, part_mask, dropped):
+def _keep_partition_zero(rules, old, old_layout, new, new_layout, counts, part_mask, dropped):
     """Copy the keys of a terminal set whose hash lies in partition 0 (``hash & part_mask``)
     into a new set; count the others by terminal class into ``dropped`` (their positions are
     decoded and classified: the set keeps no class). Returns the keys that did not fit."""
@@ -331,8 +382,8 @@ def _keep_partition_zero(old, old_layout, new, new_layout, counts, part_mask, dr
             else:
                 counts[shard_of(h, new_layout)] += a
         else:
-            board, hand = decode_key(hash_key(h, old_layout))
-            dropped[classify(board, hand)] += 1
+            board, hand = decode_key(rules, hash_key(h, old_layout))
+            dropped[classify(rules, board, hand)] += 1
     return failed
 
 
@@ -452,6 +503,7 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
                                  + (f"can capture the enemy {royal}" if cls == CATCH
                                     else f"faces an enemy {royal} that has reached its far rank safely"))
     kernels = game.jitted(sys.modules[__name__])
+    rules = game.rules_array
     n_nt, n_t = expected or (config.DEFAULT_EXPECTED, config.DEFAULT_EXPECTED)
     threads = config.THREADS
     bits, shift = game.layout["MAX_KEY_BITS"], game.layout["KEY_SHIFT"]
@@ -477,8 +529,8 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
         nonlocal terminal, parts
         parts *= 2
         smaller = CompactSet(max(1, len(terminal) // 2), bits, shift, set_load_factor, threads)
-        if kernels._keep_partition_zero(terminal.buf, terminal.layout, smaller.buf, smaller.layout, smaller.counts,
-                                        parts - 1, dropped):
+        if kernels._keep_partition_zero(rules, terminal.buf, terminal.layout, smaller.buf, smaller.layout,
+                                        smaller.counts, parts - 1, dropped):
             raise CompactTableFullError("the terminal set could not be rebuilt")  # pragma: no cover
         terminal = smaller
 
@@ -523,7 +575,7 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
             n = batch.shape[0]
             part_mask = parts - 1
             t_expand = time.perf_counter()
-            no_moves += kernels._expand(table.slots, table.layout, batch, tags, nt, term, counts, part_mask)
+            no_moves += kernels._expand(rules, table.slots, table.layout, batch, tags, 0, nt, term, counts, part_mask)
             t_insert = time.perf_counter()
             expand_seconds += t_insert - t_expand
             expanded += n
@@ -583,6 +635,7 @@ def count_terminal_partitions(enum: Enumeration, progress: Callable[[int], None]
     t0 = time.perf_counter()
     game, table = enum.game, enum.table
     kernels = game.jitted(sys.modules[__name__])
+    rules = game.rules_array
     bits, shift = game.layout["MAX_KEY_BITS"], game.layout["KEY_SHIFT"]
     threads = config.THREADS
     part_mask = enum.terminal_parts - 1
@@ -601,7 +654,7 @@ def count_terminal_partitions(enum: Enumeration, progress: Callable[[int], None]
             n, start = _occupied(table.slots, start, batch)
             if n == 0:
                 break
-            kernels._terminals(table.slots, table.layout, batch[:n], part_mask, part, term, counts)
+            kernels._terminals(rules, table.slots, table.layout, batch[:n], part_mask, part, term, counts)
             n_term = int(counts[:, :, 1].sum())
             while True:
                 if terminal.room() < n_term:

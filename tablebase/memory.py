@@ -27,6 +27,7 @@ from pathlib import Path
 
 from dobutsu_tb.encoding import config
 from dobutsu_tb.encoding.compact import table_nbytes
+from dobutsu_tb.encoding.compact_layout import CompactTableFullError, shards_for, slot_bits_for
 from dobutsu_tb.encoding.compact_set import set_nbytes
 
 #: Bytes a build holds besides its tables: the interpreter, numpy, numba and its compiled
@@ -38,6 +39,13 @@ MAX_TERMINAL_PARTS = 64
 #: for the estimate (the standard game's largest ply holds 9 %).
 LIST_SHARE = 0.35
 GIB = 1 << 30
+
+
+#: Reachable positions over :func:`position_bound` on the boards solved: 15.7 % for the standard
+#: game (246,803,167 of 1,567,925,964, Tanaka's bound), 22.4 % for the 3x5 board (3,359,910,526 of
+#: 14,982,595,110); and the share of the reachable positions that are non-terminal (40 % and 43 %).
+REACHABLE_SHARE = (0.157, 0.224)
+NONTERMINAL_SHARE = 0.43
 
 
 class InsufficientMemoryError(MemoryError):
@@ -143,11 +151,14 @@ class Sizes:
     shift: int
 
     def table(self, nonterminal: int) -> int:
-        """The table's slots (4 bytes each) for this many non-terminal positions."""
+        """The table's slots (4 bytes each; 8 for a small table of long keys) for this many
+        non-terminal positions."""
         return table_nbytes(max(1, nonterminal), self.code_bits, config.LOAD_FACTOR, config.THREADS)
 
     def slots(self, nonterminal: int) -> int:
-        return self.table(nonterminal) // 4
+        """The table's slots for this many non-terminal positions."""
+        return 1 << slot_bits_for(max(1, nonterminal), config.LOAD_FACTOR, shards_for(config.THREADS),
+                                  self.code_bits)
 
     def terminal_set(self, terminal: int, load: float = config.SET_LOAD_FACTOR) -> int:
         """The set that counts this many terminal positions, at most ``load`` full."""
@@ -293,3 +304,123 @@ def make_plan(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
                              sizes.retrograde(nonterminal, spill), sizes.records(nonterminal, passes))
     disk = int(LIST_SHARE * nonterminal) * 4 * 2 if spill else 0
     return BuildPlan(budget, parts, passes, spill, work_dir, peak, disk, load)
+
+
+def position_bound(variant, start) -> int:
+    """An upper bound of the positions reachable from ``start``: every way to place its material
+    (the pieces of the start position, which only change sides, promote and go to hand) with both
+    royal pieces on the board, the side to move normalised, mirror images not folded (for the
+    standard game this is Tanaka's bound, 1,567,925,964).
+
+    Parameters
+    ----------
+    variant : Variant
+    start : Position
+        Of ``variant``.
+
+    Returns
+    -------
+    int
+        Positions (normalised, Sente to move).
+    """
+    army: dict = {}
+    for cell in start.board:
+        if cell:
+            letter = variant.base_of[variant.pieces[(cell & 7) - 1].letter]
+            army[letter] = army.get(letter, 0) + 1
+    slots = variant.hand_order
+    for k, n in enumerate(start.hands):
+        if n:
+            army[slots[k % len(slots)]] = army.get(slots[k % len(slots)], 0) + n
+    # (pieces on the board, product of the factorials of their counts by form) -> ways, kind by kind
+    dist = {(2, 1): 1}  # the two royal pieces
+    for letter, n in army.items():
+        kind = variant.kind(letter)
+        if kind.royal:
+            continue
+        forms = 2 * (2 if kind.promotes_to else 1)  # a side and, for a kind that promotes, its form
+        options: dict = {}
+        for on_board in range(n + 1):
+            hand_ways = n - on_board + 1 if letter in slots else 1  # the others in either hand, or out of the game
+            for split in _compositions(on_board, forms):
+                key = (on_board, math.prod(math.factorial(x) for x in split))
+                options[key] = options.get(key, 0) + hand_ways
+        merged: dict = {}
+        for (m, den), ways in dist.items():
+            for (on_board, den2), ways2 in options.items():
+                key = (m + on_board, den * den2)
+                merged[key] = merged.get(key, 0) + ways * ways2
+        dist = merged
+    cells = variant.cells
+    return sum(ways * math.factorial(cells) // (math.factorial(cells - m) * den)
+               for (m, den), ways in dist.items() if m <= cells)
+
+
+def _compositions(n: int, parts: int):
+    """Every way to write ``n`` as an ordered sum of ``parts`` non-negative numbers."""
+    if parts == 1:
+        yield (n,)
+        return
+    for first in range(n + 1):
+        for rest in _compositions(n - first, parts - 1):
+            yield (first,) + rest
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a build of unknown counts may reach, before it starts (:func:`estimate_build`).
+
+    Attributes
+    ----------
+    bound : int
+        :func:`position_bound` (normalised positions, mirror images not folded).
+    low, high : int
+        The reachable positions at the shares of the boards solved (:data:`REACHABLE_SHARE`).
+    peak_low, peak_high : int
+        Bytes a build of that many positions holds at its peak, with every position in memory.
+    """
+
+    bound: int
+    low: int
+    high: int
+    peak_low: int
+    peak_high: int
+
+    def describe(self) -> str:
+        """One line for people."""
+        return (f"at most {self.bound:,} positions (every placement of its pieces); at the share of the boards "
+                f"solved so far ({REACHABLE_SHARE[0]:.0%} to {REACHABLE_SHARE[1]:.0%}) about {_rough(self.low)} to "
+                f"{_rough(self.high)} reachable, which need about {gib(self.peak_low)} to {gib(self.peak_high)} of "
+                f"memory")
+
+
+def _rough(n: int) -> str:
+    """``'1.4 x 10^10'``."""
+    if n < 10**6:
+        return f"{n:,}"
+    e = int(math.log10(n))
+    return f"{n / 10**e:.1f} x 10^{e}"
+
+
+def estimate_build(sizes: Sizes, variant, start) -> Estimate:
+    """An :class:`Estimate` of a build from ``start`` (a start whose counts nobody knows in advance).
+
+    Parameters
+    ----------
+    sizes : Sizes
+        The variant's key widths.
+    variant : Variant
+    start : Position
+    """
+    bound = position_bound(variant, start)
+    low, high = (int(bound * share) for share in REACHABLE_SHARE)
+
+    def peak(n):
+        nonterminal = max(1, int(n * NONTERMINAL_SHARE))
+        try:
+            return make_plan(sizes, nonterminal, n - nonterminal, None, Path(".")).peak
+        except CompactTableFullError:  # more than one table holds: its bytes at the same loads
+            table = 4 * nonterminal / config.LOAD_FACTOR
+            return int(BASE_MEMORY + 1.25 * table + 3 * (n - nonterminal) / config.SET_LOAD_FACTOR)
+
+    return Estimate(bound, low, high, peak(low), peak(high))

@@ -29,8 +29,11 @@ from typing import Callable
 
 from dobutsu_tb.encoding import interrupt
 
-#: The file that marks a variant's cache folder as holding every kernel of a build.
+#: The file that marks a shape's cache folder as holding every kernel of a build, and the one that
+#: marks it as holding them for the uint64 slots of small tables of long keys too
+#: (:func:`~dobutsu_tb.encoding.compact.slot_dtype`).
 MARK = "compiled-by-precompile"
+WIDE_MARK = "compiled-by-precompile-wide-slots"
 #: Set in the child's environment: a build there compiles its own kernels (no grandchild).
 CHILD_ENV = "DOBUTSU_TB_PRECOMPILING"
 
@@ -41,9 +44,18 @@ def _folder(game) -> str:
     return os.path.join(numba.config.CACHE_DIR, game.cache_key)
 
 
+def _wide(game) -> bool:
+    """Whether a small table of ``game``'s keys has uint64 slots (its kernels compile for both)."""
+    from dobutsu_tb.encoding.compact_layout import MAX_NARROW_REMAINDER, MIN_SLOT_BITS
+
+    return game.layout["MAX_KEY_BITS"] - (MIN_SLOT_BITS + 1) > MAX_NARROW_REMAINDER
+
+
 def kernels_cached(game) -> bool:
-    """Whether a child process has compiled ``game``'s build kernels into the kernel cache."""
-    return os.path.exists(os.path.join(_folder(game), MARK))
+    """Whether a child process has compiled ``game``'s build kernels into the kernel cache (those of
+    its board's shape, for the slots its tables have)."""
+    marks = (MARK, WIDE_MARK) if _wide(game) else (MARK,)
+    return all(os.path.exists(os.path.join(_folder(game), mark)) for mark in marks)
 
 
 def compile_kernels(game, log: Callable[[str], None] | None = None, check: Callable[[], None] | None = None,
@@ -84,7 +96,9 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
     if not os.access(folder, os.W_OK):
         return False
     if log is not None:
-        log(f"compiling the kernels for {game.variant.name} (once per version of the program, about half a minute)")
+        v = game.variant
+        log(f"compiling the kernels for boards of {v.files} files x {v.ranks} ranks (once per version of the program "
+            f"and board shape, about half a minute)")
     work = tempfile.mkdtemp(prefix="dobutsu-tb-precompile-")  # the child's builds: ours to remove, killed or not
     with tempfile.TemporaryFile("w+") as err:
         child = subprocess.Popen(_child_command(work), stdin=subprocess.PIPE,
@@ -201,9 +215,22 @@ def _main(work: str) -> None:
     terminal = CompactSet(1, bits, shift, config.SET_LOAD_FACTOR, config.THREADS)
     terminal.grow(2 * terminal.room() + 2)
     smaller = CompactSet(1, bits, shift, config.SET_LOAD_FACTOR, config.THREADS)  # partitions doubled
-    game.jitted(enumeration)._keep_partition_zero(terminal.buf, terminal.layout, smaller.buf, smaller.layout,
-                                                  smaller.counts, 1, np.zeros(CLASS_MASK + 1, np.int64))
+    game.jitted(enumeration)._keep_partition_zero(game.rules_array, terminal.buf, terminal.layout, smaller.buf,
+                                                  smaller.layout, smaller.counts, 1, np.zeros(CLASS_MASK + 1, np.int64))
     del enum, cells, solution, terminal, smaller
+    if _wide(game):  # the tiny builds' tables had uint64 slots: a big table's are uint32
+        from dobutsu_tb.encoding.compact_layout import MAX_NARROW_REMAINDER
+
+        expected = int(0.7 * 2 ** max(0, bits - MAX_NARROW_REMAINDER))
+        if expected <= 1 << 24:  # (a table of 4 bytes a slot: at most 2**25 slots here)
+            enum = enumerate_positions(game, start.state(), expected=(expected, 1))
+            solution = retrograde.solve(enum)
+            solution.values = np.ascontiguousarray(solution.values)
+            for _ in record_blocks(enum.table, solution, shift, RECORD_VALUE_BITS, 1).blocks():
+                pass
+            del enum, solution
     retrograde.LONG_DTM = 3  # two-byte values (what a DTM of 254 plies or more needs)
     build_tablebase(Path(work) / "wide.h5", start, progress=False, variant=variant, memory_check=False)
     Path(_folder(game), MARK).touch()
+    if _wide(game):
+        Path(_folder(game), WIDE_MARK).touch()

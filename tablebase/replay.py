@@ -109,17 +109,17 @@ def move_spec(text: str, variant) -> int:
 # --- kernels -----------------------------------------------------------------------------------
 
 
-def _child_class(board, hand):
+def _child_class(rules, board, hand):
     """TERM_CAPTURED when the move took the royal piece, else the child's terminal class."""
-    if find_piece(board, ROYAL) < 0:
+    if find_piece(board, hand, rules[ROYAL]) < 0:
         return TERM_CAPTURED
-    return classify(board, hand)
+    return classify(rules, board, hand)
 
 
-def _played(board, turn, spec, moves, n):
+def _played(rules, board, hand, turn, spec, moves, n):
     """Index among ``moves[:n]`` of the move written ``spec``, or -1."""
     for k in range(n):
-        if text_code(board, turn, moves[k]) & ~TEXT_CAPTURE == spec:
+        if text_code(rules, board, hand, turn, moves[k]) & ~TEXT_CAPTURE == spec:
             return k
     return -1
 
@@ -155,7 +155,7 @@ def _occurrence_table(positions):
 
 
 @kernel_options(parallel=True)
-def _collect(start, games, keys, ends):
+def _collect(rules, start, games, keys, ends):
     """Write the keys each game's replay needs into ``keys`` from ``key_base[g]`` up to
     ``ends[g]`` (the rest of its stretch is left unwritten): per legal ply until the game is
     over, the position before the move, then its non-terminal children.
@@ -166,35 +166,35 @@ def _collect(start, games, keys, ends):
     start_board, start_hand, turn0 = start
     specs, ply_start, game_plies, key_base = games
     for g in prange(game_plies.shape[0]):
-        moves = np.empty(MAX_MOVES, np.int64)
+        moves = np.empty(rules[MAX_MOVES], np.int64)
         board, hand, turn, at = start_board, start_hand, turn0, key_base[g]
         seen = _occurrence_table(game_plies[g] + 1)
         _occurrences(seen, board, hand, turn, True)
         for i in range(ply_start[g], ply_start[g] + game_plies[g]):
             spec = specs[i]
-            if spec < 0 or game_over(board, hand):
+            if spec < 0 or game_over(rules, board, hand):
                 break
-            n = gen_moves(board, hand, moves)
-            k = _played(board, turn, spec, moves, n)
+            n = gen_moves(rules, board, hand, moves)
+            k = _played(rules, board, hand, turn, spec, moves, n)
             if k < 0:
                 break
-            keys[at] = canonical_key(board, hand)
+            keys[at] = canonical_key(rules, board, hand)
             at += 1
             for j in range(n):
-                cb, ch = make_move(board, hand, moves[j])
-                if _child_class(cb, ch) == NONTERMINAL:
-                    keys[at] = canonical_key(cb, ch)
+                cb, ch = make_move(rules, board, hand, moves[j])
+                if _child_class(rules, cb, ch) == NONTERMINAL:
+                    keys[at] = canonical_key(rules, cb, ch)
                     at += 1
-            board, hand = make_move(board, hand, moves[k])
+            board, hand = make_move(rules, board, hand, moves[k])
             turn = 1 - turn
-            cls = _child_class(board, hand)
+            cls = _child_class(rules, board, hand)
             if cls == TERM_CAPTURED or cls == TRY or _occurrences(seen, board, hand, turn, True) >= 2:
                 break  # the game is over (a capture, a try, or a position's third occurrence)
         ends[g] = at
 
 
 @kernel_options(parallel=True)
-def _judge(start, games, found, plies, best_text):
+def _judge(rules, start, games, found, plies, best_text):
     """Replay each game again, judging every ply from the looked-up values (module docstring).
 
     ``start`` and ``games`` are :func:`_collect`'s; ``found`` is ``(wdl, dtm)`` of
@@ -206,8 +206,8 @@ def _judge(start, games, found, plies, best_text):
     specs, ply_start, game_plies, key_base = games
     key_wdl, key_dtm = found
     for g in prange(game_plies.shape[0]):
-        moves = np.empty(MAX_MOVES, np.int64)
-        ranks = np.empty(MAX_MOVES, np.int64)
+        moves = np.empty(rules[MAX_MOVES], np.int64)
+        ranks = np.empty(rules[MAX_MOVES], np.int64)
         board, hand, turn, at, over = start_board, start_hand, turn0, key_base[g], False
         first, last = ply_start[g], ply_start[g] + game_plies[g]
         seen = _occurrence_table(game_plies[g] + 1)
@@ -222,17 +222,17 @@ def _judge(start, games, found, plies, best_text):
                 ply.status = OVER
                 break
             spec = specs[i]
-            if spec < 0 or game_over(board, hand):
+            if spec < 0 or game_over(rules, board, hand):
                 ply.status = ILLEGAL
                 break
-            n = gen_moves(board, hand, moves)
-            k = _played(board, turn, spec, moves, n)
+            n = gen_moves(rules, board, hand, moves)
+            k = _played(rules, board, hand, turn, spec, moves, n)
             if k < 0:
                 ply.status = ILLEGAL
                 break
             wdl, dtm = np.int64(key_wdl[at]), np.int64(key_dtm[at])
             at += 1
-            parent = classify(board, hand)
+            parent = classify(rules, board, hand)
             if wdl == UNKNOWN_WDL:
                 if parent != CATCH:
                     ply.status = MISSING_BEFORE
@@ -243,8 +243,8 @@ def _judge(start, games, found, plies, best_text):
             repeats = False  # a move makes a position occur the third time: a draw
             best = NO_RANK
             for j in range(n):
-                cb, ch = make_move(board, hand, moves[j])
-                cls = _child_class(cb, ch)
+                cb, ch = make_move(rules, board, hand, moves[j])
+                cls = _child_class(rules, cb, ch)
                 third = (cls == NONTERMINAL or cls == CATCH) and _occurrences(seen, cb, ch, 1 - turn, False) >= 2
                 if cls == NONTERMINAL:
                     cw, cd = np.int64(key_wdl[at]), np.int64(key_dtm[at])
@@ -276,13 +276,13 @@ def _judge(start, games, found, plies, best_text):
             ply.status = OK
             if repeats:  # the position's value in this game: its best move's (docs/rules.md §3)
                 ply.before_wdl, ply.before_dtm = _value_of_rank(best)
-            ply.text = text_code(board, turn, moves[k])
+            ply.text = text_code(rules, board, hand, turn, moves[k])
             ply.rank, ply.best_rank = ranks[k], best
             nb = 0
             if ranks[k] != best:
                 for j in range(n):
                     if ranks[j] == best:
-                        best_text[i, nb] = text_code(board, turn, moves[j])
+                        best_text[i, nb] = text_code(rules, board, hand, turn, moves[j])
                         nb += 1
             ply.n_best = nb
             over = ply.terminal == TERM_CAPTURED or ply.terminal == TRY or ply.terminal == TERM_REPETITION
@@ -361,7 +361,7 @@ def replay_games(tb, start, turn: int, specs: np.ndarray, game_plies: np.ndarray
         # (a repetition, an illegal move) costs the memory of the plies it played, not of its text.
         keys = np.empty((hi - lo) * slots, np.int64)
         ends = np.empty(g1 - g0, np.int64)
-        kernels._collect(start_state, games, keys, ends)
+        kernels._collect(tb.game.rules_array, start_state, games, keys, ends)
         lengths = ends - games[3]  # the keys written: each game's from its base to its end
         wanted = np.repeat(games[3] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
         key_wdl = np.empty(keys.shape[0], np.int8)  # (read by _judge only where _collect wrote)
@@ -371,7 +371,7 @@ def replay_games(tb, start, turn: int, specs: np.ndarray, game_plies: np.ndarray
         del keys
         best = np.zeros((hi - lo, max_moves), np.int16)
         block = plies[lo:hi]
-        kernels._judge(start_state, games, (key_wdl, key_dtm), block, best)
+        kernels._judge(tb.game.rules_array, start_state, games, (key_wdl, key_dtm), block, best)
         rows = np.flatnonzero(block["n_best"] > 0)
         counts = block["n_best"][rows].astype(np.int64)
         mask = np.arange(max_moves)[None, :] < counts[:, None]

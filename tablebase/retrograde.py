@@ -34,15 +34,18 @@ from dobutsu_tb.encoding.bits import sort_prefix
 from dobutsu_tb.encoding.compact import table_find
 from dobutsu_tb.encoding.compact_layout import home_slot, key_hash
 from dobutsu_tb.encoding.jit import njit, prange
+from dobutsu_tb.encoding.routing import owner_of
 from dobutsu_tb.tablebase.enumeration import TAG_NO_MOVES, TAG_WIN1, Enumeration, sort_shares
 from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import MAX_UNMOVES
 from dobutsu_tb.tablebase.game.unmoves import parent_keys
 from dobutsu_tb.tablebase.values import LONG, UNDECIDED
 
-#: Frontier positions handled per kernel call, and per group inside it.
+#: Frontier positions handled per kernel call, and per group inside it; predecessors a worker of a
+#: build on a cluster received, looked up per group.
 _FRONTIER = 1 << 20
 _GROUP = 16
+_APPLY_GROUP = 32
 #: The room of a thread's list of decisions beyond one group's most (:func:`propagate_ply`); a
 #: thread of the standard game decides at most 1.13 M positions of its 0.5 M of a kernel call.
 _SPARE = 1 << 21
@@ -52,15 +55,15 @@ _SPARE = 1 << 21
 #: ``scripts/bench_moves.py --window``).
 _WINDOW = 1 << 22
 
-#: The kernels bound to each variant's tables (Game.jitted).
-__kernels__ = ("_propagate_range", "_propagate")
+#: The kernels bound to each board shape (Game.jitted).
+__kernels__ = ("group_parents", "_propagate_range", "_propagate", "_predecessors_range", "_predecessors")
 
 
 @njit(parallel=True)
 def seed_cells(slots, tags, values, counters, n_threads):
     """The values and counters the analysis starts from: the counter is the tag; a win in 1 (a
     try), a loss in 0 (no moves), a loss in 2 (counter 0) are decided. Also the cluster
-    workers' (:mod:`~dobutsu_tb.tablebase.cluster_kernels`)."""
+    workers' (:mod:`~dobutsu_tb.tablebase.cluster`)."""
     size = slots.shape[0]
     per = (size + n_threads - 1) // n_threads
     for t in prange(n_threads):
@@ -116,71 +119,144 @@ def _scan(slots: np.ndarray, values: np.ndarray, code: int, dtype=np.int64, allo
     return out
 
 
-def _propagate_range(slots, layout, values, counters, frontier, lo, hi, ply, code, out):
+@kernel_options(inline="always")
+def group_parents(rules, layout, slots, frontier, lo, hi, preds, hashes, home):
+    """The hashes of the distinct canonical non-terminal predecessors of each position of keys
+    ``frontier[lo:hi]`` into ``hashes`` (de-duplicated per position: docs/rules.md §6, the second
+    trap); returns how many. With ``home``, each one's home slot in ``slots`` is prefetched."""
+    m = 0
+    for i in range(lo, hi):
+        board, hand = decode_key(rules, frontier[i])
+        n = parent_keys(rules, board, hand, preds)
+        sort_prefix(preds, n)
+        prev = np.int64(0)
+        for k in range(n):
+            key = preds[k]
+            if key != prev:
+                h = key_hash(key, layout)
+                if home:
+                    prefetch(slots, home_slot(h, layout))
+                hashes[m] = h
+                m += 1
+                prev = key
+    return m
+
+
+@njit(inline="always")
+def apply_group(slots, layout, values, counters, hashes, lo, hi, found, lost, code, out, decided):
+    """Decide the predecessors ``hashes[lo:hi]`` of positions of one ply (skipping those not in the
+    table: unreachable): of losses (``lost``) a win, once (compare-and-swap); of wins a decrement of
+    the counter, a loss at zero. Looked up first, their value bytes (and counters) prefetched, then
+    updated, so that the cache misses of a group overlap. Writes the slots decided (value byte
+    ``code``) to ``out[decided:]``; returns the new ``decided``."""
+    f = 0
+    for k in range(lo, hi):
+        p = table_find(slots, layout, hashes[k])
+        if p >= 0:
+            prefetch(values, p)
+            if not lost:
+                prefetch(counters, p)
+            found[f] = p
+            f += 1
+    for k in range(f):
+        p = found[k]
+        if values[p] != UNDECIDED:
+            continue
+        if lost:
+            if atomic_cas(values, p, UNDECIDED, code) != UNDECIDED:
+                continue
+        elif atomic_sub(counters, p, 1) == 1:
+            values[p] = code
+        else:
+            continue
+        out[decided] = p
+        decided += 1
+    return decided
+
+
+def _propagate_range(rules, slots, layout, values, counters, frontier, lo, hi, ply, code, out):
     """:func:`_propagate` for the keys ``frontier[lo:hi]``, the slots it decides going to ``out``;
     returns (how many it decided, where it stopped). It stops early, at a group, when ``out``
     might not hold that group's decisions: the caller keeps them and goes on from there.
 
     Positions go in groups of :data:`_GROUP`: the group's distinct canonical predecessors are
-    generated and their home slots prefetched, then looked up and their value bytes (and
-    counters) prefetched, then updated; so the cache misses of a group overlap. A group decides
-    at most its distinct predecessors, ``_GROUP * MAX_UNMOVES``."""
-    preds = np.empty(MAX_UNMOVES, np.int64)
-    hashes = np.empty(_GROUP * MAX_UNMOVES, np.int64)
-    found = np.empty(_GROUP * MAX_UNMOVES, np.int64)
+    generated and their home slots prefetched (:func:`group_parents`), then looked up and
+    updated (:func:`apply_group`); so the cache misses of a group overlap. A group decides at
+    most its distinct predecessors, ``_GROUP * MAX_UNMOVES``."""
+    max_unmoves = rules[MAX_UNMOVES]
+    preds = np.empty(max_unmoves, np.int64)
+    hashes = np.empty(_GROUP * max_unmoves, np.int64)
+    found = np.empty(_GROUP * max_unmoves, np.int64)
     lost = ply % 2 == 0  # the frontier positions are losses: their predecessors win
     decided = 0
     for g in range(lo, hi, _GROUP):
-        if out.shape[0] - decided < _GROUP * MAX_UNMOVES:
+        if out.shape[0] - decided < _GROUP * max_unmoves:
             return decided, g
-        m = 0
-        for i in range(g, min(hi, g + _GROUP)):
-            board, hand = decode_key(frontier[i])
-            n = parent_keys(board, hand, preds)
-            sort_prefix(preds, n)
-            prev = np.int64(0)
-            for k in range(n):  # one position's distinct canonical predecessors, as hashes
-                key = preds[k]
-                if key != prev:
-                    h = key_hash(key, layout)
-                    prefetch(slots, home_slot(h, layout))
-                    hashes[m] = h
-                    m += 1
-                    prev = key
-        f = 0
-        for k in range(m):
-            p = table_find(slots, layout, hashes[k])
-            if p >= 0:
-                prefetch(values, p)
-                if not lost:
-                    prefetch(counters, p)
-                found[f] = p
-                f += 1
-        for k in range(f):
-            p = found[k]
-            if values[p] != UNDECIDED:
-                continue
-            if lost:
-                if atomic_cas(values, p, UNDECIDED, code) != UNDECIDED:
-                    continue
-            elif atomic_sub(counters, p, 1) == 1:
-                values[p] = code
-            else:
-                continue
-            out[decided] = p
-            decided += 1
+        m = group_parents(rules, layout, slots, frontier, g, min(hi, g + _GROUP), preds, hashes, True)
+        decided = apply_group(slots, layout, values, counters, hashes, 0, m, found, lost, code, out, decided)
     return decided, hi
 
 
 @kernel_options(parallel=True)
-def _propagate(slots, layout, values, counters, frontier, starts, ends, ply, code, out, out_n):
+def _propagate(rules, slots, layout, values, counters, frontier, starts, ends, ply, code, out, out_n):
     """Decide the predecessors of the positions of keys ``frontier`` (all of DTM ``ply``), thread
     t those of ``frontier[starts[t]:ends[t]]``: its decisions (at DTM ``ply + 1``, value byte
     ``code``) go to ``out[t, :out_n[t]]``. A thread whose row fills stops early; ``starts[t]``
     is left where it stopped, to call again from (:func:`propagate_ply`)."""
     for t in prange(out.shape[0]):
-        out_n[t], starts[t] = _propagate_range(slots, layout, values, counters, frontier, starts[t], ends[t],
+        out_n[t], starts[t] = _propagate_range(rules, slots, layout, values, counters, frontier, starts[t], ends[t],
                                                ply, code, out[t])
+
+
+def _predecessors_range(rules, slots, layout, frontier, lo, hi, n_owners, out, counts):
+    """:func:`_predecessors` for the keys ``frontier[lo:hi]`` into one thread's lists ``out[owner]``
+    (:func:`group_parents`, in groups of :data:`_GROUP`)."""
+    max_unmoves = rules[MAX_UNMOVES]
+    preds = np.empty(max_unmoves, np.int64)
+    hashes = np.empty(_GROUP * max_unmoves, np.int64)
+    for g in range(lo, hi, _GROUP):
+        m = group_parents(rules, layout, slots, frontier, g, min(hi, g + _GROUP), preds, hashes, False)
+        for k in range(m):
+            o = owner_of(hashes[k], n_owners)
+            out[o, counts[o, 0]] = hashes[k]
+            counts[o, 0] += 1
+
+
+@kernel_options(parallel=True)
+def _predecessors(rules, slots, layout, frontier, n_owners, out, counts):
+    """The distinct canonical non-terminal predecessors of each position of keys ``frontier`` (a
+    ply of a build on a cluster), as hashes, one thread t per ``out[t]``: into ``out[t, owner,
+    :counts[t, owner, 0]]`` (:func:`~dobutsu_tb.tablebase.enumeration.thread_counters`), for their
+    owners to decide (:func:`apply_predecessors`)."""
+    n_threads = out.shape[0]
+    per = (frontier.shape[0] + n_threads - 1) // n_threads
+    for t in prange(n_threads):
+        counts[t, :, :] = 0
+        _predecessors_range(rules, slots, layout, frontier, t * per, min(frontier.shape[0], (t + 1) * per), n_owners,
+                            out[t], counts[t])
+
+
+@njit(parallel=True)
+def apply_predecessors(slots, layout, values, counters, hashes, lost, code, n_threads, out, out_n):
+    """Decide the predecessors (hashes) that a worker of a build on a cluster received, of
+    positions decided at one ply (:func:`apply_group`, in groups of :data:`_GROUP` positions'
+    worth); ``code`` is the value byte of the next ply. Thread t takes a t-th of the hashes and
+    writes the slots it decides to ``out[lo_t:lo_t + out_n[t]]`` (``lo_t`` its first hash), so
+    ``out`` has the length of ``hashes``."""
+    n = hashes.shape[0]
+    per = (n + n_threads - 1) // n_threads
+    for t in prange(n_threads):
+        lo = t * per
+        hi = min(n, (t + 1) * per)
+        found = np.empty(_APPLY_GROUP, np.int64)
+        decided = 0
+        for g in range(lo, hi, _APPLY_GROUP):
+            end = min(hi, g + _APPLY_GROUP)
+            for k in range(g, end):
+                prefetch(slots, home_slot(hashes[k], layout))
+            decided = apply_group(slots, layout, values, counters, hashes, g, end, found, lost, code, out[lo:],
+                                  decided)
+        out_n[t] = decided
 
 
 def frontier_keys(table, frontier: np.ndarray, parts: int, pool) -> np.ndarray:
@@ -306,6 +382,7 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
         return np.zeros(0, dtype)
     threads = config.THREADS
     kernels = enum.game.jitted(sys.modules[__name__])
+    rules = enum.game.rules_array
     values, counters = value_bytes(cells), counter_bytes(cells)
     code = value_code(ply + 1)
     if buffers is None:
@@ -324,8 +401,8 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
                 starts = np.minimum(np.arange(threads, dtype=np.int64) * per, share.shape[0])
                 ends = np.minimum(starts + per, share.shape[0])
                 while (starts < ends).any():
-                    kernels._propagate(enum.table.slots, enum.table.layout, values, counters, share, starts, ends,
-                                       ply, code, out, out_n)
+                    kernels._propagate(rules, enum.table.slots, enum.table.layout, values, counters, share, starts,
+                                       ends, ply, code, out, out_n)
                     for t in range(threads):  # (out is written again by the next call)
                         buffers.append(out[t, :out_n[t]])
             del keys

@@ -34,6 +34,29 @@ LION_CHICK = "S/-l-/-c-/-C-/-L-/-"
 VARIANTS = list(shipped_variants())
 
 
+def with_rules(kernels, rules):
+    """The kernels of a namespace (``Game.kernels``, ``Game.jitted()``) with the rules array given
+    as their first argument where they take one: ``with_rules(g.kernels, g.rules).classify(b, h)``."""
+    import functools
+    import types
+
+    out = {}
+    for name, kernel in vars(kernels).items():
+        code = getattr(kernel, "py_func", kernel).__code__
+        out[name] = functools.partial(kernel, rules) if code.co_varnames[:1] == ("rules",) else kernel
+    return types.SimpleNamespace(**out)
+
+
+def jitted(game):
+    """``game``'s jitted kernels with its rules array bound (:func:`with_rules`)."""
+    return with_rules(game.jitted(), game.rules_array)
+
+
+def plain(game):
+    """``game``'s plain kernels with its rules bound (:func:`with_rules`)."""
+    return with_rules(game.kernels, game.rules)
+
+
 def random_positions(n, seed=0, material=None, variant="dobutsu"):
     """n random legal positions of a variant as (Position, NaivePosition) pairs."""
     rng = random.Random(seed)

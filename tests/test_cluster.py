@@ -25,6 +25,7 @@ import pytest
 from conftest import LION_CHICK, LION_CHICK_5X3
 from dobutsu_tb.encoding import compact_layout, config
 from dobutsu_tb.encoding.compact_layout import key_hash, make_layout
+from dobutsu_tb.encoding.routing import owner_of, owners_of
 from dobutsu_tb.tablebase import cluster, retrograde
 from dobutsu_tb.tablebase.build import build_tablebase
 from dobutsu_tb.tablebase.cluster import (
@@ -36,7 +37,6 @@ from dobutsu_tb.tablebase.cluster import (
     cluster_threads,
     local_threads,
 )
-from dobutsu_tb.tablebase.cluster_kernels import owner_of, owners_of
 from dobutsu_tb.tablebase.game.variant import get_variant, load_variant_file
 from dobutsu_tb.tablebase.reader import TablebaseFile
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import naive
-from conftest import VARIANTS
+from conftest import VARIANTS, jitted, plain
 from dobutsu_tb.encoding.hashtable import HashTable, HashTableFullError
 from dobutsu_tb.tablebase.game.game import game_of
 from dobutsu_tb.tablebase.game.position import GOTE, SENTE, Position, PositionError
@@ -84,8 +84,7 @@ def test_canonical_key_ignores_mirror_and_orientation(variant, data):
 @settings(max_examples=200, deadline=None)
 def test_flip_and_mirror_are_involutions(pos):
     b, h = pos.state()
-    jit, plain = GAME.jitted(), GAME.kernels
-    for k in (jit, plain):
+    for k in (jitted(GAME), plain(GAME)):
         assert tuple(map(int, k.flip_state(*k.flip_state(b, h)))) == (b, h)
         assert tuple(map(int, k.mirror_state(*k.mirror_state(b, h)))) == (b, h)
 

@@ -165,18 +165,18 @@ PERFT = textwrap.dedent("""
 
     for name in sys.argv[1:]:
         variant = get_variant(name)
-        state = Position.from_text("S/-l-/-c-/-C-/-L-/-", variant).state()
-        print(name, game_of(variant).perft(state, 4))
+        print(name, game_of(variant).perft(Position.start(variant).state(), 4))
 """)
 
 
-def test_two_variants_from_caches_filled_by_two_processes(tmp_path):
+def test_two_shapes_from_caches_filled_by_two_processes(tmp_path):
     """The hostile round's wrong value: a process that used two variants whose kernels two other
     processes had compiled, in the same order, ran the first variant's kernels for the second
     (a cached kernel carries its callees' code under names made of the module, the name and the
-    count of kernels compiled before it in the process, the same in both). Each variant is
-    compiled in a cache of its own; their folders are put together; one process uses both."""
-    names = ("dobutsu", "dobutsu-nodrops")
+    count of kernels compiled before it in the process, the same in both). The kernels of each
+    board shape are compiled in a cache of their own; their folders are put together; one process
+    uses both."""
+    names = ("dobutsu", "dobutsu-5x3")
 
     def perft(cache, *variants):
         env = {**os.environ, "DOBUTSU_TB_CACHE": str(cache)}
@@ -188,11 +188,11 @@ def test_two_variants_from_caches_filled_by_two_processes(tmp_path):
     alone = {}
     for name in names:
         alone.update(perft(tmp_path / name, name))
-    assert alone["dobutsu"] != alone["dobutsu-nodrops"]  # the drops make a difference within 4 plies
+    assert alone == {"dobutsu": "976", "dobutsu-5x3": "517"}
     merged = tmp_path / names[0]
-    for folder in (tmp_path / names[1]).glob("numba-*/variant-*"):
+    for folder in (tmp_path / names[1]).glob("numba-*/shape-*"):
         folder.rename(merged / folder.parent.name / folder.name)
-    assert len(list(merged.glob("numba-*/variant-*"))) == 2
+    assert len(list(merged.glob("numba-*/shape-*"))) == 2
     assert perft(merged, *names) == alone
     assert perft(merged, *reversed(names)) == alone
 
@@ -212,8 +212,9 @@ def test_a_build_with_the_cache_empty_has_a_child_compile_its_kernels(tmp_path):
     for run in runs:
         assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
     said = [[line for line in run.stderr.splitlines() if line.startswith("compiling the kernels")] for run in runs]
-    assert said == [["compiling the kernels for dobutsu (once per version of the program, about half a minute)"], []]
-    [mark] = list((tmp_path / "cache").glob(f"numba-*/variant-dobutsu-*/{MARK}"))
+    assert said == [["compiling the kernels for boards of 3 files x 4 ranks (once per version of the program and "
+                     "board shape, about half a minute)"], []]
+    [mark] = list((tmp_path / "cache").glob(f"numba-*/shape-3x4/{MARK}"))
     written_after = [p.name for p in (tmp_path / "cache").rglob("*") if p.is_file()
                      and p.stat().st_mtime_ns > mark.stat().st_mtime_ns]
     assert written_after == [], written_after  # the build compiled nothing itself
@@ -243,7 +244,7 @@ def test_a_failed_or_interrupted_precompile_leaves_the_build_to_compile(monkeypa
     monkeypatch.setattr(precompile, "_child_command", lambda work: failing)
     said = []
     assert precompile.compile_kernels(game, said.append) is False
-    assert said[0].startswith("compiling the kernels for dobutsu")
+    assert said[0].startswith("compiling the kernels for boards of 3 files x 4 ranks")
     assert said[1] == ("warning: compiling the kernels in a child process failed (exit code 1: no compiler here); "
                        "compiling them in this one")
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import naive
-from conftest import DATA, VARIANTS, random_positions
+from conftest import DATA, VARIANTS, jitted, plain, random_positions
 from dobutsu_tb.tablebase.game.game import game_of
 from dobutsu_tb.tablebase.game.layout import CATCH, NONTERMINAL, TRY
 from dobutsu_tb.tablebase.game.notation import move_text, uci_move_text
@@ -55,7 +55,7 @@ def test_naive_codes_are_the_rules_codes():
 def _kernel_children(pos):
     """[(move text, canonical child key or None after a royal capture)] from the jitted kernels."""
     g = pos.game
-    k = g.jitted()
+    k = jitted(g)
     board, hand = (np.int64(w) for w in pos.state())
     buf = np.empty(g.layout["MAX_MOVES"], np.int64)
     n = k.gen_moves(board, hand, buf)
@@ -150,7 +150,7 @@ def test_unmoves_invert_moves(variant):
 def test_nonterminal_unmoves_are_the_nonterminal_predecessors(variant):
     """Pruned unmove generation equals generating every unmove and dropping the terminal ones."""
     g = _game(variant)
-    k = g.jitted()
+    k = jitted(g)
     size = g.layout["MAX_UNMOVES"]
     full, full_h, pruned, pruned_h = (np.empty(size, np.int64) for _ in range(4))
     kept = dropped = 0
@@ -172,7 +172,7 @@ def test_parent_keys_are_the_canonical_nonterminal_predecessors(variant):
     """parent_keys joins keys from rank tables: it must equal canonicalising each non-terminal
     predecessor, in order; run jitted and as plain Python."""
     g = _game(variant)
-    k = g.jitted()
+    k = jitted(g)
     size = g.layout["MAX_UNMOVES"]
     boards, hands, keys = (np.empty(size, np.int64) for _ in range(3))
     total = 0
@@ -184,7 +184,7 @@ def test_parent_keys_are_the_canonical_nonterminal_predecessors(variant):
         want = [int(k.canonical_key(boards[i], hands[i])) for i in range(n)]
         assert [int(x) for x in keys[: k.parent_keys(b, h, keys)]] == want, pos
         if total < 400:
-            assert [int(x) for x in keys[: g.kernels.parent_keys(int(b), int(h), keys)]] == want, pos
+            assert [int(x) for x in keys[: plain(g).parent_keys(int(b), int(h), keys)]] == want, pos
         total += n
     assert total > 500
 
@@ -193,11 +193,30 @@ def _fsf_variant(name):
     import pyffish
 
     names = {"dobutsu": "dobutsu", "dobutsu-5x3": "dobutsu5x3", "dobutsu-nodrops": "dobutsunodrops",
-             "dobutsu-no-far-drop": "dobutsunofardrop", "dobutsu-3x3": "dobutsu3x3"}
+             "dobutsu-no-far-drop": "dobutsunofardrop", "dobutsu-3x3": "dobutsu3x3", "dobutsu-6x3": "dobutsu6x3",
+             "dobutsu-4x4": "dobutsu4x4"}
     if names[name] not in pyffish.variants():
         with open(os.path.join(DATA, "fairy-variants.ini")) as f:
             pyffish.load_variant_config(f.read())
     return names[name]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_perft_matches_fairy_stockfish(variant):
+    """Perft from each shipped variant's start to depth 4 is Fairy-Stockfish's (variants.ini in
+    tests/data), counted live with pyffish: within 4 plies no lion reaches a far rank, where the
+    two rule sets differ."""
+    pyffish = pytest.importorskip("pyffish")
+    fsf = _fsf_variant(variant)
+
+    def perft(fen, depth):
+        moves = pyffish.legal_moves(fsf, fen, [])
+        if depth == 1:
+            return len(moves)
+        return sum(perft(pyffish.get_fen(fsf, fen, [m]), depth - 1) for m in moves)
+
+    start = Position.start(get_variant(variant))
+    assert [perft(start.fen(), d) for d in range(1, 5)] == [_game(variant).perft(start.state(), d) for d in range(1, 5)]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -224,30 +243,30 @@ def test_moves_match_fairy_stockfish(variant):
 def test_plain_kernels_match_jitted(variant):
     """The game's kernels run as plain Python (probing) and jitted (building): the same answers."""
     g = _game(variant)
-    plain, jit = g.kernels, g.jitted()
+    plain_k, jit = plain(g), jitted(g)
     size = g.layout["MAX_UNMOVES"]
     pb, jb, jh = [0] * size, np.empty(size, np.int64), np.empty(size, np.int64)
     for pos, _ in random_positions(300, seed=7, variant=variant):
         b, h = pos.state()
         nb, nh = np.int64(b), np.int64(h)
         for name in ("encode_state", "canonical_key"):
-            assert int(getattr(plain, name)(b, h)) == int(getattr(jit, name)(nb, nh)), (pos, name)
+            assert int(getattr(plain_k, name)(b, h)) == int(getattr(jit, name)(nb, nh)), (pos, name)
         for name in ("mirror_state", "flip_state"):
-            assert tuple(map(int, getattr(plain, name)(b, h))) == tuple(map(int, getattr(jit, name)(nb, nh)))
-        k = int(plain.encode_state(b, h))
-        assert tuple(map(int, plain.decode_key(k))) == tuple(map(int, jit.decode_key(np.int64(k)))) == (b, h)
-        assert bool(plain.game_over(b, h)) == bool(jit.game_over(nb, nh))
-        if plain.game_over(b, h):
+            assert tuple(map(int, getattr(plain_k, name)(b, h))) == tuple(map(int, getattr(jit, name)(nb, nh)))
+        k = int(plain_k.encode_state(b, h))
+        assert tuple(map(int, plain_k.decode_key(k))) == tuple(map(int, jit.decode_key(np.int64(k)))) == (b, h)
+        assert bool(plain_k.game_over(b, h)) == bool(jit.game_over(nb, nh))
+        if plain_k.game_over(b, h):
             continue
-        assert plain.classify(b, h) == jit.classify(nb, nh)
-        n = plain.gen_moves(b, h, pb)
+        assert plain_k.classify(b, h) == jit.classify(nb, nh)
+        n = plain_k.gen_moves(b, h, pb)
         assert n == jit.gen_moves(nb, nh, jb)
         assert pb[:n] == list(jb[:n])
         for m in pb[:n]:
-            assert tuple(map(int, plain.make_move(b, h, m))) == tuple(map(int, jit.make_move(nb, nh, m)))
+            assert tuple(map(int, plain_k.make_move(b, h, m))) == tuple(map(int, jit.make_move(nb, nh, m)))
         for pruned in (False, True):
             out_b, out_h = np.empty(size, np.int64), np.empty(size, np.int64)
-            n = plain.gen_unmoves(b, h, out_b, out_h, pruned)
+            n = plain_k.gen_unmoves(b, h, out_b, out_h, pruned)
             assert n == jit.gen_unmoves(nb, nh, jb, jh, pruned)
             assert list(out_b[:n]) == list(jb[:n]) and list(out_h[:n]) == list(jh[:n])
 
@@ -257,14 +276,14 @@ def test_child_keys_match_the_moves_and_classes_of_the_children(variant):
     """child_keys classifies children from the parent's attack map: it must agree with making each
     move and classifying the child; run jitted and as plain Python."""
     g = _game(variant)
-    jit = g.jitted()
+    jit = jitted(g)
     moves, keys, classes = (np.empty(g.layout["MAX_MOVES"], np.int64) for _ in range(3))
     seen = set()
     for pos, _ in random_positions(N_RANDOM, seed=9, variant=variant):
         b, h = (np.int64(w) for w in pos.state())
         if jit.game_over(b, h) or jit.classify(b, h) != NONTERMINAL:
             continue
-        for child_keys in (jit.child_keys, g.kernels.child_keys):
+        for child_keys in (jit.child_keys, plain(g).child_keys):
             n = child_keys(b, h, moves, keys, classes)
             assert list(moves[:n]) == list(g.legal_moves((int(b), int(h)))), pos
             for k in range(n):

@@ -66,8 +66,8 @@ BAD = [
     (_standard_dict(colour="red"), "colour: unknown field"),
     (_standard_dict(files=None), "files: this field is missing"),
     (_standard_dict(files="3"), "files: must be an integer"),
-    (_standard_dict(files=5), "files: must be 1 to 4"),
-    (_standard_dict(ranks=6), "ranks: a 3x6 board has 18 squares; the kernels hold at most 15"),
+    (_standard_dict(files=7), "files: must be 1 to 6"),
+    (_standard_dict(ranks=7), "ranks: a 3x7 board has 21 squares; the kernels hold at most 20"),
     (_standard_dict(name="My Game"), "name: must be 1 to 40 lower case letters"),
     (_standard_dict(start="S/gle/-c-/-C-/ELG/-/-"), "start: 'S/gle/-c-/-C-/ELG/-/-': expected 6 fields"),
     (_standard_dict(start="S/gle/-c-/-C-/ELX/-"), "start: 'S/gle/-c-/-C-/ELX/-': unknown piece letter 'X'"),
@@ -99,9 +99,12 @@ def test_a_key_too_wide_for_64_bits_is_refused():
     wide["pieces"] += [dict(wide["pieces"][1], letter="X", name="ex"), dict(wide["pieces"][1], letter="Y", name="why")]
     with pytest.raises(VariantError, match="wide.toml: pieces: a position's key needs up to 64 bits; at most 58 fit"):
         parse_variant(wide, "wide.toml")
-    hands = _standard_dict(start="S/gle/-cg/gC-/ELG/-")  # four giraffes: hand counts of 3 bits
-    with pytest.raises(VariantError, match="hand_order: 3 kinds in hand with up to 4 each need a 18-bit hand field"):
+    hands = _standard_dict(start="S/gle/ccg/CCG/ELG/Ee")  # four of each kind: hand counts of 3 bits
+    with pytest.raises(VariantError, match=r"hand_order: 3 kinds in hand \(at most 4 C, 4 E, 4 G\) need a 18-bit "
+                                           r"hand field; at most 16 bits"):
         parse_variant(hands)
+    giraffes = parse_variant(_standard_dict(start="S/gle/-cg/gC-/ELG/-"))  # four giraffes: 3 bits for them alone
+    assert game_of(giraffes).layout["COUNT_SHIFT"] == [0, 2, 4, 7, 9, 11]
 
 
 def test_bad_variant_files_get_one_error_line(cli, tmp_path):
@@ -343,15 +346,19 @@ def test_format_3_files_read_as_dobutsu(tmp_path):
         assert [m.move for m in tb.principal_variation("S/-l-/-c-/-C-/-L-/-")][:3] == ["Lb4-a3", "Cb2xb3", "La3xb3"]
 
 
-def test_two_variants_in_one_process_share_no_kernel(tmp_path):
-    """Kernels bound to two variants' tables, compiled in one process and one cache: each gives
-    its own variant's answers (the cache folder is the variant's name and digest)."""
+def test_two_shapes_in_one_process_share_no_kernel(tmp_path):
+    """Kernels bound to two board shapes, compiled in one process and one cache: each gives its
+    own shape's answers (the cache folder is the shape's), and two variants of one shape share
+    theirs, each reading its own rules."""
     a, b = game_of(get_variant("dobutsu")), game_of(get_variant("dobutsu-5x3"))
-    assert a.cache_key != b.cache_key and b.variant.digest in b.cache_key
+    c = game_of(get_variant("dobutsu-nodrops"))
+    assert a.cache_key != b.cache_key and a.cache_key == c.cache_key == "shape-3x4"
+    assert a.jitted().canonical_key is c.jitted().canonical_key
     sa, sb = Position.start().state(), Position.start(b.variant).state()
-    assert a.perft(sa, 3) == 123 and b.perft(sb, 3) == 87
-    assert a.jitted().canonical_key(np.int64(sa[0]), np.int64(sa[1])) == Position.start().key()
-    assert b.jitted().canonical_key(np.int64(sb[0]), np.int64(sb[1])) == Position.start(b.variant).key()
+    assert a.perft(sa, 3) == 123 and b.perft(sb, 3) == 87 and c.perft(sa, 3) == 96
+    assert a.jitted().canonical_key(a.rules_array, np.int64(sa[0]), np.int64(sa[1])) == Position.start().key()
+    assert (b.jitted().canonical_key(b.rules_array, np.int64(sb[0]), np.int64(sb[1]))
+            == Position.start(b.variant).key())
 
 
 def test_positions_without_a_move_and_jh85s_counts(tmp_path, cli):

@@ -2,12 +2,14 @@
 its input.
 
 :func:`game_of` gives the :class:`Game` of a :class:`~dobutsu_tb.tablebase.game.variant.Variant`
-(one per variant and process). A game's plain kernels (:attr:`Game.kernels`) are copies of those
-of :mod:`~dobutsu_tb.tablebase.game.key`, :mod:`~.rules` and :mod:`~.unmoves` bound to its tables,
-running as plain Python: probing uses them and imports neither numba nor numpy (the methods on
-arrays import numpy when called). :meth:`Game.jitted` compiles them, and the kernels of other
-modules that call them (enumeration, retrograde analysis, ...), with numba, each variant in a
-cache folder of its own.
+(one per variant and process). The kernels of :mod:`~dobutsu_tb.tablebase.game.key`, :mod:`~.rules`
+and :mod:`~.unmoves` take the variant's rules as data, its rules array (:attr:`Game.rules`), and
+are bound to the board's shape only (:func:`~.layout.shape_names`): every variant of a shape shares
+them. :attr:`Game.kernels` are the plain copies, running as plain Python: probing uses them and
+imports neither numba nor numpy (the methods on arrays import numpy when called).
+:meth:`Game.jitted` compiles them, and the kernels of other modules that call them (enumeration,
+retrograde analysis, ...), with numba, once per board shape in a cache folder of its own: a new
+variant, a new start or a changed rule compiles nothing.
 
 >>> game = game_of(get_variant("dobutsu"))                       # doctest: +SKIP
 >>> game.perft(Position.start().state(), 3)
@@ -22,7 +24,7 @@ import types
 from dobutsu_tb.encoding.binding import bind_plain, kernel_options, prange
 from dobutsu_tb.tablebase.game import key, rules, unmoves
 from dobutsu_tb.tablebase.game.key import as_int64_array, canonical_key, decode_key, encode_state
-from dobutsu_tb.tablebase.game.layout import derive
+from dobutsu_tb.tablebase.game.layout import CELL_BITS, EXT_SHIFT, OPPONENT, derive, shape_names
 from dobutsu_tb.tablebase.game.rules import (
     CATCH,
     DROP,
@@ -42,17 +44,20 @@ __kernels__ = ("encode_many", "decode_many")
 
 
 @kernel_options(parallel=True)
-def encode_many(boards, hands, out, fold_mirror):
+def encode_many(rules, boards, hands, out, fold_mirror):
     """``out[i]`` = the key (canonical key if ``fold_mirror``) of state i, 0 if invalid."""
     for i in prange(boards.shape[0]):
-        out[i] = canonical_key(boards[i], hands[i]) if fold_mirror else encode_state(boards[i], hands[i])
+        if fold_mirror:
+            out[i] = canonical_key(rules, boards[i], hands[i])
+        else:
+            out[i] = encode_state(rules, boards[i], hands[i])
 
 
 @kernel_options(parallel=True)
-def decode_many(keys, boards, hands):
+def decode_many(rules, keys, boards, hands):
     """``boards[i], hands[i]`` = the state of ``keys[i]``."""
     for i in prange(keys.shape[0]):
-        boards[i], hands[i] = decode_key(keys[i])
+        boards[i], hands[i] = decode_key(rules, keys[i])
 
 
 class Game:
@@ -66,30 +71,50 @@ class Game:
     ----------
     variant : Variant
     layout : dict
-        Its constants and tables by name (:func:`~dobutsu_tb.tablebase.game.layout.derive`).
+        Its constants and tables by name, as values (:func:`~dobutsu_tb.tablebase.game.layout.derive`).
+    rules : list of int
+        Its rules array (:mod:`~dobutsu_tb.tablebase.game.layout`), the first argument of every
+        plain kernel; :attr:`rules_array` is the same for jitted ones.
+    shape : dict
+        The shape constants of its board (:func:`~dobutsu_tb.tablebase.game.layout.shape_names`).
     kernels : types.SimpleNamespace
-        The plain kernels of key.py, rules.py and unmoves.py bound to them (plain Python).
+        The plain kernels of key.py, rules.py and unmoves.py bound to its board's shape (plain
+        Python; shared by the variants of that shape).
     """
 
     def __init__(self, variant: Variant):
         self.variant = variant
         self.layout = derive(variant)
-        self.kernels = bind_plain(GAME_MODULES, self.layout)
-        self._known: dict = {}  # jitted kernels by id of their plain original
-        self._jitted: dict = {}  # module name -> its jitted kernels
+        self.rules = self.layout["RULES"]
+        self.shape = shape_names(variant.files, variant.ranks)
+        self.kernels = _plain_kernels(variant.files, variant.ranks)
+        self._rules_array = None
 
     def __repr__(self) -> str:
         return f"<Game {self.variant.name}>"
 
     @property
+    def rules_array(self):
+        """:attr:`rules` as a read-only numpy.ndarray of int64, shape (n,): what jitted kernels take."""
+        if self._rules_array is None:
+            import numpy as np
+
+            rules = np.array(self.rules, np.int64)
+            rules.flags.writeable = False
+            self._rules_array = rules
+        return self._rules_array
+
+    @property
     def cache_key(self) -> str:
-        """The folder name of the variant's kernel cache: its name and the digest of its rules."""
-        return f"variant-{self.variant.name}-{self.variant.digest}"
+        """The folder name of the kernel cache of the board's shape (every variant of the shape
+        shares its kernels)."""
+        return shape_cache_key(self.variant.files, self.variant.ranks)
 
     def jitted(self, *modules) -> types.SimpleNamespace:
         """The game's kernels and those of ``modules`` (their ``__kernels__``, which may call the
-        game's and those of the modules before them), compiled by numba for this variant; each
-        kernel compiles on its first call and is cached on disk in the variant's own folder.
+        game's and those of the modules before them), compiled by numba for the board's shape;
+        each kernel compiles on its first call and is cached on disk in the shape's own folder.
+        Every kernel takes the rules array (:attr:`rules_array`) where the game's kernels do.
 
         Parameters
         ----------
@@ -102,16 +127,7 @@ class Game:
         types.SimpleNamespace
             The game's jitted kernels, this module's array kernels and the modules', by name.
         """
-        from dobutsu_tb.encoding.jit import bind_jitted
-
-        wanted = [GAME_MODULES, (sys.modules[__name__],)] + [(m,) for m in modules]
-        out = {}
-        for group in wanted:
-            name = ",".join(m.__name__ for m in group)
-            if name not in self._jitted:
-                self._jitted[name] = vars(bind_jitted(group, self.layout, self.cache_key, self._known))
-            out.update(self._jitted[name])
-        return types.SimpleNamespace(**out)
+        return jitted_for_shape(self.variant.files, self.variant.ranks, *modules)
 
     # --- one position at a time (plain Python, checked) ----------------------------------------
 
@@ -127,34 +143,42 @@ class Game:
             board, hand = (int(w) for w in state)
         except (TypeError, ValueError):
             raise ValueError(f"{state!r} is not a packed state (board, hand)") from None
-        if not 0 <= board < 1 << self.layout["BOARD_BITS"] or not 0 <= hand < 1 << self.layout["HAND_BITS"]:
+        shape = self.shape
+        ok = 0 <= board < 1 << (CELL_BITS * shape["BOARD_CELLS"])
+        if shape["EXT"]:  # the hand field, then the squares beyond the board word
+            ok = (ok and 0 <= hand < 1 << (EXT_SHIFT + CELL_BITS * (shape["N_CELLS"] - shape["BOARD_CELLS"]))
+                  and hand & ((1 << EXT_SHIFT) - 1) < 1 << self.layout["HAND_BITS"])
+        else:
+            ok = ok and 0 <= hand < 1 << self.layout["HAND_BITS"]
+        if not ok:
             raise ValueError(f"({board:#x}, {hand:#x}) is not a packed state of {self.variant.name}")
         return board, hand
 
     def flip(self, board: int, hand: int) -> tuple[int, int]:
         """The state seen from the other side (key.flip_state)."""
-        b, h = self.kernels.flip_state(board, hand)
+        b, h = self.kernels.flip_state(self.rules, board, hand)
         return int(b), int(h)
 
     def key_of(self, state) -> int:
         """The canonical key of a state (0 if invalid)."""
         board, hand = state
-        return int(self.kernels.canonical_key(board, hand))
+        return int(self.kernels.canonical_key(self.rules, board, hand))
 
     def classify(self, state) -> int:
         """:data:`~.rules.CATCH`, :data:`~.rules.TRY` or :data:`~.rules.NONTERMINAL` of a state with
         both royal pieces."""
-        return int(self.kernels.classify(*state))
+        return int(self.kernels.classify(self.rules, *state))
 
     def game_over(self, state) -> bool:
         """Whether the game is over (a royal piece gone, or a successful try against the side to move)."""
-        return bool(self.kernels.game_over(*state))
+        return bool(self.kernels.game_over(self.rules, *state))
 
     def has_both_royals(self, state) -> bool:
         """Whether both royal pieces are on the board (False after a move that captured one)."""
-        board = state[0]
+        board, hand = state
         royal = self.layout["ROYAL"]
-        return self.kernels.find_piece(board, royal) >= 0 and self.kernels.find_piece(board, royal | 8) >= 0
+        return (self.kernels.find_piece(board, hand, royal) >= 0
+                and self.kernels.find_piece(board, hand, royal | OPPONENT) >= 0)
 
     def legal_moves(self, state):
         """Legal moves of a normalised state, in generation order.
@@ -187,15 +211,15 @@ class Game:
             If ``state`` is not a packed state of the variant.
         """
         board, hand = self.check_state(state)
-        if self.kernels.game_over(board, hand):
+        if self.kernels.game_over(self.rules, board, hand):
             return []
         buf = [0] * self.layout["MAX_MOVES"]
-        n = self.kernels.gen_moves(board, hand, buf)
+        n = self.kernels.gen_moves(self.rules, board, hand, buf)
         return buf[:n]
 
     def make_move(self, state, move: int) -> tuple[int, int]:
         """The child of a state after a move (not checked), normalised for the opponent."""
-        b, h = self.kernels.make_move(int(state[0]), int(state[1]), int(move))
+        b, h = self.kernels.make_move(self.rules, int(state[0]), int(state[1]), int(move))
         return int(b), int(h)
 
     def play(self, state, move: int) -> tuple[int, int]:
@@ -227,7 +251,7 @@ class Game:
         board, hand = self.check_state(state)
         size = self.layout["MAX_UNMOVES"]
         boards, hands = np.empty(size, np.int64), np.empty(size, np.int64)
-        n = self.kernels.gen_unmoves(board, hand, boards, hands, nonterminal_only)
+        n = self.kernels.gen_unmoves(self.rules, board, hand, boards, hands, nonterminal_only)
         if n < 0:
             raise RuntimeError("MAX_UNMOVES is too small")
         return sorted(set(zip(boards[:n].tolist(), hands[:n].tolist())))
@@ -247,7 +271,7 @@ class Game:
             raise ValueError(f"perft depth must be >= 0, got {depth}")
         board, hand = self.check_state(state)
         buf = np.empty((depth + 1, self.layout["MAX_MOVES"]), np.int64)
-        return int(self.jitted().perft_count(np.int64(board), np.int64(hand), depth, buf))
+        return int(self.jitted().perft_count(self.rules_array, np.int64(board), np.int64(hand), depth, buf))
 
     # --- arrays (jitted, in parallel) ------------------------------------------------------------
 
@@ -272,7 +296,7 @@ class Game:
         boards = as_int64_array(boards, "boards")
         hands = as_int64_array(hands, "hands")
         out = np.empty(boards.shape[0], np.int64)
-        self.jitted().encode_many(boards, hands, out, fold_mirror)
+        self.jitted().encode_many(self.rules_array, boards, hands, out, fold_mirror)
         if out.size and out.min() == 0:
             i = int(np.argmin(out))
             raise ValueError(f"invalid packed state ({int(boards[i]):#x}, {int(hands[i]):#x})")
@@ -291,9 +315,9 @@ class Game:
         keys = as_int64_array(keys, "keys")
         boards = np.empty(keys.shape[0], np.int64)
         hands = np.empty(keys.shape[0], np.int64)
-        self.jitted().decode_many(keys, boards, hands)
+        self.jitted().decode_many(self.rules_array, keys, boards, hands)
         back = np.empty_like(keys)
-        self.jitted().encode_many(boards, hands, back, False)
+        self.jitted().encode_many(self.rules_array, boards, hands, back, False)
         bad = np.flatnonzero(back != keys)
         if bad.size:
             raise ValueError(f"{int(keys[bad[0]]):#x} is not a valid position key")
@@ -301,6 +325,37 @@ class Game:
 
 
 _GAMES: dict = {}
+_PLAIN: dict = {}  # (files, ranks) -> the plain kernels bound to that shape
+_JITTED: dict = {}  # (files, ranks) -> (jitted kernels by id of their plain original, by module group)
+
+
+def shape_cache_key(files: int, ranks: int) -> str:
+    """The folder name of the kernel cache of a board shape."""
+    return f"shape-{files}x{ranks}"
+
+
+def _plain_kernels(files: int, ranks: int) -> types.SimpleNamespace:
+    """The game's plain kernels bound to a board shape (made once per shape and process)."""
+    kernels = _PLAIN.get((files, ranks))
+    if kernels is None:
+        kernels = _PLAIN[(files, ranks)] = bind_plain(GAME_MODULES, shape_names(files, ranks))
+    return kernels
+
+
+def jitted_for_shape(files: int, ranks: int, *modules) -> types.SimpleNamespace:
+    """The jitted kernels of the game and of ``modules`` for a board shape (:meth:`Game.jitted`)."""
+    from dobutsu_tb.encoding.jit import bind_jitted
+
+    known, groups = _JITTED.setdefault((files, ranks), ({}, {}))
+    names = shape_names(files, ranks)
+    wanted = [GAME_MODULES, (sys.modules[__name__],)] + [(m,) for m in modules]
+    out = {}
+    for group in wanted:
+        name = ",".join(m.__name__ for m in group)
+        if name not in groups:
+            groups[name] = vars(bind_jitted(group, names, shape_cache_key(files, ranks), known))
+        out.update(groups[name])
+    return types.SimpleNamespace(**out)
 
 
 def game_of(variant: Variant | None = None) -> Game:

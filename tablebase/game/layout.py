@@ -1,11 +1,13 @@
 """Every constant and table the game's kernels read, derived from a variant description.
 
-:func:`derive` turns a :class:`~dobutsu_tb.tablebase.game.variant.Variant` into a dictionary of
-names; the kernels of :mod:`~dobutsu_tb.tablebase.game.key`, :mod:`~.rules` and
-:mod:`~.unmoves` read these names as module globals, and :class:`~.game.Game` binds a copy of
-each kernel to the names of its variant (numba compiles the tables into the machine code). The
-module-level names below are the standard game's (``dobutsu``), so that the kernels read as
-ordinary functions.
+The kernels are compiled once per board shape (files x ranks), never per variant: a variant's
+rules reach them at run time as one ``int64`` array, the *rules array* (:func:`rules_array`),
+which every game kernel takes as its first argument, ``rules``. What the shape fixes, the size of
+the board and where each table starts in that array, are the *shape constants*
+(:func:`shape_names`): module globals that :class:`~.game.Game` binds per shape (numba compiles
+them into the code, so loops over squares and ranks have constant bounds, and the paths of boards
+larger than one word vanish from the kernels of smaller ones). The module-level values below are
+the standard game's shape (3x4), so that the kernels read as ordinary functions.
 
 Packed state
 ------------
@@ -13,10 +15,15 @@ Inside the kernels a position is two ``int64`` words, ``(board, hand)``, always 
 side to move plays as Sente, upwards, towards rank index 0::
 
     board   bits 4*i .. 4*i+3   square i = files * rank + file (rank 0 = rank 1, the top;
-                                file 0 = file a): 0 empty, else a piece code, plus 8
-                                (OPPONENT) for the opponent's pieces
-    hand    bits COUNT_BITS*k   hand count of slot k (the kinds of ``hand_order``) of the side
-                                to move, for k < N_SLOTS; then the opponent's, slot N_SLOTS + k
+                                file 0 = file a), for the first BOARD_CELLS squares (whole
+                                ranks, at most 15 squares: the sign bit stays clear): 0 empty,
+                                else a piece code, plus 8 (OPPONENT) for the opponent's pieces
+    hand    COUNT_SHIFT[k] ..   hand count of slot k (the kinds of ``hand_order``) of the side
+                                to move, for k < N_SLOTS, as wide as the largest count of its
+                                kind needs (COUNT_FIELD[k] its mask); then the opponent's, count
+                                N_SLOTS + k, in the same order (at most 16 bits: HAND_MASK)
+            bits EXT_SHIFT+4*j  on boards of more than 15 squares, square BOARD_CELLS + j, as
+                                in the board word (whole ranks too)
 
 A piece code is ``1 + the kind's index`` in the variant's list of pieces (the standard game:
 1 elephant, 2 giraffe, 3 lion, 4 chick, 5 hen).
@@ -37,6 +44,21 @@ left-aligned in a positive int64, its first bit at bit 62::
 
 The canonical key is the smaller of the keys of the position and of its mirror image (files
 reversed) when the variant is mirror-symmetric, else the key itself.
+
+Rules array
+-----------
+One int64 array (a list in plain Python), indexed by the names of this module::
+
+    [0, HEADER)                 scalars: ROYAL, MIRROR, N_SLOTS, ... (each name its index)
+    [SLOT_PIECE, FIXED_END)     small tables of a fixed size (16 entries a piece code, 8 a hand
+                                slot, 64 for CELL_DECODE)
+    [TARGETS, HAND)             the tables sized by the shape (shape constants give each start):
+                                16 x N_CELLS for the moves, 16 ** N_FILES a rank table
+    [HAND, ...)                 the hands' table, 2 ** HAND_BITS entries of HAND_FIELDS values
+                                (code, length, the hands swapped, their code), interleaved
+
+The rules array is what a build is specialised on at run time: changing a rule, the army or
+the start changes the array, never the compiled code.
 """
 
 from __future__ import annotations
@@ -59,6 +81,72 @@ MIN_KEY_BITS = 24
 NONTERMINAL, CATCH, TRY = 0, 1, 2
 #: Width of the length field of a packed rank code (RANK_PACKED).
 PACK_LEN_BITS = 5
+PACK_LEN_MASK = (1 << PACK_LEN_BITS) - 1
+#: The most squares the board word holds (60 bits), and where the hand word holds the others.
+WORD_CELLS = 15
+EXT_SHIFT = 16
+#: The widest hand field (a table of 2**bits entries codes it): EXT_SHIFT bits.
+MAX_HAND_BITS = EXT_SHIFT
+#: Ranks of at most this many files are coded a rank at a time (tables of 16**files entries);
+#: wider ranks square by square.
+MAX_TABLE_FILES = 4
+#: The most squares and files of a board (20 squares: 4x5, 5x4, 6x3, 3x6 ...).
+MAX_CELLS = 20
+MAX_FILES = 6
+
+# --- the rules array: scalars --------------------------------------------------------------------
+
+#: Indices of the scalars (module docstring): the royal kind's piece code; 1 when mirror images
+#: are folded; hand slots, the hand field's bits and mask; bits
+#: read at once to decode a square; the packed rank code's shifts and mask; the far rank (our
+#: royal there, safe, has tried) and our home rank (the enemy royal there has tried) as square
+#: masks; the enemy kinds an unmove of a capture can put back; the most moves and unmoves of a
+#: position; the key's code bits and shift; the board's files and ranks (checked against the
+#: shape the kernels were compiled for).
+(ROYAL, MIRROR, N_SLOTS, HAND_BITS, HAND_MASK, CELL_PEEK, PACK_CODE_SHIFT, PACK_MIRROR_SHIFT, PACK_CODE_MASK,
+ TRY_ZONE, HOME_ZONE, N_RESTORE, MAX_MOVES, MAX_UNMOVES, MAX_KEY_BITS, KEY_SHIFT, RULES_FILES, RULES_RANKS) = range(18)
+HEADER = 32
+
+# --- the rules array: small tables of a fixed size ------------------------------------------------
+
+#: hand slot -> the piece code dropped from it; the most pieces one hand can hold; the squares it
+#: may be dropped on (8 entries each)
+SLOT_PIECE = HEADER
+MAX_HAND = SLOT_PIECE + 8
+DROP_CELLS = MAX_HAND + 8
+#: count k of the hand word (k < 2 * N_SLOTS: the side to move's slots, then the opponent's) ->
+#: its shift and its mask (16 entries each)
+COUNT_SHIFT = DROP_CELLS + 8
+COUNT_FIELD = COUNT_SHIFT + 16
+#: nibble -> the captor's hand slot of a captured piece, or -1; nibble -> the slot a piece of this
+#: code on the board came from by a drop, or -1 (16 entries each)
+HAND_SLOT = COUNT_FIELD + 16
+DROPPED_SLOT = HAND_SLOT + 16
+#: piece code -> its unpromoted kind's code; unpromoted piece code -> the most pieces of it in a
+#: position; piece code -> the code it promotes to (or 0), the squares where a move promotes it;
+#: promoted code -> the code that promotes to it (or 0)
+BASE = DROPPED_SLOT + 16
+ARMY = BASE + 16
+PROMOTES = ARMY + 16
+PROMO_ZONE = PROMOTES + 16
+DEMOTED = PROMO_ZONE + 16
+#: k < N_RESTORE -> the piece code an unmove of a capture puts back, and the mover's hand slot it
+#: is taken from (-1: it had left the game)
+RESTORE_CODE = DEMOTED + 16
+RESTORE_SLOT = RESTORE_CODE + 16
+#: CELL_PEEK bits of a key -> nibble | code length << 4 (64 entries)
+CELL_DECODE = RESTORE_SLOT + 16
+#: nibble -> its code | code length << CELL_CODE_SHIFT (length 0: an invalid nibble), for ranks
+#: coded square by square
+CELL_CODE = CELL_DECODE + 64
+CELL_CODE_SHIFT = 16
+#: an 8-bit window -> its leading one bits (256 entries): a hand count's code is that many ones
+LEADING_ONES = CELL_CODE + 16
+FIXED_END = LEADING_ONES + 256
+#: Fields of an entry of the hands' table (HAND + HAND_FIELDS * hand word + field): the code, its
+#: length (-1 for a count above the largest hand), the hand word with the hands swapped, its code.
+HAND_FIELDS = 4
+H_CODE, H_LEN, H_SWAP, H_SWAPPED_CODE = range(HAND_FIELDS)
 
 
 def _prefix_code_lengths(n: int) -> list[int]:
@@ -94,9 +182,10 @@ def count_code(count: int, most: int) -> tuple[int, int]:
     return (1 << count) - 1, count
 
 
-def _max_key_bits(variant, codes) -> int:
-    """The longest code of any position of the variant: every way of sharing each kind's pieces
-    between the board and the two hands (pieces out of the game only shorten it)."""
+def max_key_bits(variant) -> int:
+    """The longest code of any position of the variant, in bits: every way of sharing each kind's
+    pieces between the board and the two hands (pieces out of the game only shorten it)."""
+    codes = piece_codes(variant)
     index = {p.letter: k for k, p in enumerate(variant.pieces)}
     slots = variant.hand_order
     army = variant.army
@@ -124,8 +213,76 @@ def _max_key_bits(variant, codes) -> int:
     return total
 
 
+def count_widths(variant) -> list[int]:
+    """The bits of each hand slot's count field (a hand holds up to the army of its kind)."""
+    return [max(1, variant.army[s].bit_length()) for s in variant.hand_order]
+
+
+def _cell_codes(variant) -> list[tuple[int, int]]:
+    """``(code, length)`` per nibble (length 0: no piece has this nibble)."""
+    codes = piece_codes(variant)
+    cell_code = [(0, 1)] + [(0, 0)] * 15
+    for k in range(len(variant.pieces)):
+        c, ln = codes[k]
+        cell_code[k + 1] = (c << 1, ln + 1)
+        cell_code[(k + 1) | OPPONENT] = ((c << 1) | 1, ln + 1)
+    return cell_code
+
+
+def peek_bits(variant) -> int:
+    """The bits decode_key reads at once for a square: the longest square code."""
+    return max(ln for _, ln in _cell_codes(variant))
+
+
+# --- the shape -----------------------------------------------------------------------------------
+
+
+def shape_names(files: int, ranks: int) -> dict:
+    """The shape constants of a board of ``files`` x ``ranks``, by name: what the kernels compiled
+    for that shape hold as constants (module docstring).
+
+    Returns
+    -------
+    dict of str to int or bool
+        ``N_FILES``, ``N_RANKS``, ``N_CELLS``; ``RANK_BITS``, ``RANK_MASK`` (a rank in a word);
+        ``BOARD_RANKS``, ``BOARD_CELLS``, ``BOARD_MASK`` (what the board word holds) and ``EXT``
+        (whether the hand word holds more squares); ``RANK_TABLES`` (ranks coded by tables of
+        16**files entries); and the start of each table of the rules array that the shape sizes
+        (``TARGETS`` ... ``HAND``: module docstring).
+    """
+    cells = files * ranks
+    board_ranks = min(ranks, WORD_CELLS // files)
+    t = {"N_FILES": files, "N_RANKS": ranks, "N_CELLS": cells, "RANK_BITS": CELL_BITS * files,
+         "RANK_MASK": (1 << (CELL_BITS * files)) - 1, "BOARD_RANKS": board_ranks,
+         "BOARD_CELLS": files * board_ranks, "BOARD_MASK": (1 << (CELL_BITS * files * board_ranks)) - 1,
+         "EXT": board_ranks < ranks, "RANK_TABLES": files <= MAX_TABLE_FILES}
+    at = FIXED_END
+    for name, size in (("TARGETS", 16 * cells), ("SOURCES", 16 * cells), ("ENEMY_TARGETS", 16 * cells),
+                       ("TARGET_COUNT", 16 * cells), ("TARGET_LIST", 16 * cells * cells), ("MIRROR_CELL", cells)):
+        t[name] = at
+        at += size
+    rank_entries = 16 ** files if t["RANK_TABLES"] else 0
+    for name in ("RANK_CODE", "RANK_LEN", "RANK_CODE_MIRRORED", "RANK_MIRROR", "RANK_FLIP", "RANK_PACKED",
+                 "RANK_PACKED_FLIPPED"):
+        t[name] = at
+        at += rank_entries
+    t["HAND"] = at
+    return t
+
+
+#: The names :func:`shape_names` gives (what a kernel bound to a shape replaces).
+SHAPE_NAMES = tuple(shape_names(3, 4))
+
+
+# --- the rules array ------------------------------------------------------------------------------
+
+
 def derive(variant) -> dict:
-    """The constants and tables of a variant's kernels, by name (the names of this module).
+    """The rules of a variant, by name: its board's size (``N_FILES``, ``N_CELLS``, ``BOARD_CELLS``
+    ...), its scalars and tables as values, for Python code (``layout["ROYAL"]`` is the royal kind's
+    piece code, ``layout["TARGETS"][p, i]`` a move mask), and ``"RULES"``, the rules array that the
+    kernels read (a list of int: :func:`rules_array`; the tables' starts in it are the shape's,
+    :func:`shape_names`).
 
     Parameters
     ----------
@@ -134,10 +291,8 @@ def derive(variant) -> dict:
     Returns
     -------
     dict of str to int, bool, list of int or Grid
-        One-dimensional tables are lists, two- and three-dimensional ones
-        :class:`~dobutsu_tb.encoding.binding.Grid` tables (plain Python indexes both fastest;
-        the jitted binding turns them into int64 arrays). No numpy: probing imports none. The
-        same dictionary for variants with equal rules (made once; do not change it).
+        The same dictionary for variants with equal rules (made once; do not change it). No numpy:
+        probing imports none.
     """
     known = _DERIVED.get(variant.canonical_json)
     if known is not None:
@@ -150,33 +305,37 @@ def derive(variant) -> dict:
 _DERIVED: dict = {}
 
 
+def rules_array(variant) -> list:
+    """The rules array of a variant (module docstring): list of int, the same list each call."""
+    return derive(variant)["RULES"]
+
+
 def _derive(variant) -> dict:
     files, ranks, cells = variant.files, variant.ranks, variant.cells
     kinds = variant.pieces
     n_kinds = len(kinds)
     index = {p.letter: k + 1 for k, p in enumerate(kinds)}  # letter -> piece code
-    codes = piece_codes(variant)
     slots = variant.hand_order
     n_slots = len(slots)
     army = variant.army
     max_hand = [army[s] for s in slots]
-    count_bits = max(1, max(max_hand, default=1).bit_length())
-    hand_bits = 2 * n_slots * count_bits
-    t = {}
-    t["N_FILES"], t["N_RANKS"], t["N_CELLS"], t["N_KINDS"] = files, ranks, cells, n_kinds
-    t["RANK_BITS"] = CELL_BITS * files
-    t["RANK_MASK"] = (1 << t["RANK_BITS"]) - 1
-    t["BOARD_BITS"] = CELL_BITS * cells
-    t["BOARD_MASK"] = (1 << t["BOARD_BITS"]) - 1
+    widths = count_widths(variant)
+    hand_bits = 2 * sum(widths)
+    shape = shape_names(files, ranks)
+    t = {name: shape[name] for name in ("N_FILES", "N_RANKS", "N_CELLS", "RANK_BITS", "RANK_MASK", "BOARD_RANKS",
+                                        "BOARD_CELLS", "BOARD_MASK", "EXT", "RANK_TABLES")}
+    t["N_KINDS"] = n_kinds
     t["ROYAL"] = index[variant.royal.letter]
     t["MIRROR"] = bool(variant.mirror_symmetric)
     t["DROPS"] = bool(n_slots)
 
     # --- hands ------------------------------------------------------------------------------
-    t["N_SLOTS"], t["COUNT_BITS"], t["COUNT_MASK"] = n_slots, count_bits, (1 << count_bits) - 1
-    t["HAND_BITS"], t["HAND_MASK"] = hand_bits, (1 << hand_bits) - 1
-    t["SLOT_PIECE"] = [index[s] for s in slots] or [0]
-    t["MAX_HAND"] = max_hand or [0]
+    t["N_SLOTS"], t["HAND_BITS"], t["HAND_MASK"] = n_slots, hand_bits, (1 << hand_bits) - 1
+    t["COUNT_SHIFT"] = [sum(widths[:k]) for k in range(n_slots)] + [hand_bits // 2 + sum(widths[:k])
+                                                                    for k in range(n_slots)]
+    t["COUNT_FIELD"] = [(1 << w) - 1 for w in widths] * 2
+    t["SLOT_PIECE"] = [index[s] for s in slots]
+    t["MAX_HAND"] = max_hand
     hand_slot = [-1] * 16  # a captured piece's slot in the captor's hand (its base kind), or -1
     dropped_slot = [-1] * 16  # the slot a piece of this code on the board came from by a drop, or -1
     for p in kinds:
@@ -187,21 +346,14 @@ def _derive(variant) -> dict:
             if p.letter in slots:
                 dropped_slot[index[p.letter] | side] = slots.index(p.letter)
     t["HAND_SLOT"], t["DROPPED_SLOT"] = hand_slot, dropped_slot
-    t["BASE"] = [index[variant.base_of[p.letter]] for p in kinds]
-    t["BASE"] = [0] + t["BASE"] + [0] * (16 - 1 - n_kinds)
-    #: The most pieces of each base kind (by code) in any position, for unmoves of captures that
-    #: leave the game.
-    army_by_code = [0] * 16
+    t["BASE"] = [0] + [index[variant.base_of[p.letter]] for p in kinds] + [0] * (16 - 1 - n_kinds)
+    army_by_code = [0] * 16  # the most pieces of each base kind (by code) in any position
     for letter, n in army.items():
         army_by_code[index[letter]] = n
     t["ARMY"] = army_by_code
 
     # --- key codes ----------------------------------------------------------------------------
-    cell_code = [(0, 1)] + [(0, 0)] * 15  # (code, length) per nibble; length 0 = invalid
-    for k in range(n_kinds):
-        c, ln = codes[k]
-        cell_code[k + 1] = (c << 1, ln + 1)
-        cell_code[(k + 1) | OPPONENT] = ((c << 1) | 1, ln + 1)
+    cell_code = _cell_codes(variant)
     cell_peek = max(ln for _, ln in cell_code)
     decode = [0] * (1 << cell_peek)
     for nib, (c, ln) in enumerate(cell_code):
@@ -209,56 +361,45 @@ def _derive(variant) -> dict:
             for low in range(1 << (cell_peek - ln)):
                 decode[(c << (cell_peek - ln)) | low] = nib | (ln << CELL_BITS)
     t["CELL_PEEK"], t["CELL_DECODE"] = cell_peek, decode
-    most_count = max(max_hand, default=0)
-    count_peek = max(1, most_count)
-    count_decode = []
-    for m in range(most_count + 1):  # per largest count m of a slot: peek -> count | length << 4
-        row = [0] * (1 << count_peek)
-        for c in range(m + 1):
-            code, ln = count_code(c, m)
-            for low in range(1 << (count_peek - ln)):
-                row[(code << (count_peek - ln)) | low] = c | (ln << 4)
-        count_decode.append(row)
-    t["COUNT_PEEK"] = count_peek
-    t["COUNT_DECODE"] = Grid(count_decode)
-    t["MAX_KEY_BITS"] = max(_max_key_bits(variant, codes), MIN_KEY_BITS)
+    t["CELL_CODE"] = [c | (ln << CELL_CODE_SHIFT) for c, ln in cell_code]
+    t["MAX_KEY_BITS"] = max(max_key_bits(variant), MIN_KEY_BITS)
     t["KEY_SHIFT"] = KEY_TOP_BIT + 1 - t["MAX_KEY_BITS"]
 
-    # --- a rank's code, its mirror image and its flip, for every rank word -----------------------
+    # --- a rank's code, its mirror image and its flip, for every rank word (narrow boards) ---------
     # Built a file at a time: adding file k (the word's next nibble n above the first k files,
     # whose code comes after theirs) takes entry r of the first k files to n * 16**k + r.
-    code, length, valid, mirror, flip = [0], [0], [True], [0], [0]
-    for _ in range(files):
-        code = [(c << cell_code[n][1]) | cell_code[n][0] for n in range(16) for c in code]
-        length = [ln + cell_code[n][1] for n in range(16) for ln in length]
-        valid = [ok and cell_code[n][1] > 0 for n in range(16) for ok in valid]
-        mirror = [(m << CELL_BITS) | n for n in range(16) for m in mirror]
-        flip = [(m << CELL_BITS) | (n ^ OPPONENT if n else 0) for n in range(16) for m in flip]
-    code = [c if ok else 0 for c, ok in zip(code, valid)]
-    length = [ln if ok else 0 for ln, ok in zip(length, valid)]
-    code_mirrored = [code[m] for m in mirror]
     rank_code_bits = files * cell_peek
-    pack_mirror_shift = PACK_LEN_BITS
-    pack_code_shift = PACK_LEN_BITS + rank_code_bits
-    packed = [(c << pack_code_shift) | (cm << pack_mirror_shift) | ln
-              for c, cm, ln in zip(code, code_mirrored, length)]
-    t["RANK_CODE"], t["RANK_LEN"] = code, length
-    t["RANK_MIRROR"], t["RANK_FLIP"] = mirror, flip
-    t["RANK_CODE_MIRRORED"] = code_mirrored
-    t["PACK_CODE_SHIFT"], t["PACK_MIRROR_SHIFT"] = pack_code_shift, pack_mirror_shift
-    t["PACK_CODE_MASK"], t["PACK_LEN_MASK"] = (1 << rank_code_bits) - 1, (1 << PACK_LEN_BITS) - 1
-    t["RANK_PACKED"] = packed
-    t["RANK_PACKED_FLIPPED"] = [packed[f] for f in flip]
+    t["PACK_MIRROR_SHIFT"] = PACK_LEN_BITS
+    t["PACK_CODE_SHIFT"] = PACK_LEN_BITS + rank_code_bits
+    t["PACK_CODE_MASK"] = (1 << rank_code_bits) - 1
+    if t["RANK_TABLES"]:
+        code, length, valid, mirror, flip = [0], [0], [True], [0], [0]
+        for _ in range(files):
+            code = [(c << cell_code[n][1]) | cell_code[n][0] for n in range(16) for c in code]
+            length = [ln + cell_code[n][1] for n in range(16) for ln in length]
+            valid = [ok and cell_code[n][1] > 0 for n in range(16) for ok in valid]
+            mirror = [(m << CELL_BITS) | n for n in range(16) for m in mirror]
+            flip = [(m << CELL_BITS) | (n ^ OPPONENT if n else 0) for n in range(16) for m in flip]
+        code = [c if ok else 0 for c, ok in zip(code, valid)]
+        length = [ln if ok else 0 for ln, ok in zip(length, valid)]
+        code_mirrored = [code[m] for m in mirror]
+        packed = [(c << t["PACK_CODE_SHIFT"]) | (cm << t["PACK_MIRROR_SHIFT"]) | ln
+                  for c, cm, ln in zip(code, code_mirrored, length)]
+        t["RANK_CODE"], t["RANK_LEN"] = code, length
+        t["RANK_MIRROR"], t["RANK_FLIP"] = mirror, flip
+        t["RANK_CODE_MIRRORED"] = code_mirrored
+        t["RANK_PACKED"] = packed
+        t["RANK_PACKED_FLIPPED"] = [packed[f] for f in flip]
 
     # --- the hands' code, for every hand word: a slot at a time, as the ranks' -----------------------
     hcode, hlen = [0], [0]
     for k in range(2 * n_slots):
         m = max_hand[k % n_slots]
-        table = [count_code(c, m) if c <= m else (0, -1) for c in range(1 << count_bits)]
+        table = [count_code(c, m) if c <= m else (0, -1) for c in range(1 << widths[k % n_slots])]
         hcode = [(h << ln) | c if ln >= 0 else 0 for c, ln in table for h in hcode]
         hlen = [h + ln if ln >= 0 and h >= 0 else -1 for _, ln in table for h in hlen]
     hcode = [c if ln >= 0 else 0 for c, ln in zip(hcode, hlen)]
-    half = n_slots * count_bits
+    half = hand_bits // 2
     low = (1 << half) - 1
     hswap = [(h >> half) | ((h & low) << half) for h in range(1 << hand_bits)]
     t["HAND_CODE"] = hcode
@@ -280,9 +421,8 @@ def _derive(variant) -> dict:
                     targets[c][i] |= 1 << j
                     sources[c][j] |= 1 << i
     count = [[bin(targets[p][i]).count("1") for i in range(cells)] for p in range(16)]
-    max_targets = max(1, max(max(row) for row in count))
     target_list = [[[j for j in range(cells) if (targets[p][i] >> j) & 1] for i in range(cells)] for p in range(16)]
-    target_list = [[js + [0] * (max_targets - len(js)) for js in row] for row in target_list]
+    target_list = [[js + [0] * (cells - len(js)) for js in row] for row in target_list]
     enemy = [[0] * cells for _ in range(16)]
     for p in range(16):
         for i in range(cells):
@@ -290,7 +430,7 @@ def _derive(variant) -> dict:
                 if (targets[p][cells - 1 - i] >> j) & 1:
                     enemy[p][i] |= 1 << (cells - 1 - j)
     t["TARGETS"], t["SOURCES"], t["ENEMY_TARGETS"] = Grid(targets), Grid(sources), Grid(enemy)
-    t["TARGET_COUNT"], t["TARGET_LIST"], t["MAX_TARGETS"] = Grid(count), Grid(target_list), max_targets
+    t["TARGET_COUNT"], t["TARGET_LIST"] = Grid(count), Grid(target_list)
     far = [sum(1 << (files * rk + f) for rk in range(n) for f in range(files)) for n in range(ranks + 1)]
     promotes, zone = [0] * 16, [0] * 16
     for p in kinds:
@@ -298,8 +438,7 @@ def _derive(variant) -> dict:
             promotes[index[p.letter]] = index[p.promotes_to]
             zone[index[p.letter]] = far[p.promotion_ranks]
     t["PROMOTES"], t["PROMO_ZONE"] = promotes, zone
-    #: Promoted code -> the code that promotes to it (0 for kinds that are no promotion).
-    demoted = [0] * 16
+    demoted = [0] * 16  # promoted code -> the code that promotes to it (0 for kinds that are no promotion)
     for c, q in enumerate(promotes):
         if q:
             demoted[q] = c
@@ -316,21 +455,69 @@ def _derive(variant) -> dict:
         if not p.royal and variant.base_of[p.letter] not in slots:
             restore.append((index[p.letter], -1))
     t["N_RESTORE"] = len(restore)
-    t["RESTORE_CODE"] = [c for c, _ in restore] or [0]
-    t["RESTORE_SLOT"] = [s for _, s in restore] or [0]
+    t["RESTORE_CODE"] = [c for c, _ in restore]
+    t["RESTORE_SLOT"] = [s for _, s in restore]
     drop_cells = []
     all_cells = (1 << cells) - 1
     for s in slots:
         forbidden = sum(far[r] ^ far[r - 1] for r in variant.kind(s).forbidden_drop_ranks)
         drop_cells.append(all_cells & ~forbidden)
-    t["DROP_CELLS"] = drop_cells or [0]
+    t["DROP_CELLS"] = drop_cells
     t["TRY_ZONE"] = far[1] if variant.try_rule else 0  # our royal there, safe: we win (a try)
     t["HOME_ZONE"] = (all_cells ^ far[ranks - 1]) if variant.try_rule else 0  # the enemy royal there: they tried
     t["MIRROR_CELL"] = [files * (i // files) + files - 1 - i % files for i in range(cells)]
     own_max = sum(army.values()) - 1  # every piece but the enemy royal
+    max_targets = max(1, max(max(row) for row in count))
+    t["MAX_TARGETS"] = max_targets
     t["MAX_MOVES"] = max(1, own_max * max_targets + n_slots * cells)
     t["MAX_UNMOVES"] = max(1, own_max * (1 + 2 * max_targets * (1 + len(restore))))
+    t["RULES"] = _pack(t, shape)
     return t
+
+
+def _pack(t: dict, shape: dict) -> list:
+    """The rules array of the derived tables ``t`` on a board of ``shape`` (module docstring)."""
+    cells, files = t["N_CELLS"], t["N_FILES"]
+    size = shape["HAND"] + HAND_FIELDS * (1 << t["HAND_BITS"])
+    r = [0] * size
+    for name in ("ROYAL", "N_SLOTS", "HAND_BITS", "HAND_MASK", "CELL_PEEK",
+                 "PACK_CODE_SHIFT", "PACK_MIRROR_SHIFT", "PACK_CODE_MASK", "TRY_ZONE", "HOME_ZONE", "N_RESTORE",
+                 "MAX_MOVES", "MAX_UNMOVES", "MAX_KEY_BITS", "KEY_SHIFT"):
+        r[globals()[name]] = int(t[name])
+    r[MIRROR] = int(t["MIRROR"])
+    r[RULES_FILES], r[RULES_RANKS] = files, t["N_RANKS"]
+
+    def put(at, values, most):
+        if len(values) > most:  # pragma: no cover - the variant's limits keep them in
+            raise ValueError(f"a table of {len(values)} entries where {most} fit")
+        r[at:at + len(values)] = values
+
+    for name, most in (("SLOT_PIECE", 8), ("MAX_HAND", 8), ("DROP_CELLS", 8), ("COUNT_SHIFT", 16),
+                       ("COUNT_FIELD", 16), ("HAND_SLOT", 16),
+                       ("DROPPED_SLOT", 16), ("BASE", 16), ("ARMY", 16), ("PROMOTES", 16), ("PROMO_ZONE", 16),
+                       ("DEMOTED", 16), ("RESTORE_CODE", 16), ("RESTORE_SLOT", 16), ("CELL_DECODE", 64),
+                       ("CELL_CODE", 16)):
+        put(globals()[name], t[name], most)
+    put(LEADING_ONES, [8 - (~w & 255).bit_length() for w in range(256)], 256)
+    for name in ("TARGETS", "SOURCES", "ENEMY_TARGETS", "TARGET_COUNT"):
+        grid = t[name].rows
+        put(shape[name], [grid[p][i] for p in range(16) for i in range(cells)], 16 * cells)
+    grid = t["TARGET_LIST"].rows
+    put(shape["TARGET_LIST"], [grid[p][i][k] for p in range(16) for i in range(cells) for k in range(cells)],
+        16 * cells * cells)
+    put(shape["MIRROR_CELL"], t["MIRROR_CELL"], cells)
+    if t["RANK_TABLES"]:
+        for name in ("RANK_CODE", "RANK_LEN", "RANK_CODE_MIRRORED", "RANK_MIRROR", "RANK_FLIP", "RANK_PACKED",
+                     "RANK_PACKED_FLIPPED"):
+            put(shape[name], t[name], 16 ** files)
+    hand = shape["HAND"]
+    for h in range(1 << t["HAND_BITS"]):
+        at = hand + HAND_FIELDS * h
+        r[at + H_CODE] = t["HAND_CODE"][h]
+        r[at + H_LEN] = t["HAND_LEN"][h]
+        r[at + H_SWAP] = t["HAND_SWAP"][h]
+        r[at + H_SWAPPED_CODE] = t["HAND_CODE_SWAPPED"][h]
+    return r
 
 
 def check_layout(variant) -> None:
@@ -341,89 +528,45 @@ def check_layout(variant) -> None:
     VariantError
         If the key needs more than ``63 - CELL_PEEK`` bits, or the hand field more than 16.
     """
-    from dobutsu_tb.tablebase.game.variant import MAX_HAND_BITS, VariantError
+    from dobutsu_tb.tablebase.game.variant import VariantError
 
-    codes = piece_codes(variant)
     slots = variant.hand_order
-    most = max((variant.army[s] for s in slots), default=1)
-    peek = max(max(ln for _, ln in codes) + 1, most)  # the bits decode_key reads at once
-    hand_bits = 2 * len(slots) * max(1, most.bit_length())
+    peek = peek_bits(variant)
+    hand_bits = 2 * sum(count_widths(variant))
     if hand_bits > MAX_HAND_BITS:
-        raise VariantError(f"hand_order: {len(slots)} kinds in hand with up to {most} each need a {hand_bits}-bit "
+        counts = ", ".join(f"{variant.army[s]} {s}" for s in slots)
+        raise VariantError(f"hand_order: {len(slots)} kinds in hand (at most {counts}) need a {hand_bits}-bit "
                            f"hand field; at most {MAX_HAND_BITS} bits are supported")
-    bits = _max_key_bits(variant, codes)
+    bits = max_key_bits(variant)
     if bits > KEY_TOP_BIT + 1 - peek:
         raise VariantError(f"pieces: a position's key needs up to {bits} bits; at most {KEY_TOP_BIT + 1 - peek} fit "
                            f"a 64-bit key with this piece set")
 
 
-def _standard() -> dict:
-    from dobutsu_tb.tablebase.game.variant import standard_variant
-
-    return derive(standard_variant())
-
-
-# The standard game's names (the kernels' defaults; each variant binds its own: module docstring).
-_S = _standard()
+# The standard game's shape (the kernels' defaults; each shape binds its own: module docstring).
+_S = shape_names(3, 4)
 N_FILES: int = _S["N_FILES"]  #: files (3)
 N_RANKS: int = _S["N_RANKS"]  #: ranks (4)
 N_CELLS: int = _S["N_CELLS"]  #: squares (12)
-N_KINDS: int = _S["N_KINDS"]  #: piece kinds, promoted ones included (5)
-RANK_BITS: int = _S["RANK_BITS"]  #: bits of one rank of the board word
+RANK_BITS: int = _S["RANK_BITS"]  #: bits of one rank of a word
 RANK_MASK: int = _S["RANK_MASK"]
-BOARD_BITS: int = _S["BOARD_BITS"]
-BOARD_MASK: int = _S["BOARD_MASK"]
-ROYAL: int = _S["ROYAL"]  #: the royal kind's piece code (the lion, 3)
-MIRROR: bool = _S["MIRROR"]  #: fold mirror images (the variant is mirror-symmetric)
-DROPS: bool = _S["DROPS"]  #: captured pieces go to hand
-N_SLOTS: int = _S["N_SLOTS"]  #: kinds that can be in hand (3: chick, elephant, giraffe)
-COUNT_BITS: int = _S["COUNT_BITS"]  #: bits of one hand count
-COUNT_MASK: int = _S["COUNT_MASK"]
-HAND_BITS: int = _S["HAND_BITS"]  #: bits of the hand word (both hands)
-HAND_MASK: int = _S["HAND_MASK"]
-SLOT_PIECE: list = _S["SLOT_PIECE"]  #: hand slot -> the piece code dropped from it
-MAX_HAND: list = _S["MAX_HAND"]  #: hand slot -> the most pieces one hand can hold
-HAND_SLOT: list = _S["HAND_SLOT"]  #: nibble -> the captor's hand slot of a captured piece, or -1
-DROPPED_SLOT: list = _S["DROPPED_SLOT"]  #: nibble -> the slot a piece comes from when dropped, or -1
-BASE: list = _S["BASE"]  #: piece code -> its unpromoted kind's code
-ARMY: list = _S["ARMY"]  #: unpromoted piece code -> the most pieces of it in a position
-CELL_PEEK: int = _S["CELL_PEEK"]  #: bits read at once to decode one square
-CELL_DECODE: list = _S["CELL_DECODE"]  #: CELL_PEEK bits -> nibble | code length << 4
-COUNT_PEEK: int = _S["COUNT_PEEK"]  #: bits read at once to decode one hand count
-COUNT_DECODE: Grid = _S["COUNT_DECODE"]  #: [largest count, COUNT_PEEK bits] -> count | length << 4
-MAX_KEY_BITS: int = _S["MAX_KEY_BITS"]  #: the longest code of any position (44)
-KEY_SHIFT: int = _S["KEY_SHIFT"]  #: bits below the code in a key (19)
-RANK_CODE: list = _S["RANK_CODE"]  #: rank bits -> code (0 for an invalid rank)
-RANK_LEN: list = _S["RANK_LEN"]  #: rank bits -> code length (0 for an invalid rank)
-RANK_MIRROR: list = _S["RANK_MIRROR"]  #: rank bits -> the rank mirrored
-RANK_FLIP: list = _S["RANK_FLIP"]  #: rank bits -> the rank seen from the other side (mirrored, colours swapped)
-RANK_CODE_MIRRORED: list = _S["RANK_CODE_MIRRORED"]  #: rank bits -> its mirror image's code
-PACK_CODE_SHIFT: int = _S["PACK_CODE_SHIFT"]  #: RANK_PACKED: code << PACK_CODE_SHIFT | mirrored code
-PACK_MIRROR_SHIFT: int = _S["PACK_MIRROR_SHIFT"]  #: ... << PACK_MIRROR_SHIFT | length
-PACK_CODE_MASK: int = _S["PACK_CODE_MASK"]
-PACK_LEN_MASK: int = _S["PACK_LEN_MASK"]
-RANK_PACKED: list = _S["RANK_PACKED"]  #: rank bits -> code, mirrored code and length in one int64
-RANK_PACKED_FLIPPED: list = _S["RANK_PACKED_FLIPPED"]  #: the same for the rank turned for the other side
-HAND_CODE: list = _S["HAND_CODE"]  #: hand word -> code
-HAND_LEN: list = _S["HAND_LEN"]  #: hand word -> code length (-1 for a count above the largest hand)
-HAND_SWAP: list = _S["HAND_SWAP"]  #: hand word -> the hands swapped
-HAND_CODE_SWAPPED: list = _S["HAND_CODE_SWAPPED"]  #: hand word -> the code of the hands swapped
-TARGETS: Grid = _S["TARGETS"]  #: [piece code, square] -> squares it reaches (bit mask)
-SOURCES: Grid = _S["SOURCES"]  #: [piece code, square] -> squares from which it reaches there
-ENEMY_TARGETS: Grid = _S["ENEMY_TARGETS"]  #: the same for an opponent's piece, which plays downwards
-TARGET_COUNT: Grid = _S["TARGET_COUNT"]  #: [piece code, square] -> number of TARGETS
-TARGET_LIST: Grid = _S["TARGET_LIST"]  #: [piece code, square, k] -> the k-th target, ascending
-MAX_TARGETS: int = _S["MAX_TARGETS"]
-PROMOTES: list = _S["PROMOTES"]  #: piece code -> the code it promotes to, or 0
-PROMO_ZONE: list = _S["PROMO_ZONE"]  #: piece code -> squares where a move promotes it
-DEMOTED: list = _S["DEMOTED"]  #: promoted code -> the code that promotes to it, or 0
-DROP_CELLS: list = _S["DROP_CELLS"]  #: hand slot -> squares it may be dropped on
-TRY_ZONE: int = _S["TRY_ZONE"]  #: squares where our royal, safe from capture, has tried (the far rank)
-HOME_ZONE: int = _S["HOME_ZONE"]  #: squares where the enemy royal has tried (our home rank)
-MIRROR_CELL: list = _S["MIRROR_CELL"]  #: square -> its mirror image
-N_RESTORE: int = _S["N_RESTORE"]  #: enemy kinds an unmove of a capture can put back
-RESTORE_CODE: list = _S["RESTORE_CODE"]  #: k -> the piece code put back
-RESTORE_SLOT: list = _S["RESTORE_SLOT"]  #: k -> the mover's hand slot it is taken from, or -1 (it had left the game)
-MAX_MOVES: int = _S["MAX_MOVES"]  #: most moves of one position
-MAX_UNMOVES: int = _S["MAX_UNMOVES"]  #: most unmoves of one position
+BOARD_RANKS: int = _S["BOARD_RANKS"]  #: the ranks the board word holds (all of them up to 15 squares)
+BOARD_CELLS: int = _S["BOARD_CELLS"]  #: the squares the board word holds
+BOARD_MASK: int = _S["BOARD_MASK"]  #: their bits
+EXT: bool = _S["EXT"]  #: the hand word holds the other squares (module docstring)
+RANK_TABLES: bool = _S["RANK_TABLES"]  #: ranks are coded by tables (at most MAX_TABLE_FILES files)
+TARGETS: int = _S["TARGETS"]  #: [piece code, square] -> squares it reaches (bit mask)
+SOURCES: int = _S["SOURCES"]  #: [piece code, square] -> squares from which it reaches there
+ENEMY_TARGETS: int = _S["ENEMY_TARGETS"]  #: the same for an opponent's piece, which plays downwards
+TARGET_COUNT: int = _S["TARGET_COUNT"]  #: [piece code, square] -> number of TARGETS
+TARGET_LIST: int = _S["TARGET_LIST"]  #: [piece code, square, k] -> the k-th target, ascending
+MIRROR_CELL: int = _S["MIRROR_CELL"]  #: square -> its mirror image
+RANK_CODE: int = _S["RANK_CODE"]  #: rank bits -> code (0 for an invalid rank)
+RANK_LEN: int = _S["RANK_LEN"]  #: rank bits -> code length (0 for an invalid rank)
+RANK_CODE_MIRRORED: int = _S["RANK_CODE_MIRRORED"]  #: rank bits -> its mirror image's code
+RANK_MIRROR: int = _S["RANK_MIRROR"]  #: rank bits -> the rank mirrored
+RANK_FLIP: int = _S["RANK_FLIP"]  #: rank bits -> the rank seen from the other side (mirrored, colours swapped)
+RANK_PACKED: int = _S["RANK_PACKED"]  #: rank bits -> code << PACK_CODE_SHIFT | mirrored code << ... | length
+RANK_PACKED_FLIPPED: int = _S["RANK_PACKED_FLIPPED"]  #: the same for the rank turned for the other side
+HAND: int = _S["HAND"]  #: hand word -> HAND_FIELDS values (H_CODE, H_LEN, H_SWAP, H_SWAPPED_CODE)
 del _S

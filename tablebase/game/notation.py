@@ -12,10 +12,10 @@ many games also runs jitted) gives its *text code*, :meth:`Move.from_code` the :
 whose ``str`` is the text::
 
     bits 0..2    piece code (1 + the kind's index in the variant; a drop's piece)
-    bits 3..7    from-square 0..14 (absolute, as Sente sees the board), TEXT_DROP for a drop
-    bits 8..11   to-square 0..14 (absolute)
-    bit  12      a capture ('x')
-    bit  13      a promotion ('+')
+    bits 3..7    from-square 0..19 (absolute, as Sente sees the board), TEXT_DROP for a drop
+    bits 8..12   to-square 0..19 (absolute)
+    bit  13      a capture ('x')
+    bit  14      a promotion ('+')
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from dobutsu_tb.encoding.binding import bind_plain
-from dobutsu_tb.tablebase.game.layout import CELL_BITS, CELL_MASK, N_CELLS, OPPONENT, PIECE_MASK, SLOT_PIECE
+from dobutsu_tb.tablebase.game.key import cell_at
+from dobutsu_tb.tablebase.game.layout import N_CELLS, OPPONENT, PIECE_MASK, SLOT_PIECE
 from dobutsu_tb.tablebase.game.position import (
     FILE_LETTERS,
     GOTE,
@@ -43,7 +44,8 @@ from dobutsu_tb.tablebase.game.variant import Variant, standard_variant
 _QUOTE_MAX = 20
 
 #: Text code layout (module docstring).
-TEXT_FROM_SHIFT, TEXT_TO_SHIFT, TEXT_CAPTURE, TEXT_PROMOTION = 3, 8, 1 << 12, 1 << 13
+TEXT_FROM_SHIFT, TEXT_TO_SHIFT, TEXT_CAPTURE, TEXT_PROMOTION = 3, 8, 1 << 13, 1 << 14
+TEXT_SQUARE_MASK = 31
 TEXT_DROP = DROP
 #: The plain kernels, bound to each variant's tables (:func:`_bound`; ``Game.jitted`` for the replay).
 __kernels__ = ("text_code",)
@@ -66,27 +68,30 @@ def move_pattern(variant: Variant) -> re.Pattern:
 MOVE_PATTERN = move_pattern(standard_variant())
 
 
-def text_code(board, turn, move):
-    """The text code (module docstring) of a kernel move played on ``board`` (normalised) by
-    ``turn`` (:data:`~dobutsu_tb.tablebase.game.position.GOTE`'s squares are turned round)."""
+def text_code(rules, board, hand, turn, move):
+    """The text code (module docstring) of a kernel move played on the normalised state ``(board,
+    hand)`` by ``turn`` (:data:`~dobutsu_tb.tablebase.game.position.GOTE`'s squares are turned
+    round)."""
     src = move & FROM_MASK
     dst = (move >> TO_SHIFT) & TO_MASK
     to = N_CELLS - 1 - dst if turn == GOTE else dst
     if src >= DROP:
-        return SLOT_PIECE[src - DROP] | (TEXT_DROP << TEXT_FROM_SHIFT) | (to << TEXT_TO_SHIFT)
-    piece = (board >> (CELL_BITS * src)) & PIECE_MASK
+        return rules[SLOT_PIECE + src - DROP] | (TEXT_DROP << TEXT_FROM_SHIFT) | (to << TEXT_TO_SHIFT)
+    piece = cell_at(board, hand, src) & PIECE_MASK
     frm = N_CELLS - 1 - src if turn == GOTE else src
-    capture = TEXT_CAPTURE if (board >> (CELL_BITS * dst)) & CELL_MASK else 0
+    capture = TEXT_CAPTURE if cell_at(board, hand, dst) else 0
     promotion = TEXT_PROMOTION if move & PROMOTION else 0
     return piece | (frm << TEXT_FROM_SHIFT) | (to << TEXT_TO_SHIFT) | capture | promotion
 
 
 @lru_cache(maxsize=64)
-def _bound(variant: Variant):
-    """This module's plain kernels bound to a variant's tables (plain Python: no numba)."""
-    from dobutsu_tb.tablebase.game.game import game_of
+def _bound(files: int, ranks: int):
+    """This module's plain kernels (and the game's they call) bound to a board shape (plain Python:
+    no numba)."""
+    from dobutsu_tb.tablebase.game.game import GAME_MODULES
+    from dobutsu_tb.tablebase.game.layout import shape_names
 
-    return bind_plain((sys.modules[__name__],), game_of(variant).layout)
+    return bind_plain(GAME_MODULES + (sys.modules[__name__],), shape_names(files, ranks))
 
 
 @dataclass(frozen=True)
@@ -162,7 +167,7 @@ class Move:
     @classmethod
     def from_code(cls, code: int, variant: Variant) -> "Move":
         """The move of a text code (module docstring)."""
-        src, dst = (code >> TEXT_FROM_SHIFT) & 31, (code >> TEXT_TO_SHIFT) & 15
+        src, dst = (code >> TEXT_FROM_SHIFT) & TEXT_SQUARE_MASK, (code >> TEXT_TO_SHIFT) & TEXT_SQUARE_MASK
         return cls(variant.pieces[(code & 7) - 1].letter, square_name(dst, variant),
                    None if src == TEXT_DROP else square_name(src, variant), bool(code & TEXT_CAPTURE),
                    bool(code & TEXT_PROMOTION))
@@ -192,8 +197,8 @@ class Move:
 def kernel_move(position: Position, move: int) -> Move:
     """The :class:`Move` of a kernel move played in ``position`` (in the frame of ``position.state()``)."""
     v = position.variant
-    board, _ = position.state()
-    return Move.from_code(_bound(v).text_code(board, position.turn, move), v)
+    board, hand = position.state()
+    return Move.from_code(_bound(v.files, v.ranks).text_code(position.game.rules, board, hand, position.turn, move), v)
 
 
 def move_text(position: Position, move: int) -> str:

@@ -25,7 +25,7 @@ from operator import lshift
 from typing import ClassVar
 
 from dobutsu_tb.tablebase.game.game import game_of
-from dobutsu_tb.tablebase.game.layout import OPPONENT
+from dobutsu_tb.tablebase.game.layout import EXT_SHIFT, OPPONENT
 from dobutsu_tb.tablebase.game.text import (
     FILE_LETTERS,
     MAX_TEXT_CHARS,
@@ -128,9 +128,11 @@ class Position:
         game = self.game
         # Each square's code in its nibble, each hand count in its field: disjoint bits, so the
         # sum of the shifted values is their bitwise or.
-        board = sum(map(lshift, self.board, range(0, 4 * len(self.board), 4)))
-        bits = game.layout["COUNT_BITS"]
-        hand = sum(map(lshift, self.hands, range(0, bits * len(self.hands), bits)))
+        split = game.shape["BOARD_CELLS"]
+        board = sum(map(lshift, self.board[:split], range(0, 4 * split, 4)))
+        hand = sum(map(lshift, self.hands, game.layout["COUNT_SHIFT"]))
+        if len(self.board) > split:  # the squares beyond the board word, in the hand word
+            hand |= sum(map(lshift, self.board[split:], range(0, 4 * (len(self.board) - split), 4))) << EXT_SHIFT
         if self.turn == GOTE:
             return game.flip(board, hand)
         return board, hand
@@ -142,9 +144,11 @@ class Position:
         board, hand = (int(w) for w in state)
         if turn == GOTE:
             board, hand = game.flip(board, hand)
-        cells = tuple((board >> (4 * i)) & 15 for i in range(game.variant.cells))
-        bits, mask = game.layout["COUNT_BITS"], game.layout["COUNT_MASK"]
-        hands = tuple((hand >> (bits * k)) & mask for k in range(2 * len(game.variant.hand_order)))
+        split = game.shape["BOARD_CELLS"]
+        cells = tuple((board >> (4 * i)) & 15 for i in range(split))
+        cells += tuple((hand >> (EXT_SHIFT + 4 * i)) & 15 for i in range(game.variant.cells - split))
+        hands = tuple((hand >> shift) & mask for shift, mask in zip(game.layout["COUNT_SHIFT"],
+                                                                    game.layout["COUNT_FIELD"]))
         return cls(cells, hands, turn, game.variant)
 
     @classmethod
@@ -169,8 +173,8 @@ class Position:
         key = number
         try:  # (a negative key or one of too many bits shifts out of range in the decoder; key 0
             # decodes to an empty board, which is no position either)
-            state = game.kernels.decode_key(key)
-            if game.kernels.encode_state(*state) == key:
+            state = game.kernels.decode_key(game.rules, key)
+            if game.kernels.encode_state(game.rules, *state) == key:
                 return cls.from_state(state, SENTE, game.variant)
         except (ValueError, OverflowError, IndexError, PositionError):
             pass
@@ -182,7 +186,7 @@ class Position:
 
     def mirror(self) -> "Position":
         """The left-right mirror image (files reversed; the game's ``mirror_state`` kernel)."""
-        board, hand = self.game.kernels.mirror_state(*self.state())
+        board, hand = self.game.kernels.mirror_state(self.game.rules, *self.state())
         return Position.from_state((board, hand), self.turn, self.variant)
 
     # --- moves (python-chess style) ------------------------------------------------------------

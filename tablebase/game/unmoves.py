@@ -1,20 +1,18 @@
 """Unmoves: the predecessors of a packed state, for the retrograde analysis (docs/rules.md).
 
 A predecessor is a normalised state from which one move leads to the given state. Like the
-kernels of :mod:`~dobutsu_tb.tablebase.game.key`, these are plain functions bound to a variant's
-tables (:mod:`~dobutsu_tb.tablebase.game.layout`).
+kernels of :mod:`~dobutsu_tb.tablebase.game.key`, these are plain functions bound to a board's
+shape that read the variant's rules array ``rules`` (:mod:`~dobutsu_tb.tablebase.game.layout`).
 """
 
 from __future__ import annotations
 
-from dobutsu_tb.tablebase.game.key import board_key, flip_state
+from dobutsu_tb.tablebase.game.key import board_key, cell_at, flip_state, with_cell
 from dobutsu_tb.tablebase.game.layout import (
     ARMY,
     BASE,
-    CELL_BITS,
-    CELL_MASK,
-    COUNT_BITS,
-    COUNT_MASK,
+    COUNT_FIELD,
+    COUNT_SHIFT,
     DEMOTED,
     DROP_CELLS,
     DROPPED_SLOT,
@@ -37,7 +35,7 @@ from dobutsu_tb.tablebase.game.rules import find_piece
 __kernels__ = ("gen_unmoves", "parent_keys", "material", "walk_unmoves")
 
 
-def gen_unmoves(board, hand, boards, hands, nonterminal_only):
+def gen_unmoves(rules, board, hand, boards, hands, nonterminal_only):
     """Write the predecessor states of a state into ``boards`` and ``hands``; return how many (or
     -1 if the arrays are too short).
 
@@ -54,62 +52,64 @@ def gen_unmoves(board, hand, boards, hands, nonterminal_only):
     two attackers mean no non-terminal predecessor, one means only its unmoves qualify, and an
     unmove whose piece would attack the royal from its source is skipped.
     """
-    return walk_unmoves(board, hand, boards, hands, nonterminal_only, False)
+    return walk_unmoves(rules, board, hand, boards, hands, nonterminal_only, False)
 
 
-def parent_keys(board, hand, keys):
+def parent_keys(rules, board, hand, keys):
     """The canonical keys of the non-terminal predecessors of a state into ``keys``, in the order
     of ``gen_unmoves(..., True)``; returns how many (-1 if ``keys`` is too short). The same as
     canonicalising that function's states, faster (the retrograde analysis's inner loop)."""
-    return walk_unmoves(board, hand, keys, keys, True, True)
+    return walk_unmoves(rules, board, hand, keys, keys, True, True)
 
 
-def material(board, base):
+def material(rules, board, hand, base):
     """Pieces on the board (either side, promoted ones included) of unpromoted kind code ``base``:
     all there are of a kind that is never in hand."""
     n = 0
     for i in range(N_CELLS):
-        p = (board >> (CELL_BITS * i)) & PIECE_MASK
-        if p != 0 and BASE[p] == base:
+        p = cell_at(board, hand, i) & PIECE_MASK
+        if p != 0 and rules[BASE + p] == base:
             n += 1
     return n
 
 
-def walk_unmoves(child_board, child_hand, out, out_hands, nonterminal_only, as_keys):
+def walk_unmoves(rules, child_board, child_hand, out, out_hands, nonterminal_only, as_keys):
     """:func:`gen_unmoves` (states into ``out`` and ``out_hands``) and :func:`parent_keys`
     (canonical keys into ``out``, when ``as_keys``)."""
-    board, hand = flip_state(child_board, child_hand)
+    board, hand = flip_state(rules, child_board, child_hand)
     n = 0
     cap = out.shape[0]
     attackers = 0
     attacker = -1
     enemy = -1
     if nonterminal_only:
-        enemy = find_piece(board, ROYAL | OPPONENT)
-        if enemy < 0 or (HOME_ZONE >> enemy) & 1:
+        enemy = find_piece(board, hand, rules[ROYAL] | OPPONENT)
+        if enemy < 0 or (rules[HOME_ZONE] >> enemy) & 1:
             return 0
     empty = 0
     for i in range(N_CELLS):
-        q = (board >> (CELL_BITS * i)) & CELL_MASK
+        q = cell_at(board, hand, i)
         if q == 0:
             empty |= 1 << i
-        elif nonterminal_only and q < OPPONENT and (TARGETS[q, i] >> enemy) & 1:
+        elif nonterminal_only and q < OPPONENT and (rules[TARGETS + N_CELLS * q + i] >> enemy) & 1:
             attackers += 1
             attacker = i
     if attackers >= 2:
         return 0
+    n_restore = rules[N_RESTORE]
     for t in range(N_CELLS):
-        p = (board >> (CELL_BITS * t)) & CELL_MASK
+        p = cell_at(board, hand, t)
         if p == 0 or p >= OPPONENT or (attackers == 1 and t != attacker):
             continue  # (with one attacker, another piece moved back would leave it in place)
-        lifted = board & ~(CELL_MASK << (CELL_BITS * t))
-        slot = DROPPED_SLOT[p]
-        if slot >= 0 and (DROP_CELLS[slot] >> t) & 1 and (hand >> (COUNT_BITS * slot)) & COUNT_MASK < MAX_HAND[slot]:
+        lifted, lifted_hand = with_cell(board, hand, t, 0)
+        slot = rules[DROPPED_SLOT + p]
+        if (slot >= 0 and (rules[DROP_CELLS + slot] >> t) & 1
+                and (hand >> rules[COUNT_SHIFT + slot]) & rules[COUNT_FIELD + slot] < rules[MAX_HAND + slot]):
             if n >= cap:  # undo a drop: back to the mover's hand
                 return -1
-            h = hand + (1 << (COUNT_BITS * slot))
+            h = lifted_hand + (1 << rules[COUNT_SHIFT + slot])
             if as_keys:
-                out[n] = board_key(lifted, h)
+                out[n] = board_key(rules, lifted, h)
             else:
                 out[n] = lifted
                 out_hands[n] = h
@@ -117,15 +117,15 @@ def walk_unmoves(child_board, child_hand, out, out_hands, nonterminal_only, as_k
         for kind in range(2):  # undo a board move to an empty source (kind 1: one that promoted)
             if kind == 0:
                 before = p
-                if PROMOTES[p] != 0 and (PROMO_ZONE[p] >> t) & 1:
+                if rules[PROMOTES + p] != 0 and (rules[PROMO_ZONE + p] >> t) & 1:
                     continue  # a move into the zone would have promoted it
             else:
-                before = DEMOTED[p]
-                if before == 0 or not (PROMO_ZONE[before] >> t) & 1:
+                before = rules[DEMOTED + p]
+                if before == 0 or not (rules[PROMO_ZONE + before] >> t) & 1:
                     continue
-            srcs = SOURCES[before, t] & empty  # the empty squares it can have come from
+            srcs = rules[SOURCES + N_CELLS * before + t] & empty  # the empty squares it can have come from
             if nonterminal_only:  # less those from which it attacks the enemy royal (catch-terminal)
-                srcs &= ~SOURCES[before, enemy]
+                srcs &= ~rules[SOURCES + N_CELLS * before + enemy]
             f = -1
             while srcs:  # the set bits of srcs, ascending
                 f += 1
@@ -133,33 +133,34 @@ def walk_unmoves(child_board, child_hand, out, out_hands, nonterminal_only, as_k
                 srcs >>= 1
                 if not bit:
                     continue
-                moved = lifted | (before << (CELL_BITS * f))
+                moved, moved_hand = with_cell(lifted, lifted_hand, f, before)
                 if n >= cap:
                     return -1
                 if as_keys:
-                    out[n] = board_key(moved, hand)
+                    out[n] = board_key(rules, moved, moved_hand)
                 else:
                     out[n] = moved
-                    out_hands[n] = hand
+                    out_hands[n] = moved_hand
                 n += 1
-                for k in range(N_RESTORE):  # ... or undo a capture: an enemy piece stands on t again
-                    restored = RESTORE_CODE[k]
-                    s = RESTORE_SLOT[k]
+                for k in range(n_restore):  # ... or undo a capture: an enemy piece stands on t again
+                    restored = rules[RESTORE_CODE + k]
+                    s = rules[RESTORE_SLOT + k]
                     if s >= 0:
-                        if (hand >> (COUNT_BITS * s)) & COUNT_MASK == 0:
+                        if (hand >> rules[COUNT_SHIFT + s]) & rules[COUNT_FIELD + s] == 0:
                             continue
-                        h = hand - (1 << (COUNT_BITS * s))
+                        h = moved_hand - (1 << rules[COUNT_SHIFT + s])
                     else:
-                        if material(moved, BASE[restored]) >= ARMY[BASE[restored]]:
+                        base = rules[BASE + restored]
+                        if material(rules, moved, moved_hand, base) >= rules[ARMY + base]:
                             continue
-                        h = hand
+                        h = moved_hand
                     if n >= cap:
                         return -1
-                    back = moved | ((restored | OPPONENT) << (CELL_BITS * t))
+                    back, back_hand = with_cell(moved, h, t, restored | OPPONENT)
                     if as_keys:
-                        out[n] = board_key(back, h)
+                        out[n] = board_key(rules, back, back_hand)
                     else:
                         out[n] = back
-                        out_hands[n] = h
+                        out_hands[n] = back_hand
                     n += 1
     return n

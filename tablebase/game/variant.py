@@ -41,12 +41,12 @@ from pathlib import Path
 #: Direction words of a step, as ``(file, rank)`` offsets for Sente: rank +1 is forward.
 DIRECTIONS = {"f": (0, 1), "b": (0, -1), "l": (-1, 0), "r": (1, 0),
               "fl": (-1, 1), "fr": (1, 1), "bl": (-1, -1), "br": (1, -1)}
-#: Limits of the kernels' packed state: 4 bits a square, at most 15 squares in one int64 word, at
-#: most 4 files (a rank indexes a table of 2**(4 * files) entries), 7 piece kinds a side.
-MAX_FILES = 4
-MAX_CELLS = 15
+#: Limits of the kernels' packed state (tablebase/game/layout.py): 4 bits a square, at most 20
+#: squares in two int64 words, at most 6 files, 7 piece kinds a side; the hand field at most 16
+#: bits (a table of 2**bits entries codes it).
+MAX_FILES = 6
+MAX_CELLS = 20
 MAX_KINDS = 7
-#: Most bits of the hand field (a table of 2**bits entries codes it).
 MAX_HAND_BITS = 16
 #: The folder of the shipped variant files.
 SHIPPED_FOLDER = Path(__file__).resolve().parent / "variants"
