@@ -31,6 +31,8 @@ from dobutsu_tb.tablebase.game.layout import (
     H_LEN,
     H_SWAP,
     HAND,
+    HAND_CODE_BITS,
+    HAND_DECODE,
     HAND_FIELDS,
     HAND_MASK,
     KEY_TOP_BIT,
@@ -236,10 +238,18 @@ def decode_key(rules, key):
         else:
             board |= (e & CELL_MASK) << (CELL_BITS * i)
         pos -= e >> CELL_BITS
+    table = rules[HAND_DECODE]
+    if table >= 0:  # the hands' code by one look-up of its next HAND_CODE_BITS bits
+        width = rules[HAND_CODE_BITS]
+        window = key >> (pos - width) if pos >= width else key << (width - pos)
+        hand = rules[table + (window & ((1 << width) - 1))]
+        if EXT:
+            hand |= ext << EXT_SHIFT
+        return board, hand
     hand = 0
     slots = rules[N_SLOTS]
     for k in range(2 * slots):
-        most = rules[MAX_HAND + k % slots]
+        most = rules[MAX_HAND + (k - slots if k >= slots else k)]
         if most <= 8:  # the leading ones of the next ``most`` bits, by a table of 8-bit windows
             c = min(most, rules[LEADING_ONES + (((key >> (pos - most)) << (8 - most)) & 255)])
         else:

@@ -56,6 +56,8 @@ One int64 array (a list in plain Python), indexed by the names of this module::
                                 16 x N_CELLS for the moves, 16 ** N_FILES a rank table
     [HAND, ...)                 the hands' table, 2 ** HAND_BITS entries of HAND_FIELDS values
                                 (code, length, the hands swapped, their code), interleaved
+    [rules[HAND_DECODE], ...)   the hands' code's next HAND_CODE_BITS bits -> the hand word
+                                (2 ** HAND_CODE_BITS entries; none above MAX_HAND_DECODE_BITS)
 
 The rules array is what a build is specialised on at run time: changing a rule, the army or
 the start changes the array, never the compiled code.
@@ -104,7 +106,10 @@ MAX_FILES = 6
 #: position; the key's code bits and shift; the board's files and ranks (checked against the
 #: shape the kernels were compiled for).
 (ROYAL, MIRROR, N_SLOTS, HAND_BITS, HAND_MASK, CELL_PEEK, PACK_CODE_SHIFT, PACK_MIRROR_SHIFT, PACK_CODE_MASK,
- TRY_ZONE, HOME_ZONE, N_RESTORE, MAX_MOVES, MAX_UNMOVES, MAX_KEY_BITS, KEY_SHIFT, RULES_FILES, RULES_RANKS) = range(18)
+ TRY_ZONE, HOME_ZONE, N_RESTORE, MAX_MOVES, MAX_UNMOVES, MAX_KEY_BITS, KEY_SHIFT, RULES_FILES, RULES_RANKS,
+ HAND_CODE_BITS, HAND_DECODE) = range(20)
+#: The widest hands' code decoded by a table (HAND_DECODE); a wider one is decoded count by count.
+MAX_HAND_DECODE_BITS = 16
 HEADER = 32
 
 # --- the rules array: small tables of a fixed size ------------------------------------------------
@@ -130,12 +135,13 @@ ARMY = BASE + 16
 PROMOTES = ARMY + 16
 PROMO_ZONE = PROMOTES + 16
 DEMOTED = PROMO_ZONE + 16
-#: k < N_RESTORE -> the piece code an unmove of a capture puts back, and the mover's hand slot it
-#: is taken from (-1: it had left the game)
+#: k < N_RESTORE -> the piece code an unmove of a capture puts back, the mover's hand slot it is
+#: taken from (-1: it had left the game) and what taking it changes in the hand word
 RESTORE_CODE = DEMOTED + 16
 RESTORE_SLOT = RESTORE_CODE + 16
+RESTORE_DELTA = RESTORE_SLOT + 16
 #: CELL_PEEK bits of a key -> nibble | code length << 4 (64 entries)
-CELL_DECODE = RESTORE_SLOT + 16
+CELL_DECODE = RESTORE_DELTA + 16
 #: nibble -> its code | code length << CELL_CODE_SHIFT (length 0: an invalid nibble), for ranks
 #: coded square by square
 CELL_CODE = CELL_DECODE + 64
@@ -404,6 +410,15 @@ def _derive(variant) -> dict:
     hswap = [(h >> half) | ((h & low) << half) for h in range(1 << hand_bits)]
     t["HAND_CODE"] = hcode
     t["HAND_LEN"] = hlen  # -1: a count above the largest hand
+    code_bits = max(hlen)  # the longest hands' code, and a table from its next bits to the hand word
+    t["HAND_CODE_BITS"] = code_bits
+    if code_bits <= MAX_HAND_DECODE_BITS:
+        decode = [0] * (1 << code_bits)
+        for h, (c, ln) in enumerate(zip(hcode, hlen)):
+            if ln >= 0:
+                for low in range(1 << (code_bits - ln)):
+                    decode[(c << (code_bits - ln)) | low] = h
+        t["HAND_DECODE_TABLE"] = decode
     t["HAND_SWAP"] = hswap
     t["HAND_CODE_SWAPPED"] = [hcode[h] for h in hswap]
 
@@ -457,6 +472,7 @@ def _derive(variant) -> dict:
     t["N_RESTORE"] = len(restore)
     t["RESTORE_CODE"] = [c for c, _ in restore]
     t["RESTORE_SLOT"] = [s for _, s in restore]
+    t["RESTORE_DELTA"] = [1 << t["COUNT_SHIFT"][s] if s >= 0 else 0 for _, s in restore]
     drop_cells = []
     all_cells = (1 << cells) - 1
     for s in slots:
@@ -479,8 +495,11 @@ def _pack(t: dict, shape: dict) -> list:
     """The rules array of the derived tables ``t`` on a board of ``shape`` (module docstring)."""
     cells, files = t["N_CELLS"], t["N_FILES"]
     size = shape["HAND"] + HAND_FIELDS * (1 << t["HAND_BITS"])
-    r = [0] * size
-    for name in ("ROYAL", "N_SLOTS", "HAND_BITS", "HAND_MASK", "CELL_PEEK",
+    decode = t.get("HAND_DECODE_TABLE", [])
+    r = [0] * (size + len(decode))
+    r[HAND_DECODE] = size if decode else -1
+    r[size:] = decode
+    for name in ("ROYAL", "N_SLOTS", "HAND_BITS", "HAND_MASK", "CELL_PEEK", "HAND_CODE_BITS",
                  "PACK_CODE_SHIFT", "PACK_MIRROR_SHIFT", "PACK_CODE_MASK", "TRY_ZONE", "HOME_ZONE", "N_RESTORE",
                  "MAX_MOVES", "MAX_UNMOVES", "MAX_KEY_BITS", "KEY_SHIFT"):
         r[globals()[name]] = int(t[name])
@@ -495,7 +514,8 @@ def _pack(t: dict, shape: dict) -> list:
     for name, most in (("SLOT_PIECE", 8), ("MAX_HAND", 8), ("DROP_CELLS", 8), ("COUNT_SHIFT", 16),
                        ("COUNT_FIELD", 16), ("HAND_SLOT", 16),
                        ("DROPPED_SLOT", 16), ("BASE", 16), ("ARMY", 16), ("PROMOTES", 16), ("PROMO_ZONE", 16),
-                       ("DEMOTED", 16), ("RESTORE_CODE", 16), ("RESTORE_SLOT", 16), ("CELL_DECODE", 64),
+                       ("DEMOTED", 16), ("RESTORE_CODE", 16), ("RESTORE_SLOT", 16), ("RESTORE_DELTA", 16),
+                       ("CELL_DECODE", 64),
                        ("CELL_CODE", 16)):
         put(globals()[name], t[name], most)
     put(LEADING_ONES, [8 - (~w & 255).bit_length() for w in range(256)], 256)

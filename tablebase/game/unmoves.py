@@ -25,6 +25,7 @@ from dobutsu_tb.tablebase.game.layout import (
     PROMO_ZONE,
     PROMOTES,
     RESTORE_CODE,
+    RESTORE_DELTA,
     RESTORE_SLOT,
     ROYAL,
     SOURCES,
@@ -97,6 +98,17 @@ def walk_unmoves(rules, child_board, child_hand, out, out_hands, nonterminal_onl
     if attackers >= 2:
         return 0
     n_restore = rules[N_RESTORE]
+    restorable = 0  # bit k: an unmove of a capture may put back restore kind k (its hand has one, or
+    # the board holds fewer than its army: an unmove only moves a piece, which keeps the material)
+    for k in range(n_restore):
+        s = rules[RESTORE_SLOT + k]
+        if s >= 0:
+            if (hand >> rules[COUNT_SHIFT + s]) & rules[COUNT_FIELD + s]:
+                restorable |= 1 << k
+        else:
+            base = rules[BASE + rules[RESTORE_CODE + k]]
+            if material(rules, board, hand, base) < rules[ARMY + base]:
+                restorable |= 1 << k
     for t in range(N_CELLS):
         p = cell_at(board, hand, t)
         if p == 0 or p >= OPPONENT or (attackers == 1 and t != attacker):
@@ -143,20 +155,12 @@ def walk_unmoves(rules, child_board, child_hand, out, out_hands, nonterminal_onl
                     out_hands[n] = moved_hand
                 n += 1
                 for k in range(n_restore):  # ... or undo a capture: an enemy piece stands on t again
-                    restored = rules[RESTORE_CODE + k]
-                    s = rules[RESTORE_SLOT + k]
-                    if s >= 0:
-                        if (hand >> rules[COUNT_SHIFT + s]) & rules[COUNT_FIELD + s] == 0:
-                            continue
-                        h = moved_hand - (1 << rules[COUNT_SHIFT + s])
-                    else:
-                        base = rules[BASE + restored]
-                        if material(rules, moved, moved_hand, base) >= rules[ARMY + base]:
-                            continue
-                        h = moved_hand
+                    if not (restorable >> k) & 1:
+                        continue
                     if n >= cap:
                         return -1
-                    back, back_hand = with_cell(moved, h, t, restored | OPPONENT)
+                    back, back_hand = with_cell(moved, moved_hand - rules[RESTORE_DELTA + k], t,
+                                                rules[RESTORE_CODE + k] | OPPONENT)
                     if as_keys:
                         out[n] = board_key(rules, back, back_hand)
                     else:
