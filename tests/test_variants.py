@@ -16,6 +16,7 @@ from dobutsu_tb.tablebase.game.variant import (
     VariantError,
     get_variant,
     load_variant_file,
+    load_variants,
     parse_variant,
     shipped_variants,
     standard_variant,
@@ -135,6 +136,46 @@ def test_bad_variant_files_get_one_error_line(cli, tmp_path):
     assert result.exit_code == 1 and "is a shipped variant's name" in result.output
     result = cli("build", "--variant", "nonesuch", "-q")
     assert result.exit_code == 1 and "unknown variant 'nonesuch'" in result.output
+
+
+def test_a_named_pipe_in_a_folder_of_variants_is_refused_not_waited_on(tmp_path):
+    """The third hostile round: a folder whose ``x.toml`` is a named pipe made ``variants``,
+    ``build`` and ``verify-line`` wait for a writer for ever. A folder's files must be regular
+    files (a subfolder named ``*.toml`` likewise); a pipe named alone is still read, as any file."""
+    import os
+    import subprocess
+    import sys
+
+    folder = tmp_path / "variants"
+    folder.mkdir()
+    (folder / "a.toml").write_text(LIONS_ONLY, encoding="utf-8")
+    os.mkfifo(folder / "x.toml")
+    commands = [["variants"], ["build", "-q", "--out", str(tmp_path / "x.h5")],
+                ["verify-line", "--tb", str(tmp_path / "none.h5"), "Lb3-a2"]]
+    for args in commands:
+        run = subprocess.run([sys.executable, "-m", "dobutsu_tb.analysis.cli", *args, "--variant-file", str(folder)],
+                             capture_output=True, text=True, timeout=60, check=False)
+        assert (run.returncode, run.stdout, run.stderr) == (
+            1, "", f"error: {folder / 'x.toml'}: a named pipe, not a variant file; the variant files of a folder "
+                   f"are regular files\n"), args
+    assert not (tmp_path / "x.h5").exists()
+    os.unlink(folder / "x.toml")
+    (folder / "y.toml").mkdir()
+    with pytest.raises(VariantError, match="y.toml: a folder, not a variant file"):
+        load_variants(folder)
+
+
+def test_a_byte_order_mark_is_allowed_in_a_variant_file(cli, tmp_path):
+    """docs/errors.md: text inputs may start with a UTF-8 byte order mark (Notepad writes one); a
+    variant file that did was refused as 'not a TOML file'."""
+    toml = tmp_path / "lions.toml"
+    toml.write_bytes(b"\xef\xbb\xbf" + LIONS_ONLY.encode())
+    assert load_variant_file(toml).name == "lions"
+    result = cli("variants", "--variant-file", toml)
+    assert result.exit_code == 0 and "lions  (loaded from" in result.output, result.output
+    toml.write_bytes(b"\xef\xbb\xbf\xef\xbb\xbf" + LIONS_ONLY.encode())  # one mark, not two
+    with pytest.raises(VariantError, match="not a TOML file"):
+        load_variant_file(toml)
 
 
 def test_variants_lists_the_shipped_and_loaded_ones(cli, tmp_path):

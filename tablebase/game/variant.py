@@ -469,14 +469,23 @@ def _check_start(variant: Variant) -> None:
 # --- files and the registry --------------------------------------------------------------------
 
 
-def load_variant_file(path) -> Variant:
-    """Read one variant from a TOML file.
+def load_variant_file(path, regular_only: bool = False) -> Variant:
+    """Read one variant from a TOML file (UTF-8, a byte order mark allowed).
+
+    Parameters
+    ----------
+    path : str or Path
+    regular_only : bool, optional
+        Refuse what is not a regular file (a named pipe, a device, a socket) instead of reading
+        it, without waiting for a pipe's writer: how the files of a folder are read. A file
+        named alone is read whatever it is (a pipe waits for its writer, as any reader would).
 
     Raises
     ------
     VariantError
         If the file cannot be read, is not TOML, is larger than :data:`MAX_FILE_BYTES`, or holds an
-        unusable description (the message names the file and the field).
+        unusable description (the message names the file and the field); with ``regular_only``,
+        if it is not a regular file.
     """
     try:
         import tomllib
@@ -485,14 +494,15 @@ def load_variant_file(path) -> Variant:
 
     path = Path(path)
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_FILE_BYTES + 1)
+        raw = _read_bytes(path, regular_only)
     except OSError as exc:
         raise VariantError(f"{path}: cannot read the variant file ({exc.strerror or exc})") from None
+    if isinstance(raw, str):
+        raise VariantError(f"{path}: {raw}, not a variant file; the variant files of a folder are regular files")
     if len(raw) > MAX_FILE_BYTES:
         raise VariantError(f"{path}: a variant file is at most {MAX_FILE_BYTES:,} bytes")
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = tomllib.loads(raw.decode("utf-8").removeprefix("\ufeff"))  # (a byte order mark, as Notepad writes)
     except UnicodeDecodeError:
         raise VariantError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
@@ -502,17 +512,42 @@ def load_variant_file(path) -> Variant:
     return parse_variant(data, str(path))
 
 
+def _read_bytes(path: Path, regular_only: bool) -> bytes | str:
+    """The first :data:`MAX_FILE_BYTES` + 1 bytes of a file; with ``regular_only``, what it is
+    instead when it is not a regular file (``"a folder"``, ``"a named pipe"``, ...). It is then
+    opened without blocking, so that a named pipe is refused at once, not waited on (for a regular
+    file the flag changes nothing), and checked once open (no other file can take its place)."""
+    import os
+    import stat
+
+    if not regular_only:
+        with open(path, "rb") as f:
+            return f.read(MAX_FILE_BYTES + 1)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
+            return next((name for test, name in kinds if test(mode)), "a device")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(MAX_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
 def load_variants(path) -> list[Variant]:
     """The variants of a TOML file, or of every ``*.toml`` file of a folder (sorted by file name).
 
     Raises
     ------
     VariantError
-        If the path does not exist, a folder holds no ``*.toml`` file, or a file is bad; or if two
-        of the files define the same name.
+        If the path does not exist, a folder holds no ``*.toml`` file, or a file is bad (in a
+        folder, also one that is not a regular file: a named pipe is refused, never waited on);
+        or if two of the files define the same name.
     """
     path = Path(path)
-    if path.is_dir():
+    folder = path.is_dir()
+    if folder:
         files = sorted(path.glob("*.toml"))
         if not files:
             raise VariantError(f"{path}: the folder holds no *.toml variant file")
@@ -522,7 +557,7 @@ def load_variants(path) -> list[Variant]:
         raise VariantError(f"{path}: no such variant file or folder")
     out: list[Variant] = []
     for f in files:
-        v = load_variant_file(f)
+        v = load_variant_file(f, regular_only=folder)
         if any(o.name == v.name for o in out):
             raise VariantError(f"{f}: the variant name {v.name!r} is defined twice")
         out.append(v)
