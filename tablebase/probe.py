@@ -121,7 +121,7 @@ class MoveValue:
 
 def _to_position(position, variant) -> Position:
     if isinstance(position, Position):
-        if position.variant is not variant and position.variant.canonical_json != variant.canonical_json:
+        if position.variant is not variant and position.variant != variant:  # (titles and prose apart)
             raise PositionError(f"{position.text()} is a position of {position.variant.name}; this tablebase is of "
                                 f"{variant.name} ({variant.files} files, {variant.ranks} ranks)")
         return position

@@ -68,7 +68,7 @@ BAD = [
     (_standard_dict(files=None), "files: this field is missing"),
     (_standard_dict(files="3"), "files: must be an integer"),
     (_standard_dict(files=5), "files: must be 1 to 4"),
-    (_standard_dict(ranks=6), "ranks: a 3x6 board has 18 squares; the kernels hold at most 15"),
+    (_standard_dict(ranks=6), "ranks: a board of 3 files x 6 ranks has 18 squares; the kernels hold at most 15"),
     (_standard_dict(name="My Game"), "name: must be 1 to 40 lower case letters"),
     (_standard_dict(start="S/gle/-c-/-C-/ELG/-/-"), "start: 'S/gle/-c-/-C-/ELG/-/-': expected 6 fields"),
     (_standard_dict(start="S/gle/-c-/-C-/ELX/-"), "start: 'S/gle/-c-/-C-/ELX/-': unknown piece letter 'X'"),
@@ -188,6 +188,50 @@ def test_variants_lists_the_shipped_and_loaded_ones(cli, tmp_path):
     assert "mine  (loaded from" in result.output and "board: 3 files x 5 ranks" in result.output
     listed = json.loads(cli("variants", "--json").output)
     assert [v["name"] for v in listed][0] == "dobutsu"
+
+
+def test_the_listing_says_a_kind_that_cannot_be_dropped(cli, tmp_path):
+    """The third hostile round: a kind with ``drop = false`` (and ``forbidden_drop_ranks``) was
+    listed as 'no chick drops on rank 1 from the far side', as if it could be dropped elsewhere."""
+    data = get_variant("dobutsu-no-far-drop").to_dict()
+    data.update(name="no-chick-drops", hand_order="EG", title="Chicks stay out")
+    next(p for p in data["pieces"] if p["letter"] == "C")["drop"] = False
+    (tmp_path / "v.toml").write_text(parse_variant(data).to_toml(), encoding="utf-8")
+    result = cli("variants", "--variant-file", tmp_path / "v.toml")
+    assert result.exit_code == 0, result.output
+    mine = result.output.split("no-chick-drops  (loaded from")[1].split("\n  start:")[0]
+    assert "board: 3 files x 4 ranks; drops; try; the chick cannot be dropped (captured, it leaves the game)\n" \
+        in mine and "chick drops" not in mine, mine
+    shipped = result.output.split("dobutsu-no-far-drop  (shipped)")[1].split("\n  start:")[0]
+    assert "; no chick drops on rank 1 from the far side\n" in shipped, shipped
+
+
+def test_board_sizes_are_written_files_then_ranks_in_words(cli):
+    """The third hostile round: ``variants`` titled dobutsu-5x3 '3x5 board' where the README wrote
+    boards as files x ranks and the name counts ranks first: sizes are said in words."""
+    import re
+
+    for v in shipped_variants().values():
+        assert not re.search(r"[0-9] ?[x×] ?[0-9]", v.title), v.title
+    assert get_variant("dobutsu-5x3").title.startswith("Dobutsu shogi on 3 files x 5 ranks")
+    assert get_variant("dobutsu-5x3").size == "3 files x 5 ranks"
+    listed = cli("variants").output
+    assert "Dobutsu shogi on 3 files x 5 ranks" in listed and "3x5" not in listed
+
+
+def test_a_file_whose_title_differs_takes_the_shipped_variants_positions(tmp_path):
+    """A title (or description) is prose: a file built before a shipped title changed records the
+    old one, and still takes the positions of the variant as shipped, and its name's start."""
+    from dataclasses import replace
+
+    shipped = get_variant("dobutsu-3x3")
+    old = replace(shipped, title="Lions and chicks on a 3x3 board", description="before")
+    assert old == shipped and hash(old) == hash(shipped) and old.canonical_json != shipped.canonical_json
+    path = tmp_path / "old.h5"
+    build_tablebase(path, Position.start(old), progress=False, variant=old)
+    with open_tablebase(path) as tb:
+        assert tb.variant.title == "Lions and chicks on a 3x3 board"
+        assert tb.probe_wdl(Position.start(shipped)) == tb.probe_wdl(Position.start(old))
 
 
 # --- a user's variant, end to end ----------------------------------------------------------------

@@ -69,7 +69,7 @@ def _tablebase_for(start_text: str | None, tb_path: Path | None, variant, varian
     default = default_tb()
     if default.exists():
         tb = open_tablebase(default)
-        if tb.variant == variant and tb.get_wdl(start) is not None:
+        if tb.variant == variant and tb.get_wdl(start) is not None:  # (== leaves titles and prose apart)
             return tb, start
         tb.close()
     folder = Path(cache_root()) / "tablebases"

@@ -253,6 +253,21 @@ def line(position, tb_path, max_plies, png_dir, as_json):
         click.echo(f"\nstopped early: after {len(pv)} of the {abs(dtm)} plies to the end of the game (--max-plies)")
 
 
+def _rules_said(v) -> list[str]:
+    """The ``variants`` listing's words for a variant's options: drops, the try, and each kind
+    that cannot be dropped (while others can) or not on some ranks."""
+    rules = [("drops" if v.drops else "no drops"), ("try" if v.try_rule else "no try")]
+    promoted = {p.promotes_to for p in v.pieces if p.promotes_to}
+    for p in v.pieces:
+        if v.drops and not p.drop and not p.royal and p.letter not in promoted:  # (drop = false)
+            rules.append(f"the {p.name} cannot be dropped (captured, it leaves the game)")
+        elif p.drop and p.forbidden_drop_ranks:
+            ranks = p.forbidden_drop_ranks
+            rules.append(f"no {p.name} drops on rank{'s' if len(ranks) > 1 else ''} "
+                         + ", ".join(str(r) for r in ranks) + " from the far side")
+    return rules
+
+
 @click.command()
 @click.option("--variant-file", "variant_file", type=PATH, default=None, metavar="PATH",
               help="Also load the variants of a TOML file, or of every *.toml of a folder.")
@@ -268,13 +283,8 @@ def variants(variant_file, as_json):
         click.echo(json.dumps([v.to_dict() for v in found.values()], indent=2))
         return
     for v in found.values():
-        rules = [("drops" if v.drops else "no drops"), ("try" if v.try_rule else "no try")]
-        rules += [f"no {p.name} drops on rank{'s' if len(p.forbidden_drop_ranks) > 1 else ''} "
-                  + ", ".join(str(r) for r in p.forbidden_drop_ranks) + " from the far side"
-                  for p in v.pieces if p.forbidden_drop_ranks]
-        origin = f"loaded from {variant_file}" if v.name in loaded else "shipped"
-        click.echo(f"{v.name}  ({origin})\n  {v.title}\n  board: {v.files} files x {v.ranks} ranks; "
-                   + "; ".join(rules))
+        click.echo(f"{v.name}  ({f'loaded from {variant_file}' if v.name in loaded else 'shipped'})\n  {v.title}\n"
+                   f"  board: {v.size}; " + "; ".join(_rules_said(v)))
         pieces = ", ".join(f"{p.letter} {p.name}" + (" (royal)" if p.royal else "")
                            + (f" -> {p.promotes_to}" if p.promotes_to else "") for p in v.pieces)
         click.echo(f"  pieces: {pieces}\n  start: {v.start}")

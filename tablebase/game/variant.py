@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -116,7 +116,9 @@ class Variant:
     name : str
         Short name (``"dobutsu-5x3"``): lower case letters, digits and hyphens.
     title : str
-        One line for people.
+        One line for people. Neither it nor ``description`` takes part in comparisons: two
+        variants of one name and equal rules are equal (``==``) whatever their prose, so that a
+        file built before a title changed still takes the positions of the variant as shipped.
     files, ranks : int
         Board size: files ``a``, ``b``, ... from Sente's left; ranks 1 (Gote's home rank, at the
         top) to ``ranks`` (Sente's home rank).
@@ -141,7 +143,7 @@ class Variant:
     """
 
     name: str
-    title: str
+    title: str = field(compare=False)
     files: int
     ranks: int
     pieces: tuple
@@ -149,7 +151,7 @@ class Variant:
     drops: bool = True
     try_rule: bool = True
     hand_order: str = ""
-    description: str = ""
+    description: str = field(default="", compare=False)
 
     # --- derived facts ------------------------------------------------------------------------
 
@@ -160,8 +162,8 @@ class Variant:
 
     @property
     def size(self) -> str:
-        """``"3x4"``: files x ranks."""
-        return f"{self.files}x{self.ranks}"
+        """``"3 files x 4 ranks"``: the board's size for people (files first, as everywhere)."""
+        return board_size(self.files, self.ranks)
 
     def kind(self, letter: str) -> PieceKind:
         """The kind with this (upper case) letter.
@@ -263,7 +265,13 @@ class Variant:
         return self.name.replace("-", "")
 
     def __repr__(self) -> str:
-        return f"<Variant {self.name}: {self.size}, {''.join(p.letter for p in self.pieces)}>"
+        return f"<Variant {self.name}: {self.files}x{self.ranks}, {''.join(p.letter for p in self.pieces)}>"
+
+
+def board_size(files: int, ranks: int) -> str:
+    """A board's size as every message writes it: ``"3 files x 5 ranks"`` (a bare ``3x5`` reads
+    either way round, and the 5x3 game's name counts its ranks first)."""
+    return f"{files} file{'s' if files != 1 else ''} x {ranks} rank{'s' if ranks != 1 else ''}"
 
 
 # --- parsing -----------------------------------------------------------------------------------
@@ -316,7 +324,7 @@ def _steps(raw, where: str, files: int, ranks: int) -> tuple:
         if offset == (0, 0):
             _fail(here, "a step of [0, 0] goes nowhere")
         if abs(offset[0]) >= files or abs(offset[1]) >= ranks:
-            _fail(here, f"the step {list(offset)} leaves every square of a {files}x{ranks} board")
+            _fail(here, f"the step {list(offset)} leaves every square of a board of {board_size(files, ranks)}")
         if offset in out:
             _fail(here, f"the step {list(offset)} is listed twice")
         out.append(offset)
@@ -397,7 +405,8 @@ def _parse(data: dict) -> Variant:
     if ranks < 2:
         _fail("ranks", f"must be at least 2, got {ranks}")
     if files * ranks > MAX_CELLS:
-        _fail("ranks", f"a {files}x{ranks} board has {files * ranks} squares; the kernels hold at most {MAX_CELLS}")
+        _fail("ranks", f"a board of {board_size(files, ranks)} has {files * ranks} squares; the kernels hold at most "
+                       f"{MAX_CELLS}")
     raw_pieces = _typed(data, "pieces", list, "", required=True)
     if not 1 <= len(raw_pieces) <= MAX_KINDS:
         _fail("pieces", f"1 to {MAX_KINDS} kinds of piece, got {len(raw_pieces)}")
@@ -606,7 +615,7 @@ def add_variants(path) -> list[Variant]:
     found = load_variants(path)
     shipped = shipped_variants()
     for v in found:
-        if v.name in shipped and shipped[v.name].digest != v.digest:
+        if v.name in shipped and shipped[v.name] != v:  # (equal rules, other prose: the same variant)
             raise VariantError(f"{path}: the variant {v.name!r} is a shipped variant's name; choose another")
     for v in found:
         _LOADED[v.name] = v

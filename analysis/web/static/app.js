@@ -721,7 +721,7 @@ function renderInfo() {
   const dl = $("file-counts");
   dl.replaceChildren();
   const rows = [
-    ["file", info.file], ["variant", `${GAME.name} (${GAME.files}x${GAME.ranks})`], ["start position", info.start],
+    ["file", info.file], ["variant", `${GAME.name} (${GAME.files} files × ${GAME.ranks} ranks)`], ["start position", info.start],
     ["start value", `${describe(info.start_value, true)} for the side to move`],
     ["reachable positions", info.reachable], ["catch-terminal (win in 1)", info.catch_terminal],
     ...(GAME.tryRule ? [["try-terminal (loss in 0)", info.try_terminal]] : []), ["stored (non-terminal)", info.nonterminal],
