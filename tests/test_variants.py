@@ -477,7 +477,7 @@ def test_positions_without_a_move_and_jh85s_counts(tmp_path, cli):
     stuck = Position.from_key(no_moves[0], v).text()
     shown = cli("line", stuck, "--tb", tmp_path / "again.h5")
     assert shown.exit_code == 0 and "loss in 0 plies" in shown.output
-    assert shown.output.rstrip().endswith("Sente has no legal move: a loss, as in shogi (docs/rules.md §6)")
+    assert shown.output.rstrip().endswith("Sente has no legal move: a loss, as in shogi (docs/rules.md §3)")
 
 
 def test_build_never_writes_over_its_variant_file(cli, tmp_path):
@@ -503,4 +503,28 @@ def test_verify_line_refuses_a_tablebase_of_another_variant_than_asked(cli, lion
     from conftest import LION_CHICK
 
     ok = cli("verify-line", "--tb", lion_chick_tb.path, "--start", LION_CHICK, "--variant", "dobutsu", "Lb4-a3")
+    assert ok.exit_code == 0, ok.output
+
+
+def test_verify_line_names_a_tablebase_of_another_variant_of_the_same_name(cli, tmp_path):
+    """The third hostile round: a file of a variant ``lions`` and a variant file ``lions`` with
+    other rules were said as 'a tablebase of a lions whose rules differ from the variant file's,
+    not of lions'."""
+    built = tmp_path / "lions.toml"
+    built.write_text(LIONS_ONLY, encoding="utf-8")
+    out = tmp_path / "lions.h5"
+    assert cli("build", "--variant-file", built, "--out", out, "-q").exit_code == 0
+    other = tmp_path / "other" / "lions.toml"
+    other.parent.mkdir()
+    other.write_text(LIONS_ONLY.replace("drops = false", "drops = false\ntry_rule = false"), encoding="utf-8")
+    result = cli("verify-line", "--tb", out, "--variant-file", other, "Lb3-a2")
+    assert result.exit_code == 2
+    said = " ".join(result.output.split())  # (click wraps the usage error's line)
+    assert (f"Error: {out} is a tablebase of another variant named lions, with rules other than those asked for: "
+            f"give a tablebase built from the rules asked for, or leave out --variant/--variant-file to use the "
+            f"file's own rules") in said, result.output
+    retitled = tmp_path / "retitled" / "lions.toml"  # the same rules under another title: the same variant
+    retitled.parent.mkdir()
+    retitled.write_text('title = "Two lions"\n' + LIONS_ONLY, encoding="utf-8")
+    ok = cli("verify-line", "--tb", out, "--variant-file", retitled, "Lb3-a2")
     assert ok.exit_code == 0, ok.output

@@ -248,7 +248,7 @@ def line(position, tb_path, max_plies, png_dir, as_json):
         click.echo(f"\nthe game is already over: the enemy {royal} has reached {SIDE_NAMES[pos.turn]}'s home rank "
                    f"safely")
     elif not pv:
-        click.echo(f"\n{SIDE_NAMES[pos.turn]} has no legal move: a loss, as in shogi (docs/rules.md §6)")
+        click.echo(f"\n{SIDE_NAMES[pos.turn]} has no legal move: a loss, as in shogi (docs/rules.md §3)")
     elif not pv[-1].ends_game:
         click.echo(f"\nstopped early: after {len(pv)} of the {abs(dtm)} plies to the end of the game (--max-plies)")
 
