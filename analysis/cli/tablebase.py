@@ -150,7 +150,7 @@ def probe(position, tb_path, as_json):
     win, draw or loss, with the signed DTM in plies (+n wins in n, -n loses in n), a move's
     counted from the position before it; so the best moves' value is the position's.
     """
-    from dobutsu_tb.analysis.reports import parse_position, probe_json
+    from dobutsu_tb.analysis.reports import move_note, parse_position, probe_json
     from dobutsu_tb.tablebase.game.position import SIDE_NAMES
     from dobutsu_tb.tablebase.probe import open_tablebase
     from dobutsu_tb.tablebase.values import Terminal, describe_value, signed_text
@@ -167,14 +167,12 @@ def probe(position, tb_path, as_json):
     note = {Terminal.CATCH: f" (it can capture the enemy {royal})",
             Terminal.TRY: f" (the enemy {royal} has reached its far rank safely: the game is over)"}.get(terminal, "")
     click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {side}, DTM {signed_text(dtm)}{note}")
-    notes = {Terminal.ROYAL_CAPTURED: f"captures the {royal}", Terminal.TRY: f"the {royal} reaches the far rank",
-             Terminal.CATCH: f"leaves the {royal} to be captured"}
     for m in moves:
         if m.wdl is None:  # only after a catch-terminal position, which the tablebase never expands
-            click.echo(f"  {m.move:<9} {'unknown':<18}       not in this tablebase")
+            click.echo(f"  {m.move:<9} {'unknown':<18}       {move_note(m, royal)}")
             continue
-        note = notes.get(m.terminal, "")
-        click.echo(f"  {m.move:<9} {describe_value(m.wdl, m.dtm):<18} {signed_text(m.dtm):>5}  {note}".rstrip())
+        click.echo(f"  {m.move:<9} {describe_value(m.wdl, m.dtm):<18} {signed_text(m.dtm):>5}  "
+                   f"{move_note(m, royal)}".rstrip())
 
 
 @click.command()
