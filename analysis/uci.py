@@ -65,7 +65,7 @@ from dobutsu_tb.tablebase.game.position import Position, PositionError
 from dobutsu_tb.tablebase.game.variant import Variant, standard_variant
 from dobutsu_tb.tablebase.probe import MissingPositionError, MoveValue, Tablebase
 from dobutsu_tb.tablebase.schema import TablebaseFileError
-from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN, Terminal, move_rank
+from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN, Terminal, move_rank, move_tie
 
 ENGINE_NAME = "dobutsu-tb"
 ENGINE_AUTHOR = "the dobutsu-tablebase authors"
@@ -196,12 +196,15 @@ class Line:
 
     def order(self) -> tuple:
         """Sort key, best first: the tablebase's order (wins fastest, draws, losses slowest,
-        unknown last: :func:`~dobutsu_tb.tablebase.values.move_rank`), and among equals a lion
-        capture first, the draw that repeats least, and a loss that does not leave the lion
-        attacked (engines and GUIs whose lion is a royal king, as Fairy-Stockfish 11.1's, call
-        that move illegal)."""
-        tie = {WIN: not self.capture, DRAW: self.repeats, LOSS: self.hangs}.get(self.wdl, 0)
-        return move_rank(self.wdl, self.dtm), tie
+        unknown last: :func:`~dobutsu_tb.tablebase.values.move_rank`), and among equals the one
+        tie-break of every surface (:func:`~dobutsu_tb.tablebase.values.move_tie`: a lion capture
+        before a try, a loss that does not leave the lion attacked, which engines and GUIs whose
+        lion is a royal king, as Fairy-Stockfish 11.1's, call illegal), or for draws the one that
+        repeats least."""
+        if self.wdl == DRAW:
+            return move_rank(self.wdl, self.dtm), self.repeats
+        terminal = Terminal.ROYAL_CAPTURED if self.capture else Terminal.CATCH if self.hangs else None
+        return move_rank(self.wdl, self.dtm), move_tie(self.wdl, terminal)
 
 
 def rank_moves(moves: list[MoveValue], seen: Counter, variant: Variant | None = None) -> list[Line]:

@@ -229,6 +229,33 @@ def test_longest_resistance_keeps_the_lion_guarded(engine):
     assert best.split()[1] == "a1a2" and [score for score, _ in _scores(info).values()] == ["mate -1"] * 3
 
 
+def test_one_tie_break_on_every_surface(engine, cli, lion_chick_tb):
+    """The third hostile round: a try and a lion capture both win in 1; ``probe`` listed the try
+    first and ``line`` played it, while the engine played the capture. Every surface now puts
+    the capture first; and among equal losses, a move that keeps the lion safe."""
+    import json
+
+    from dobutsu_tb.analysis.reports import probe_json
+
+    tb_path = lion_chick_tb.path
+    for text, fen, first, uci in [("S/--l/-L-/---/---/Cc", "2l/1L1/3/3[Cc] w 0 1", "Lb2xc1", "b3c4"),
+                                  ("S/l--/-L-/---/---/Cc", "l2/1L1/3/3[Cc] w 0 1", "Lb2xa1", "b3a4")]:
+        shown = cli("probe", text, "--tb", tb_path)
+        assert shown.output.splitlines()[1].split()[0] == first, shown.output
+        assert json.loads(cli("probe", text, "--tb", tb_path, "--json").output)["moves"][0]["move"] == first
+        assert f"1. Sente {first}\n" in cli("line", text, "--tb", tb_path).output
+        with open_tablebase(tb_path) as tb:
+            assert tb.probe_moves(text)[0].move == first and tb.principal_variation(text)[0].move == first
+            assert probe_json(tb, Position.from_text(text))["moves"][0]["move"] == first  # the web page's
+        _, best = engine.search(f"position fen {fen}", "go")
+        assert best == f"bestmove {uci}"
+    # Every move loses in 2 plies: the one that leaves the lion safe first, everywhere.
+    shown = cli("probe", "S/---/---/-Cl/Lr-/-", "--tb", tb_path)
+    assert shown.output.splitlines()[1].split()[0] == "La4-a3", shown.output
+    _, best = engine.search("position fen 3/3/1Cl/L+c1[-] w 0 1", "go")
+    assert best.split()[1] == "a1a2"
+
+
 def test_repetition(engine):
     """Gote, lost, takes a draw by a third occurrence when the game history offers one."""
     fen = "2l/1c1/2+C/1L1[-] w 0 1"  # Sente wins in 5; after c2c3 c4b4 c3c2, Gote loses in 10
