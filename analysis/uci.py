@@ -62,7 +62,7 @@ from dobutsu_tb.tablebase.game.notation import (
     uci_of_move_text,
 )
 from dobutsu_tb.tablebase.game.position import Position, PositionError
-from dobutsu_tb.tablebase.game.variant import Variant, standard_variant
+from dobutsu_tb.tablebase.game.variant import Variant, shipped_twin, shipped_variants, standard_variant
 from dobutsu_tb.tablebase.probe import MissingPositionError, MoveValue, Tablebase
 from dobutsu_tb.tablebase.schema import TablebaseFileError
 from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN, Terminal, move_rank, move_tie
@@ -85,13 +85,42 @@ _GO_VALUES = ("wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "
 _GO_FLAGS = ("infinite", "ponder")
 
 
+#: The variants Fairy-Stockfish knows by itself (pyffish 0.0.90's ``pyffish.variants()``): a
+#: variant of ours whose rules are not a shipped one's is never offered under one of these names.
+FAIRY_STOCKFISH_VARIANTS = frozenset("""
+    3check 5check ai-wok almost amazon amazons antichess armageddon asean ataxx atomar atomic berolina
+    breakthrough bughouse cambodian capablanca capahouse caparandom centaur chancellor chaturanga checkshogi
+    chess chessgi chigorin clobber clobber10 codrus coregal courier crazyhouse dobutsu dragon duck embassy
+    euroshogi extinction fairy fischerandom flipello flipello10 flipersi fox-and-hounds gardner georgian giveaway
+    gorogoro gothic grand grasshopper gustav3 hoppelpoppel horde isolation isolation7x7 janggi janggicasual
+    janggimodern janggitraditional janus jesonmor joust judkins karouk kinglet kingofthehill knightmate koedem
+    kyotoshogi legan loop losalamos losers makpong makruk manchu micro mini minishogi minixiangqi misere modern
+    newzealand nightrider nocastle nocheckatomic normal okisakishogi omicron opulent paradigm pawnback
+    pawnsideways perfect petrified placement pocketknight raazuvaa racingkings seirawan shako shatar shatranj
+    shogi shoshogi shouse sittuyin snailtrail sortofalmost spartan suicide supply tencubed threekings torishogi
+    torpedo troitzky wolf xiangqi yarishogi""".split())
+#: What a variant's own name gets when it is a name that another game goes by (docs/uci.md).
+OWN_NAME_SUFFIX = "-custom"
+
+
 # --- the game: every game-specific call of the engine (the variant, FEN, UCI moves) ----------
 
 def variants(tb: Tablebase) -> list[str]:
-    """The ``UCI_Variant`` names the engine plays with this file: the variant of its positions, by
-    Fairy-Stockfish's name (``dobutsu``) and, when it differs, ours (``dobutsu-5x3``)."""
-    names = [tb.variant.fairy_name]
-    return names + ([tb.variant.name] if tb.variant.name not in names else [])
+    """The ``UCI_Variant`` names the engine plays with this file (docs/uci.md, "Variants").
+
+    A file whose rules are a shipped variant's (:func:`~dobutsu_tb.tablebase.game.variant.shipped_twin`,
+    whatever the names and titles) is played under that variant's Fairy-Stockfish name
+    (``dobutsu``, ``dobutsu5x3``) and, when it differs, ours (``dobutsu-5x3``). Any other is
+    played under its own name as written, hyphens kept (``dobu-tsu``), so that a GUI never takes
+    it for a game Fairy-Stockfish plays; a name that another game goes by (a shipped variant's,
+    or one of :data:`FAIRY_STOCKFISH_VARIANTS`, in any case) gets :data:`OWN_NAME_SUFFIX`
+    (``shogi-custom``)."""
+    twin = shipped_twin(tb.variant)
+    if twin is not None:
+        return [twin.fairy_name] + ([twin.name] if twin.name != twin.fairy_name else [])
+    taken = FAIRY_STOCKFISH_VARIANTS | {n for v in shipped_variants().values() for n in (v.name, v.fairy_name)}
+    name = tb.variant.name
+    return [name + OWN_NAME_SUFFIX if name.lower() in taken else name]
 
 
 def start_position(variant: Variant) -> Position:

@@ -21,6 +21,7 @@ import pytest
 
 from conftest import LION_CHICK, random_positions
 from dobutsu_tb.analysis.uci import MAX_LINE_BYTES, UciEngine
+from dobutsu_tb.tablebase.build import build_tablebase
 from dobutsu_tb.tablebase.game.layout import TRY
 from dobutsu_tb.tablebase.game.notation import (
     IllegalMoveError,
@@ -312,6 +313,57 @@ def test_go_before_position_and_bad_positions(engine):
         assert best == "bestmove (none)" and len(info) == 1 and later in info[0], (bad, info)
         assert info[0].startswith("info string error: ")
     engine.ready()
+
+
+def test_only_a_shipped_variants_rules_carry_a_fairy_stockfish_name():
+    """The third hostile round: a variant of one's own named ``dobu-tsu`` (lions on 3 files x 3
+    ranks) was offered as ``UCI_Variant dobutsu``, its name without hyphens: a GUI then believes
+    it plays Fairy-Stockfish's game. Fairy-Stockfish's names go to the shipped rules only; any
+    other variant goes by its own name, which never is another game's."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from dobutsu_tb.analysis.uci import variants
+    from dobutsu_tb.tablebase.game.variant import get_variant, parse_variant
+
+    def names(variant):
+        return variants(SimpleNamespace(variant=variant))
+
+    lions = {"name": "dobu-tsu", "files": 3, "ranks": 3, "start": "S/-l-/---/-L-/-", "drops": False,
+             "pieces": [{"letter": "L", "name": "lion", "royal": True, "steps": ["f", "b", "l", "r"]}]}
+    assert names(get_variant("dobutsu")) == ["dobutsu"]
+    assert names(get_variant("dobutsu-5x3")) == ["dobutsu5x3", "dobutsu-5x3"]
+    assert names(replace(get_variant("dobutsu-5x3"), name="mine", title="Mine")) == ["dobutsu5x3", "dobutsu-5x3"]
+    assert names(parse_variant(lions)) == ["dobu-tsu"]
+    for taken in ("dobutsu5x3", "dobutsu-5x3", "dobutsunodrops", "shogi", "fox-and-hounds", "dobutsu"):
+        assert names(parse_variant({**lions, "name": taken})) == [taken + "-custom"], taken
+    other_5x3 = get_variant("dobutsu-5x3").to_dict() | {"name": "dobutsu-5x-3", "try_rule": False}
+    assert names(parse_variant(other_5x3)) == ["dobutsu-5x-3"]
+
+
+def test_a_variant_of_ones_own_is_offered_under_its_own_name(tmp_path):
+    """End to end: the engine on a file of a variant of one's own offers and takes its name only."""
+    from test_variants import LIONS_ONLY
+
+    from dobutsu_tb.tablebase.game.variant import parse_variant
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    variant = parse_variant(tomllib.loads(LIONS_ONLY))
+    path = tmp_path / "lions.h5"
+    build_tablebase(path, Position.start(variant), progress=False, variant=variant)
+    e = Engine(path)
+    try:
+        e.send("uci", "setoption name UCI_Variant value dobutsu", "setoption name UCI_Variant value lions")
+        assert "option name UCI_Variant type combo default lions var lions" in e.out
+        errors = [line for line in e.out if "error" in line]
+        assert errors == ["info string error: variant 'dobutsu' is not played here; this tablebase's: lions"], errors
+        _, best = e.search("position startpos", "go")
+        assert best.startswith("bestmove b")
+    finally:
+        e.engine.tb.close()
 
 
 def test_hostile_lines(engine):

@@ -221,6 +221,13 @@ class Variant:
         return self.to_json()
 
     @cached_property
+    def rules_json(self) -> str:
+        """:meth:`to_json` less the name, title and description: two variants with equal texts
+        are the same game under any names (what tells whether a variant is a shipped one)."""
+        rules = {k: v for k, v in self.to_dict().items() if k not in ("name", "title", "description")}
+        return json.dumps(rules, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+    @cached_property
     def digest(self) -> str:
         """A hash of the description (16 hex digits): two variants with equal rules have equal digests."""
         import hashlib  # (here: probing never needs a digest, and hashlib takes milliseconds to import)
@@ -259,9 +266,11 @@ class Variant:
 
     @property
     def fairy_name(self) -> str:
-        """Fairy-Stockfish's name of the variant (its ``UCI_Variant``): ``dobutsu`` for the
-        standard game; for others the name without hyphens (the name a ``variants.ini`` section
-        defining it would carry: tests/data/fairy-variants.ini)."""
+        """The name of a shipped variant in Fairy-Stockfish's style (its ``UCI_Variant``):
+        ``dobutsu`` for the standard game; for others the name without hyphens (the name a
+        ``variants.ini`` section defining it carries: tests/data/fairy-variants.ini). Only a
+        variant whose rules are a shipped one's may be offered under it: see
+        :func:`shipped_twin` and ``analysis/uci.py``."""
         return self.name.replace("-", "")
 
     def __repr__(self) -> str:
@@ -637,6 +646,12 @@ def get_variant(name: str) -> Variant:
     return known[name]
 
 
+def shipped_twin(variant: Variant) -> Variant | None:
+    """The shipped variant whose rules are ``variant``'s (:attr:`Variant.rules_json`: whatever the
+    names and prose), or None."""
+    return next((v for v in shipped_variants().values() if v.rules_json == variant.rules_json), None)
+
+
 def known_variants() -> dict:
     """Every shipped and loaded variant, by name."""
     return {**shipped_variants(), **_LOADED}
@@ -659,4 +674,4 @@ def variant_from_json(text: str, source: str = "variant") -> Variant:
 
 __all__ = ["PieceKind", "Variant", "VariantError", "parse_variant", "load_variant_file", "load_variants",
            "shipped_variants", "standard_variant", "add_variants", "get_variant", "known_variants",
-           "variant_from_json"]
+           "variant_from_json", "shipped_twin", "board_size"]
