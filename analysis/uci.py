@@ -53,8 +53,10 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Callable
 
 from dobutsu_tb.analysis.reports import parse_position
+from dobutsu_tb.tablebase.game.layout import CATCH, TRY
 from dobutsu_tb.tablebase.game.notation import (
     IllegalMoveError,
+    move_text,
     parse_uci_move,
     play_move,
     quote_move,
@@ -158,6 +160,50 @@ def uci_of(move: str, variant: Variant) -> str:
 def has_moves(position: Position) -> bool:
     """Whether the side to move has a legal move (False once the game is over)."""
     return position.game.legal_moves(position.state()).size > 0
+
+
+def outside_moves(tb: Tablebase, root: Position) -> list[MoveValue]:
+    """The moves of a position the file does not hold, each with the value that the rules or the
+    file can give it, else unknown (``wdl`` None): a capture of the lion, a safe try, or a move
+    that leaves the opponent no move wins in 1 ply; a move that leaves the lion to be captured,
+    or after which the opponent's lion can make a safe try, loses in 2; a move to a position
+    the file holds has the file's value. In the order of generation (:func:`rank_moves` sorts)."""
+    game = root.game
+    out = []
+    for mv in game.legal_move_list(root.state()):
+        child = play_move(root, mv)
+        text = move_text(root, mv)
+        if child is None:  # the lion's capture
+            out.append(MoveValue.after(text, None, LOSS, 0, Terminal.ROYAL_CAPTURED))
+            continue
+        state = child.state()
+        cls = game.classify(state)
+        if cls == TRY:
+            out.append(MoveValue.after(text, child, LOSS, 0, Terminal.TRY))
+            continue
+        if cls == CATCH:
+            out.append(MoveValue.after(text, child, WIN, 1, Terminal.CATCH))
+            continue
+        tb.probes += 1
+        found = tb.lookup_key(game.key_of(state))
+        if found is not None:
+            out.append(MoveValue.after(text, child, found[0], found[1]))
+            continue
+        replies = game.legal_move_list(state)
+        if not replies:  # the opponent has no move: a loss in 0 (docs/rules.md §3)
+            out.append(MoveValue.after(text, child, LOSS, 0))
+        elif any(game.classify(after.state()) == TRY for after in (play_move(child, r) for r in replies)
+                 if after is not None):
+            out.append(MoveValue.after(text, child, WIN, 1))  # its lion's try wins at once
+        else:
+            out.append(MoveValue(text, child, None, None))
+    return out
+
+
+def _outside_group(line: "Line") -> int:
+    """Where a move of a position outside the file stands: a known win or draw first, then a move
+    of unknown value (it may draw or win), then a known loss."""
+    return 1 if line.wdl is None else 2 if line.wdl == LOSS else 0
 
 
 # --- values --------------------------------------------------------------------------------------
@@ -553,33 +599,46 @@ class UciEngine:
         seen = Counter(p for p in positions if p is not None)
         if seen[root] >= 3:
             self.info("this position has occurred 3 times: the game is drawn by repetition (docs/rules.md §3)")
-        if not has_moves(root):
-            self.tb.value(root)  # a position the file does not cover is still an error
+        if not has_moves(root):  # the game is over (a try), or no move: a loss in 0 (docs/rules.md §3)
+            if self.tb.get_wdl(root) is None:
+                self.info(f"{root.text()} is not in this tablebase; the game is over (no legal move)")
             self.send("info depth 0 score mate 0")
             return "(none)"
         self.tb.probes = 0
-        lines = rank_moves(self.tb.probe_moves(root), seen, self.tb.variant)
+        try:
+            moves, outside = self.tb.probe_moves(root), False
+        except MissingPositionError as exc:  # a legal position the file does not hold: still a move to play
+            moves, outside = outside_moves(self.tb, root), True
+            known = sum(m.wdl is not None for m in moves)
+            self.info(f"{exc}; playing the best move the rules and the file can value ({known} of {len(moves)} "
+                      f"moves valued: a capture, a try, the lion left to be captured, or a position the file "
+                      f"holds; a move of unknown value comes before a known loss)")
+        lines = rank_moves(moves, seen, self.tb.variant)
+        if outside:
+            lines.sort(key=_outside_group)  # (stable: each group stays best first)
         if job.searchmoves:
             allowed = self._searchmoves(root, job.searchmoves)
             lines = [line for line in lines if line.uci in allowed] or lines
         unknown = [line.uci for line in lines if line.wdl is None]
-        if unknown:
+        if unknown and not outside:
             self.info(f"{len(unknown)} moves lead to positions this tablebase does not hold "
                       f"(the side to move can capture the lion): {' '.join(unknown)}")
         repeated = [line.uci for line in lines if line.repetition]
         if repeated:
             self.info("draws by repetition (a third occurrence): " + " ".join(repeated))
-        known = [line for line in lines if line.wdl is not None]
-        for k, line in enumerate(known[: job.multipv], 1):
-            line.pv = [line.uci] + ([] if job.stop.is_set() else self._continuation(line, job.depth))
+        shown = lines if outside else [line for line in lines if line.wdl is not None]
+        for k, line in enumerate(shown[: job.multipv], 1):
+            line.pv = [line.uci] + ([] if job.stop.is_set() or line.wdl is None else
+                                    self._continuation(line, job.depth))
             if job.depth is not None:
                 line.pv = line.pv[: job.depth]
             ms = max(1, round(1000 * (time.perf_counter() - job.started)))
             nodes = self.tb.probes
+            score = "" if line.wdl is None else f"score {uci_score(line.wdl, line.plies)} "  # (unknown: no score)
             self.send(f"info depth {len(line.pv)} seldepth {len(line.pv)} multipv {k} "
-                      f"score {uci_score(line.wdl, line.plies)} nodes {nodes} nps {1000 * nodes // ms} "
+                      f"{score}nodes {nodes} nps {1000 * nodes // ms} "
                       f"tbhits {nodes} time {ms} pv {' '.join(line.pv)}")
-        best = (known or lines)[0]
+        best = (shown or lines)[0]
         ponder = f" ponder {best.pv[1]}" if len(best.pv) > 1 else ""
         return best.uci + ponder
 
@@ -590,7 +649,11 @@ class UciEngine:
         cap = depth - 1 if depth is not None else (DRAW_PV_PLIES if line.wdl == DRAW else line.plies)
         if cap < 1:
             return []
-        return [uci_of(m.move, self.tb.variant) for m in self.tb.principal_variation(line.child, max_plies=cap)]
+        try:
+            pv = self.tb.principal_variation(line.child, max_plies=cap)
+        except MissingPositionError:  # (a move out of a position outside the file, valued by the rules)
+            return []
+        return [uci_of(m.move, self.tb.variant) for m in pv]
 
     def _searchmoves(self, root: Position, texts: list[str]) -> set[str]:
         """The UCI texts of the legal ones among ``searchmoves`` (as the engine writes them)."""

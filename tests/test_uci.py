@@ -288,9 +288,10 @@ def test_go_infinite_waits_for_stop(engine):
 
 
 def test_go_before_position_and_bad_positions(engine):
-    # No position yet: the standard start, which the lion-and-chick file does not cover.
+    # No position yet: the standard start, which the lion-and-chick file does not cover: a move all the same.
     info, best = engine.search("go")
-    assert best == "bestmove (none)" and any("not in this tablebase" in line for line in info)
+    assert best in ("bestmove b1a2", "bestmove b1c2", "bestmove b2b3", "bestmove c1c2"), best
+    assert any("not in this tablebase" in line for line in info)
     # A malformed command or FEN is an error at once; an illegal move when a go replays the game.
     none = "no position to search"
     for bad, now, later in [("position", "position takes startpos or fen", none),
@@ -313,6 +314,35 @@ def test_go_before_position_and_bad_positions(engine):
         assert best == "bestmove (none)" and len(info) == 1 and later in info[0], (bad, info)
         assert info[0].startswith("info string error: ")
     engine.ready()
+
+
+def test_a_legal_position_outside_the_file_still_gets_a_move(engine):
+    """The third hostile round: a legal position that the file does not hold got ``bestmove
+    (none)``, which a GUI reads as 'no legal move' (the engine resigned). It gets a move: the best
+    one the rules and the file can value, said in an ``info string``; ``(none)`` only without a
+    legal move."""
+    start = {"b1a2", "b1c2", "b2b3", "c1c2"}
+    info, best = engine.search("position startpos", "go")
+    assert best.split()[1] in start and info[0].startswith(
+        "info string S/gle/-c-/-C-/ELG/- is not in this tablebase (not reachable from S/-l-/-c-/-C-/-L-/-); "
+        "playing the best move the rules and the file can value (0 of 4 moves valued"), info
+    assert not any("error" in line for line in info)
+    # Sente can capture the lion in a position of other pieces: mate 1, the capture.
+    info, best = engine.search("position fen lg1/1L1/3/E2[-] w 0 1", "go")
+    assert best == "bestmove b3a4" and _scores(info)[1] == ("mate 1", ["b3a4"])
+    # Three of Sente's five moves leave its lion to be captured (known losses); the two giraffe
+    # captures are of unknown value, and come first; MultiPV lists them without a score.
+    engine.send("setoption name MultiPV value 5")
+    info, best = engine.search("position fen 3/1l1/3/gLg[-] w 0 1", "go")
+    assert best in ("bestmove b1a1", "bestmove b1c1"), best
+    rows = [line.split() for line in info if line.startswith("info depth")]
+    assert [r[r.index("pv") + 1] for r in rows][:2] == ["b1a1", "b1c1"] and "score" not in rows[0] + rows[1]
+    assert [r[r.index("score") + 1: r.index("score") + 3] for r in rows[2:]] == [["mate", "-1"]] * 3
+    # Gote's lion on Sente's home rank, safe: no move, the game is over, outside the file or not.
+    info, best = engine.search("position fen 3/1C1/3/l1L[c] w 0 1", "go")
+    assert best == "bestmove (none)" and info == ["info depth 0 score mate 0"]
+    info, best = engine.search("position fen 1G1/1C1/3/l1L[-] w 0 1", "go")
+    assert best == "bestmove (none)" and info[-1] == "info depth 0 score mate 0" and "not in this tablebase" in info[0]
 
 
 def test_only_a_shipped_variants_rules_carry_a_fairy_stockfish_name():
