@@ -490,6 +490,18 @@ def _fsf_missing():
     return None
 
 
+def test_the_match_without_pyffish_is_one_error_line(lion_chick_tb):
+    """The third hostile round: scripts/match.py after the README's main install died with a
+    traceback, ModuleNotFoundError: No module named 'pyffish'. One error line names the install."""
+    code = ("import runpy, sys; sys.modules['pyffish'] = None; "  # (None: import pyffish fails as if missing)
+            f"sys.argv = ['match.py', '--tb', {str(lion_chick_tb.path)!r}, '--fsf', '/bin/true']; "
+            f"runpy.run_path({str(ROOT / 'scripts' / 'match.py')!r}, run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (1, ""), proc.stderr
+    assert proc.stderr == ("error: scripts/match.py needs pyffish, Fairy-Stockfish's Python binding, which the main "
+                           "install leaves out: pip install -e '.[match]' (or '.[test]')\n")
+
+
 def test_match_against_fairy_stockfish(lion_chick_tb):
     """A short match on the lion-and-chick file: our engine never loses a won or drawn start, wins
     every won start within its DTM (exactly when Fairy-Stockfish resists best), and plays only
