@@ -31,12 +31,16 @@ values are otherwise the tablebase's, which take no history into account (after 
 winner's DTM-optimal moves the DTM is shorter, so a win played by the engine since it arose
 never meets a repetition).
 
+A legal position the file does not hold still gets a move (:func:`outside_moves`: the best the
+rules and the file can value one ply deep), with an ``info string`` saying so: ``bestmove
+(none)`` only when the side to move has no legal move. The ``UCI_Variant`` names offered are
+:func:`variants`'.
+
 Errors never stop the engine and never print a traceback: a malformed line, an unknown command
-or option, a bad FEN, an illegal move or a position the file does not cover is answered with
-one line ``info string error: ...``; ``go`` without a valid position answers ``bestmove
-(none)``. A ``position`` command's FEN is read at once, its moves are played when a ``go`` (or
-``d``) needs them, so an illegal move is reported then. Lines longer than
-:data:`MAX_LINE_BYTES` are skipped whole.
+or option, a bad FEN or an illegal move is answered with one line ``info string error: ...``;
+``go`` without a valid position answers ``bestmove (none)``. A ``position`` command's FEN is
+read at once, its moves are played when a ``go`` (or ``d``) needs them, so an illegal move is
+reported then. Lines longer than :data:`MAX_LINE_BYTES` are skipped whole.
 
 Threads: the main thread reads the commands and answers them, ``isready`` at once even while a
 search runs; each ``go`` runs on a worker thread, which replays the game and is the only one
