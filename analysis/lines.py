@@ -193,8 +193,11 @@ def verify_line(tb: Tablebase, start, moves: list[str]) -> LineReport:
         played = next(m for m in options if m.move == played_text)
         best_key = options[0].sort_key()
         optimal = played.sort_key() == best_key
-        best = [] if optimal else [f"{m.move} ({describe_value(m.wdl, m.dtm, unit=False)})"
-                                   for m in options if m.sort_key() == best_key]
+        best_moves = [] if optimal else [m for m in options if m.sort_key() == best_key]
+        if len(best_moves) > 1 and not repeats:  # in the order of generation, as verify_games' kernels list them
+            order = {move_text(pos, m): i for i, m in enumerate(pos.game.legal_move_list(pos.state()))}
+            best_moves.sort(key=lambda m: order[m.move])
+        best = [f"{m.move} ({describe_value(m.wdl, m.dtm, unit=False)})" for m in best_moves]
         over = REPETITION if played_text in repeats else _ending(played.terminal, side, pos.variant.royal.name)
         report.plies.append(PlyReport(ply, side, played_text, before, (played.after_wdl, played.after_dtm),
                                       (played.wdl, played.dtm), optimal, best,

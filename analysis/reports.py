@@ -58,6 +58,17 @@ def _ranks_given(text: str) -> int | None:
     return len(fields) - 2 if len(fields) >= 3 else None
 
 
+def move_note(m: MoveValue, royal: str = "lion") -> str:
+    """The words beside a move in a list of moves: how it ends the game, that it leaves the royal
+    piece (``royal``) to be captured, or that the file does not hold the position after it; empty
+    otherwise. ``probe`` prints them, and the web page writes the same words (``static/app.js``,
+    which a test holds to these)."""
+    if m.wdl is None:
+        return "not in this tablebase"
+    return {Terminal.ROYAL_CAPTURED: f"captures the {royal}", Terminal.TRY: f"the {royal} reaches the far rank safely",
+            Terminal.CATCH: f"leaves the {royal} to be captured"}.get(m.terminal, "")
+
+
 def move_json(m: MoveValue) -> dict:
     """One move of :func:`probe_json`: its text, the position after it (None once the royal piece
     is captured), the move's ``category`` and signed ``dtm`` (plies) for its player, the terminal

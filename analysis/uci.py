@@ -31,12 +31,16 @@ values are otherwise the tablebase's, which take no history into account (after 
 winner's DTM-optimal moves the DTM is shorter, so a win played by the engine since it arose
 never meets a repetition).
 
+A legal position the file does not hold still gets a move (:func:`outside_moves`: the best the
+rules and the file can value one ply deep), with an ``info string`` saying so: ``bestmove
+(none)`` only when the side to move has no legal move. The ``UCI_Variant`` names offered are
+:func:`variants`'.
+
 Errors never stop the engine and never print a traceback: a malformed line, an unknown command
-or option, a bad FEN, an illegal move or a position the file does not cover is answered with
-one line ``info string error: ...``; ``go`` without a valid position answers ``bestmove
-(none)``. A ``position`` command's FEN is read at once, its moves are played when a ``go`` (or
-``d``) needs them, so an illegal move is reported then. Lines longer than
-:data:`MAX_LINE_BYTES` are skipped whole.
+or option, a bad FEN or an illegal move is answered with one line ``info string error: ...``;
+``go`` without a valid position answers ``bestmove (none)``. A ``position`` command's FEN is
+read at once, its moves are played when a ``go`` (or ``d``) needs them, so an illegal move is
+reported then. Lines longer than :data:`MAX_LINE_BYTES` are skipped whole.
 
 Threads: the main thread reads the commands and answers them, ``isready`` at once even while a
 search runs; each ``go`` runs on a worker thread, which replays the game and is the only one
@@ -53,8 +57,10 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Callable
 
 from dobutsu_tb.analysis.reports import parse_position
+from dobutsu_tb.tablebase.game.layout import CATCH, TRY
 from dobutsu_tb.tablebase.game.notation import (
     IllegalMoveError,
+    move_text,
     parse_uci_move,
     play_move,
     quote_move,
@@ -62,10 +68,10 @@ from dobutsu_tb.tablebase.game.notation import (
     uci_of_move_text,
 )
 from dobutsu_tb.tablebase.game.position import Position, PositionError
-from dobutsu_tb.tablebase.game.variant import Variant, standard_variant
+from dobutsu_tb.tablebase.game.variant import Variant, shipped_twin, shipped_variants, standard_variant
 from dobutsu_tb.tablebase.probe import MissingPositionError, MoveValue, Tablebase
 from dobutsu_tb.tablebase.schema import TablebaseFileError
-from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN, Terminal, move_rank
+from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN, Terminal, move_rank, move_tie
 
 ENGINE_NAME = "dobutsu-tb"
 ENGINE_AUTHOR = "the dobutsu-tablebase authors"
@@ -85,13 +91,42 @@ _GO_VALUES = ("wtime", "btime", "winc", "binc", "movestogo", "depth", "nodes", "
 _GO_FLAGS = ("infinite", "ponder")
 
 
+#: The variants Fairy-Stockfish knows by itself (pyffish 0.0.90's ``pyffish.variants()``): a
+#: variant of ours whose rules are not a shipped one's is never offered under one of these names.
+FAIRY_STOCKFISH_VARIANTS = frozenset("""
+    3check 5check ai-wok almost amazon amazons antichess armageddon asean ataxx atomar atomic berolina
+    breakthrough bughouse cambodian capablanca capahouse caparandom centaur chancellor chaturanga checkshogi
+    chess chessgi chigorin clobber clobber10 codrus coregal courier crazyhouse dobutsu dragon duck embassy
+    euroshogi extinction fairy fischerandom flipello flipello10 flipersi fox-and-hounds gardner georgian giveaway
+    gorogoro gothic grand grasshopper gustav3 hoppelpoppel horde isolation isolation7x7 janggi janggicasual
+    janggimodern janggitraditional janus jesonmor joust judkins karouk kinglet kingofthehill knightmate koedem
+    kyotoshogi legan loop losalamos losers makpong makruk manchu micro mini minishogi minixiangqi misere modern
+    newzealand nightrider nocastle nocheckatomic normal okisakishogi omicron opulent paradigm pawnback
+    pawnsideways perfect petrified placement pocketknight raazuvaa racingkings seirawan shako shatar shatranj
+    shogi shoshogi shouse sittuyin snailtrail sortofalmost spartan suicide supply tencubed threekings torishogi
+    torpedo troitzky wolf xiangqi yarishogi""".split())
+#: What a variant's own name gets when it is a name that another game goes by (docs/uci.md).
+OWN_NAME_SUFFIX = "-custom"
+
+
 # --- the game: every game-specific call of the engine (the variant, FEN, UCI moves) ----------
 
 def variants(tb: Tablebase) -> list[str]:
-    """The ``UCI_Variant`` names the engine plays with this file: the variant of its positions, by
-    Fairy-Stockfish's name (``dobutsu``) and, when it differs, ours (``dobutsu-5x3``)."""
-    names = [tb.variant.fairy_name]
-    return names + ([tb.variant.name] if tb.variant.name not in names else [])
+    """The ``UCI_Variant`` names the engine plays with this file (docs/uci.md, "Variants").
+
+    A file whose rules are a shipped variant's (:func:`~dobutsu_tb.tablebase.game.variant.shipped_twin`,
+    whatever the names and titles) is played under that variant's Fairy-Stockfish name
+    (``dobutsu``, ``dobutsu5x3``) and, when it differs, ours (``dobutsu-5x3``). Any other is
+    played under its own name as written, hyphens kept (``dobu-tsu``), so that a GUI never takes
+    it for a game Fairy-Stockfish plays; a name that another game goes by (a shipped variant's,
+    or one of :data:`FAIRY_STOCKFISH_VARIANTS`, in any case) gets :data:`OWN_NAME_SUFFIX`
+    (``shogi-custom``)."""
+    twin = shipped_twin(tb.variant)
+    if twin is not None:
+        return [twin.fairy_name] + ([twin.name] if twin.name != twin.fairy_name else [])
+    taken = FAIRY_STOCKFISH_VARIANTS | {n for v in shipped_variants().values() for n in (v.name, v.fairy_name)}
+    name = tb.variant.name
+    return [name + OWN_NAME_SUFFIX if name.lower() in taken else name]
 
 
 def start_position(variant: Variant) -> Position:
@@ -129,6 +164,50 @@ def uci_of(move: str, variant: Variant) -> str:
 def has_moves(position: Position) -> bool:
     """Whether the side to move has a legal move (False once the game is over)."""
     return position.game.legal_moves(position.state()).size > 0
+
+
+def outside_moves(tb: Tablebase, root: Position) -> list[MoveValue]:
+    """The moves of a position the file does not hold, each with the value that the rules or the
+    file can give it, else unknown (``wdl`` None): a capture of the lion, a safe try, or a move
+    that leaves the opponent no move wins in 1 ply; a move that leaves the lion to be captured,
+    or after which the opponent's lion can make a safe try, loses in 2; a move to a position
+    the file holds has the file's value. In the order of generation (:func:`rank_moves` sorts)."""
+    game = root.game
+    out = []
+    for mv in game.legal_move_list(root.state()):
+        child = play_move(root, mv)
+        text = move_text(root, mv)
+        if child is None:  # the lion's capture
+            out.append(MoveValue.after(text, None, LOSS, 0, Terminal.ROYAL_CAPTURED))
+            continue
+        state = child.state()
+        cls = game.classify(state)
+        if cls == TRY:
+            out.append(MoveValue.after(text, child, LOSS, 0, Terminal.TRY))
+            continue
+        if cls == CATCH:
+            out.append(MoveValue.after(text, child, WIN, 1, Terminal.CATCH))
+            continue
+        tb.probes += 1
+        found = tb.lookup_key(game.key_of(state))
+        if found is not None:
+            out.append(MoveValue.after(text, child, found[0], found[1]))
+            continue
+        replies = game.legal_move_list(state)
+        if not replies:  # the opponent has no move: a loss in 0 (docs/rules.md §3)
+            out.append(MoveValue.after(text, child, LOSS, 0))
+        elif any(game.classify(after.state()) == TRY for after in (play_move(child, r) for r in replies)
+                 if after is not None):
+            out.append(MoveValue.after(text, child, WIN, 1))  # its lion's try wins at once
+        else:
+            out.append(MoveValue(text, child, None, None))
+    return out
+
+
+def _outside_group(line: "Line") -> int:
+    """Where a move of a position outside the file stands: a known win or draw first, then a move
+    of unknown value (it may draw or win), then a known loss."""
+    return 1 if line.wdl is None else 2 if line.wdl == LOSS else 0
 
 
 # --- values --------------------------------------------------------------------------------------
@@ -196,12 +275,15 @@ class Line:
 
     def order(self) -> tuple:
         """Sort key, best first: the tablebase's order (wins fastest, draws, losses slowest,
-        unknown last: :func:`~dobutsu_tb.tablebase.values.move_rank`), and among equals a lion
-        capture first, the draw that repeats least, and a loss that does not leave the lion
-        attacked (engines and GUIs whose lion is a royal king, as Fairy-Stockfish 11.1's, call
-        that move illegal)."""
-        tie = {WIN: not self.capture, DRAW: self.repeats, LOSS: self.hangs}.get(self.wdl, 0)
-        return move_rank(self.wdl, self.dtm), tie
+        unknown last: :func:`~dobutsu_tb.tablebase.values.move_rank`), and among equals the one
+        tie-break of every surface (:func:`~dobutsu_tb.tablebase.values.move_tie`: a lion capture
+        before a try, a loss that does not leave the lion attacked, which engines and GUIs whose
+        lion is a royal king, as Fairy-Stockfish 11.1's, call illegal), or for draws the one that
+        repeats least."""
+        if self.wdl == DRAW:
+            return move_rank(self.wdl, self.dtm), self.repeats
+        terminal = Terminal.ROYAL_CAPTURED if self.capture else Terminal.CATCH if self.hangs else None
+        return move_rank(self.wdl, self.dtm), move_tie(self.wdl, terminal)
 
 
 def rank_moves(moves: list[MoveValue], seen: Counter, variant: Variant | None = None) -> list[Line]:
@@ -521,33 +603,46 @@ class UciEngine:
         seen = Counter(p for p in positions if p is not None)
         if seen[root] >= 3:
             self.info("this position has occurred 3 times: the game is drawn by repetition (docs/rules.md §3)")
-        if not has_moves(root):
-            self.tb.value(root)  # a position the file does not cover is still an error
+        if not has_moves(root):  # the game is over (a try), or no move: a loss in 0 (docs/rules.md §3)
+            if self.tb.get_wdl(root) is None:
+                self.info(f"{root.text()} is not in this tablebase; the game is over (no legal move)")
             self.send("info depth 0 score mate 0")
             return "(none)"
         self.tb.probes = 0
-        lines = rank_moves(self.tb.probe_moves(root), seen, self.tb.variant)
+        try:
+            moves, outside = self.tb.probe_moves(root), False
+        except MissingPositionError as exc:  # a legal position the file does not hold: still a move to play
+            moves, outside = outside_moves(self.tb, root), True
+            known = sum(m.wdl is not None for m in moves)
+            self.info(f"{exc}; playing the best move the rules and the file can value ({known} of {len(moves)} "
+                      f"moves valued: a capture, a try, the lion left to be captured, or a position the file "
+                      f"holds; a move of unknown value comes before a known loss)")
+        lines = rank_moves(moves, seen, self.tb.variant)
+        if outside:
+            lines.sort(key=_outside_group)  # (stable: each group stays best first)
         if job.searchmoves:
             allowed = self._searchmoves(root, job.searchmoves)
             lines = [line for line in lines if line.uci in allowed] or lines
         unknown = [line.uci for line in lines if line.wdl is None]
-        if unknown:
+        if unknown and not outside:
             self.info(f"{len(unknown)} moves lead to positions this tablebase does not hold "
                       f"(the side to move can capture the lion): {' '.join(unknown)}")
         repeated = [line.uci for line in lines if line.repetition]
         if repeated:
             self.info("draws by repetition (a third occurrence): " + " ".join(repeated))
-        known = [line for line in lines if line.wdl is not None]
-        for k, line in enumerate(known[: job.multipv], 1):
-            line.pv = [line.uci] + ([] if job.stop.is_set() else self._continuation(line, job.depth))
+        shown = lines if outside else [line for line in lines if line.wdl is not None]
+        for k, line in enumerate(shown[: job.multipv], 1):
+            line.pv = [line.uci] + ([] if job.stop.is_set() or line.wdl is None else
+                                    self._continuation(line, job.depth))
             if job.depth is not None:
                 line.pv = line.pv[: job.depth]
             ms = max(1, round(1000 * (time.perf_counter() - job.started)))
             nodes = self.tb.probes
+            score = "" if line.wdl is None else f"score {uci_score(line.wdl, line.plies)} "  # (unknown: no score)
             self.send(f"info depth {len(line.pv)} seldepth {len(line.pv)} multipv {k} "
-                      f"score {uci_score(line.wdl, line.plies)} nodes {nodes} nps {1000 * nodes // ms} "
+                      f"{score}nodes {nodes} nps {1000 * nodes // ms} "
                       f"tbhits {nodes} time {ms} pv {' '.join(line.pv)}")
-        best = (known or lines)[0]
+        best = (shown or lines)[0]
         ponder = f" ponder {best.pv[1]}" if len(best.pv) > 1 else ""
         return best.uci + ponder
 
@@ -558,7 +653,11 @@ class UciEngine:
         cap = depth - 1 if depth is not None else (DRAW_PV_PLIES if line.wdl == DRAW else line.plies)
         if cap < 1:
             return []
-        return [uci_of(m.move, self.tb.variant) for m in self.tb.principal_variation(line.child, max_plies=cap)]
+        try:
+            pv = self.tb.principal_variation(line.child, max_plies=cap)
+        except MissingPositionError:  # (a move out of a position outside the file, valued by the rules)
+            return []
+        return [uci_of(m.move, self.tb.variant) for m in pv]
 
     def _searchmoves(self, root: Position, texts: list[str]) -> set[str]:
         """The UCI texts of the legal ones among ``searchmoves`` (as the engine writes them)."""

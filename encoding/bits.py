@@ -80,7 +80,7 @@ def find_bytes(data, value, start, out):
     without ``value`` is skipped after one test of its eight words; in a word that holds it, each
     match is found from the word's exact mask of matching bytes, lowest first. What a plain scan
     gives (tests/test_compact.py); 2.5 times faster than testing a word at a time where matches
-    are rare, as in the enumeration's sweeps for fresh positions (a one-off test: docs/building.md)."""
+    are rare, as in the enumeration's sweeps for fresh positions (a one-off test: docs/experiments.md)."""
     n = 0
     i = start
     size = data.shape[0]

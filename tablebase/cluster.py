@@ -937,12 +937,15 @@ class _Cluster:
             ray_worker.print_to_stdstream, self._printer = self._printer, None
 
     def _which(self, exc) -> str:
-        """The worker an error names, for the message."""
+        """The worker an error names, for the message: its number, process and host (from the
+        workers' own report, else from what Ray's error says of the actor)."""
         actor_id = getattr(exc, "actor_id", None)
+        said = dict(re.findall(r"^\s*(pid|ip): (\S+)\s*$", _ANSI.sub("", str(exc)), re.MULTILINE))
         for i, w in enumerate(self.workers):
             if actor_id is not None and w._actor_id.hex() == actor_id:
                 info = self.infos[i] if i < len(self.infos) else {}
-                where = f" (pid {info['pid']} on {info['host']})" if info else ""
+                pid, host = (info["pid"], info["host"]) if info else (said.get("pid"), said.get("ip"))
+                where = f" (pid {pid}{f' on {host}' if host else ''})" if pid else ""
                 return f"cluster worker {i}{where}"
         return "a cluster worker"
 
@@ -961,7 +964,7 @@ class _Cluster:
             interrupt.check()
             if getattr(exc, "actor_init_failed", False):  # the worker could not start: the error it raised
                 raise ClusterError(f"{self._which(exc)} could not start: {_gist(exc, last=True)}") from None
-            raise ClusterError(f"{self._which(exc)} died ({_gist(exc, last=True).rstrip('.')})") from None
+            raise ClusterError(f"{self._which(exc)} died ({_death(exc)})") from None
         except ray.exceptions.RayTaskError as exc:
             interrupt.check()
             cause = getattr(exc, "cause", None)
@@ -1106,6 +1109,23 @@ def _gist(exc, last: bool = False, limit: int = 300) -> str:
         end = line.rfind(". ", 0, limit)
         line = line[:end + 1] if end >= limit // 3 else line[:limit - 3] + "..."
     return line
+
+
+#: Lines of Ray's error for a dead actor that say nothing of why it died: its headline, the
+#: fields of its context (``class_name: ...``, ``pid: ...``), and the line Ray adds when a worker
+#: or the raylet is killed while calls to the actor wait, which reads as if it had never started.
+_DEATH_NOISE = re.compile(r"The actor died unexpectedly before finishing this task\.?$|[a-z_]+: |"
+                          r"The actor never ran - it was cancelled before it started running\.?$")
+
+
+def _death(exc) -> str:
+    """Why Ray says a worker died, in one line: its context's reason (``The actor is dead because
+    its worker process has died ...``, ``... because its node has died ...``), not the lines around
+    it (:data:`_DEATH_NOISE`); ``killed`` when it gives none."""
+    lines = [line.strip() for line in _ANSI.sub("", str(exc)).splitlines()]
+    reasons = [line for line in lines if line and not _DEATH_NOISE.match(line)]
+    because = [line for line in reasons if "because" in line]
+    return _gist((because or reasons or ["killed"])[0]).rstrip(".")
 
 
 def build_on_cluster(tmp, game: Game, start: Position, expected, progress, phase, options: ClusterOptions,

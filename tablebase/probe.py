@@ -45,6 +45,7 @@ from dobutsu_tb.tablebase.values import (
     decode_value,
     decode_values,
     move_rank,
+    move_tie,
     move_value,
     signed_dtm,
 )
@@ -115,13 +116,21 @@ class MoveValue:
 
     def sort_key(self) -> int:
         """Best move first (:func:`~dobutsu_tb.tablebase.values.move_rank`): wins fastest, then
-        draws, then losses slowest, then unknown."""
+        draws, then losses slowest, then unknown. Equal keys are equal values: see :meth:`order`
+        for the order of :meth:`Tablebase.probe_moves`."""
         return move_rank(self.wdl, self.dtm)
+
+    def order(self) -> tuple:
+        """The place of the move in :meth:`Tablebase.probe_moves`: :meth:`sort_key`, then the one
+        tie-break of every surface (:func:`~dobutsu_tb.tablebase.values.move_tie`: a capture of
+        the royal piece before a try as fast, a loss that does not leave the royal piece to be
+        captured before one as long that does)."""
+        return move_rank(self.wdl, self.dtm), move_tie(self.wdl, self.terminal)
 
 
 def _to_position(position, variant) -> Position:
     if isinstance(position, Position):
-        if position.variant is not variant and position.variant.canonical_json != variant.canonical_json:
+        if position.variant is not variant and position.variant != variant:  # (titles and prose apart)
             raise PositionError(f"{position.text()} is a position of {position.variant.name}; this tablebase is of "
                                 f"{variant.name} ({variant.files} files, {variant.ranks} ranks)")
         return position
@@ -408,7 +417,10 @@ class Tablebase:
         Returns
         -------
         list of MoveValue
-            Empty for a try-terminal position (the game is over). In a catch-terminal position
+            Best first (:meth:`MoveValue.order`: among moves of one value, a capture of the royal
+            piece before a try, a loss that keeps the royal piece safe before one that leaves it
+            to be captured; otherwise in the order of generation). Empty for a try-terminal
+            position (the game is over). In a catch-terminal position
             the royal piece's capture comes first, and moves to positions the tablebase does not
             cover have ``wdl`` and ``dtm`` None.
 
@@ -439,7 +451,7 @@ class Tablebase:
                 out.append(MoveValue.after(text, child, None, None))
                 continue
             out.append(MoveValue.after(text, child, wdl, dtm, term))
-        out.sort(key=MoveValue.sort_key)
+        out.sort(key=MoveValue.order)
         return out
 
     def principal_variation(self, position, max_plies: int = 200) -> list[MoveValue]:

@@ -68,6 +68,30 @@ class Terminal(str, Enum):
 GAME_ENDING = (Terminal.TRY, Terminal.ROYAL_CAPTURED)
 
 
+def move_tie(wdl, terminal) -> int:
+    """Which of the moves of one value comes first, the lowest first: the one tie-break of
+    ``probe``, ``line``, the web page, the Python API and the UCI engine (docs/rules.md §7).
+
+    Among wins in 1 ply, the royal piece's capture comes before a try (the capture ends the game
+    beyond any dispute: a GUI, or Fairy-Stockfish's rules, may judge a try otherwise); among
+    equally long losses, a move that does not leave the royal piece to be captured comes before
+    one that does (a GUI whose lion is a royal king calls that move illegal). Other moves keep
+    the order in which they are generated.
+
+    Parameters
+    ----------
+    wdl : int or None
+        The move's WDL for its player.
+    terminal : Terminal or None
+        Its :attr:`MoveValue.terminal`.
+    """
+    if wdl == WIN:
+        return 0 if terminal == Terminal.ROYAL_CAPTURED else 1
+    if wdl == LOSS:
+        return 1 if terminal == Terminal.CATCH else 0
+    return 0
+
+
 def describe_value(wdl: int | None, dtm: int | None, unit: bool = True) -> str:
     """``'win in 15 plies'``, ``'loss in 1 ply'``, ``'draw'``, ``'unknown'`` (None); the sign of
     ``dtm`` is ignored, and ``unit=False`` leaves the word "plies" out (``'win in 15'``)."""

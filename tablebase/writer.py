@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import datetime as _dt
+import errno
 import math
 import os
 import zlib
@@ -330,6 +331,15 @@ def _create_hdf5(tmp, user_block: int) -> h5py.File:
 METADATA_ROOM = 64 * 1024
 
 
+def _free_bytes(path) -> int | None:
+    """The bytes free for us on the disk of ``path``, None where the system cannot tell."""
+    try:
+        st = os.statvfs(path)
+    except (OSError, AttributeError):  # (no statvfs here)
+        return None
+    return st.f_bavail * st.f_frsize
+
+
 def _room_for_metadata(tmp, data_bytes: int) -> None:
     """Refuse to go on when the disk cannot hold the file's last ``data_bytes`` and its metadata:
     HDF5 writes those when it closes datasets (also from h5py's destructors, where a failure
@@ -339,16 +349,18 @@ def _room_for_metadata(tmp, data_bytes: int) -> None:
     Raises
     ------
     OSError
-        ENOSPC, when the folder has less room than that.
+        When the folder has less room than that: the message says how many bytes are needed
+        where, and how many are free (a disk of 64 KiB cannot hold even an 8 KiB tablebase,
+        because of the :data:`METADATA_ROOM` set aside).
     """
-    import errno
-
-    try:
-        st = os.statvfs(tmp)
-    except (OSError, AttributeError):  # no statvfs here: HDF5's own errors say it
+    free = _free_bytes(tmp)
+    if free is None:  # HDF5's own errors say it
         return
-    if st.f_bavail * st.f_frsize < data_bytes + METADATA_ROOM:
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    need = data_bytes + METADATA_ROOM
+    if free < need:
+        raise OSError(f"{os.strerror(errno.ENOSPC)}: the end of the write needs {need:,} bytes in {Path(tmp).parent}, "
+                      f"where {free:,} are free: {data_bytes:,} for the last data and {METADATA_ROOM:,} set aside "
+                      f"for HDF5's metadata")
 
 
 def _attributes(meta: Metadata, value_bits: int, created: str, index_crc: int, table_crc: int) -> dict:

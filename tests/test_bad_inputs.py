@@ -39,6 +39,9 @@ def _read_corpus():
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
+        if line.startswith("fifo "):  # a named pipe (None: made by the fixture)
+            files[line[5:].strip()] = None
+            continue
         if line.startswith("file "):
             name, value = (part.strip() for part in line[5:].split("=", 1))
             data = b""
@@ -75,7 +78,12 @@ def test_corpus_size():
 def corpus_files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("corpus-files")
     for name, data in FILES.items():
-        (folder / name).write_bytes(data)
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if data is None:
+            os.mkfifo(path)
+        else:
+            path.write_bytes(data)
     return folder
 
 

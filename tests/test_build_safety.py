@@ -9,6 +9,7 @@ wraps the phase's first function), so each phase is hit for certain.
 
 import fcntl
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -201,6 +202,22 @@ def test_a_full_disk_is_one_error_line_and_leaves_nothing(tmp_path):
         assert proc.stderr == (f"error: writing the tablebase into {tmp_path} failed ({os.strerror(27)}); "
                                f"nothing was written\n")
         assert leftovers(tmp_path) == []
+
+
+def test_too_little_room_for_the_metadata_says_how_much(cli, tmp_path, monkeypatch):
+    """The third hostile round: a disk of 64 KiB refused an 8 KiB tablebase as 'No space left on
+    device', the writer's 64 KiB set aside for HDF5's metadata unsaid. The error says the bytes
+    needed, where, and how many are free."""
+    from dobutsu_tb.tablebase import writer
+
+    monkeypatch.setattr(writer, "_free_bytes", lambda path: 40_960)
+    result = cli("build", "--start", LION_CHICK, "--out", tmp_path / "lc.h5", "-q")
+    assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+    assert re.fullmatch(rf"error: writing the tablebase into {re.escape(str(tmp_path))} failed \(No space left on "
+                        rf"device: the end of the write needs ([0-9,]+) bytes in {re.escape(str(tmp_path))}, where "
+                        rf"40,960 are free: ([0-9,]+) for the last data and 65,536 set aside for HDF5's metadata\); "
+                        rf"nothing was written\n", result.output), result.output
+    assert leftovers(tmp_path) == []
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")

@@ -386,6 +386,47 @@ def test_a_worker_killed_mid_build_is_one_error_line_and_no_file(tmp_path):
     assert list(tmp_path.iterdir()) == [] and left == [] and running == []
 
 
+def test_a_dead_worker_is_named_with_ray_s_reason_not_its_last_line():
+    """The third hostile round: a worker or the raylet killed gave 'cluster worker 1 died (The actor
+    never ran - it was cancelled ...)', Ray's last line, which reads as if the worker had never
+    started. The message names the worker (its number, process and host, from Ray's error when
+    the workers' own report is missing) and Ray's reason; the build then says it stopped."""
+    from types import SimpleNamespace
+
+    ray = _import_ray()
+    from ray.core.generated.common_pb2 import ActorDiedErrorContext
+
+    def dead(actor_id, reason):
+        return ray.exceptions.ActorDiedError(ActorDiedErrorContext(
+            class_name="Worker", actor_id=actor_id, pid=4242, node_ip_address="10.0.0.7", error_message=reason,
+            never_started=True))
+
+    def raising(exc):
+        def get(refs, timeout=None):
+            raise exc
+        return get
+
+    ids = [bytes([k]) * 16 for k in range(2)]
+    driver = cluster._Cluster.__new__(cluster._Cluster)
+    driver.workers = [SimpleNamespace(_actor_id=SimpleNamespace(hex=actor_id.hex)) for actor_id in ids]
+    driver.infos = []  # (the raylet died before the workers reported)
+    for reason, said in [("The actor is dead because its node has died. Node Id: ab12",
+                          "The actor is dead because its node has died. Node Id: ab12"),
+                         ("", "killed")]:
+        driver.ray = SimpleNamespace(get=raising(dead(ids[1], reason)), exceptions=ray.exceptions)
+        with pytest.raises(cluster.ClusterError) as caught:
+            driver.get([])
+        assert str(caught.value) == f"cluster worker 1 (pid 4242 on 10.0.0.7) died ({said})"
+    driver.infos = [{"pid": 11, "host": "a"}, {"pid": 12, "host": "b"}]
+    driver.ray = SimpleNamespace(get=raising(dead(ids[0], "The actor is dead because its worker process has "
+                                                           "died. Worker exit type: SYSTEM_ERROR")),
+                                 exceptions=ray.exceptions)
+    with pytest.raises(cluster.ClusterError, match=r"^cluster worker 0 \(pid 11 on a\) died \(The actor is dead "
+                                                   r"because its worker process has died\. Worker exit type: "
+                                                   r"SYSTEM_ERROR\)$"):
+        driver.get([])
+
+
 @pytest.mark.parametrize("at_retrograde", ["nothing", "sigint"])
 def test_a_local_build_leaves_nothing_of_ray_behind(tmp_path, at_retrograde):
     """A ``--cluster local`` build that ends, or that Ctrl-C stops (Ray's processes get the signal

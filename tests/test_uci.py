@@ -21,6 +21,7 @@ import pytest
 
 from conftest import LION_CHICK, random_positions
 from dobutsu_tb.analysis.uci import MAX_LINE_BYTES, UciEngine
+from dobutsu_tb.tablebase.build import build_tablebase
 from dobutsu_tb.tablebase.game.layout import TRY
 from dobutsu_tb.tablebase.game.notation import (
     IllegalMoveError,
@@ -229,6 +230,33 @@ def test_longest_resistance_keeps_the_lion_guarded(engine):
     assert best.split()[1] == "a1a2" and [score for score, _ in _scores(info).values()] == ["mate -1"] * 3
 
 
+def test_one_tie_break_on_every_surface(engine, cli, lion_chick_tb):
+    """The third hostile round: a try and a lion capture both win in 1; ``probe`` listed the try
+    first and ``line`` played it, while the engine played the capture. Every surface now puts
+    the capture first; and among equal losses, a move that keeps the lion safe."""
+    import json
+
+    from dobutsu_tb.analysis.reports import probe_json
+
+    tb_path = lion_chick_tb.path
+    for text, fen, first, uci in [("S/--l/-L-/---/---/Cc", "2l/1L1/3/3[Cc] w 0 1", "Lb2xc1", "b3c4"),
+                                  ("S/l--/-L-/---/---/Cc", "l2/1L1/3/3[Cc] w 0 1", "Lb2xa1", "b3a4")]:
+        shown = cli("probe", text, "--tb", tb_path)
+        assert shown.output.splitlines()[1].split()[0] == first, shown.output
+        assert json.loads(cli("probe", text, "--tb", tb_path, "--json").output)["moves"][0]["move"] == first
+        assert f"1. Sente {first}\n" in cli("line", text, "--tb", tb_path).output
+        with open_tablebase(tb_path) as tb:
+            assert tb.probe_moves(text)[0].move == first and tb.principal_variation(text)[0].move == first
+            assert probe_json(tb, Position.from_text(text))["moves"][0]["move"] == first  # the web page's
+        _, best = engine.search(f"position fen {fen}", "go")
+        assert best == f"bestmove {uci}"
+    # Every move loses in 2 plies: the one that leaves the lion safe first, everywhere.
+    shown = cli("probe", "S/---/---/-Cl/Lr-/-", "--tb", tb_path)
+    assert shown.output.splitlines()[1].split()[0] == "La4-a3", shown.output
+    _, best = engine.search("position fen 3/3/1Cl/L+c1[-] w 0 1", "go")
+    assert best.split()[1] == "a1a2"
+
+
 def test_repetition(engine):
     """Gote, lost, takes a draw by a third occurrence when the game history offers one."""
     fen = "2l/1c1/2+C/1L1[-] w 0 1"  # Sente wins in 5; after c2c3 c4b4 c3c2, Gote loses in 10
@@ -260,9 +288,10 @@ def test_go_infinite_waits_for_stop(engine):
 
 
 def test_go_before_position_and_bad_positions(engine):
-    # No position yet: the standard start, which the lion-and-chick file does not cover.
+    # No position yet: the standard start, which the lion-and-chick file does not cover: a move all the same.
     info, best = engine.search("go")
-    assert best == "bestmove (none)" and any("not in this tablebase" in line for line in info)
+    assert best in ("bestmove b1a2", "bestmove b1c2", "bestmove b2b3", "bestmove c1c2"), best
+    assert any("not in this tablebase" in line for line in info)
     # A malformed command or FEN is an error at once; an illegal move when a go replays the game.
     none = "no position to search"
     for bad, now, later in [("position", "position takes startpos or fen", none),
@@ -285,6 +314,86 @@ def test_go_before_position_and_bad_positions(engine):
         assert best == "bestmove (none)" and len(info) == 1 and later in info[0], (bad, info)
         assert info[0].startswith("info string error: ")
     engine.ready()
+
+
+def test_a_legal_position_outside_the_file_still_gets_a_move(engine):
+    """The third hostile round: a legal position that the file does not hold got ``bestmove
+    (none)``, which a GUI reads as 'no legal move' (the engine resigned). It gets a move: the best
+    one the rules and the file can value, said in an ``info string``; ``(none)`` only without a
+    legal move."""
+    start = {"b1a2", "b1c2", "b2b3", "c1c2"}
+    info, best = engine.search("position startpos", "go")
+    assert best.split()[1] in start and info[0].startswith(
+        "info string S/gle/-c-/-C-/ELG/- is not in this tablebase (not reachable from S/-l-/-c-/-C-/-L-/-); "
+        "playing the best move the rules and the file can value (0 of 4 moves valued"), info
+    assert not any("error" in line for line in info)
+    # Sente can capture the lion in a position of other pieces: mate 1, the capture.
+    info, best = engine.search("position fen lg1/1L1/3/E2[-] w 0 1", "go")
+    assert best == "bestmove b3a4" and _scores(info)[1] == ("mate 1", ["b3a4"])
+    # Three of Sente's five moves leave its lion to be captured (known losses); the two giraffe
+    # captures are of unknown value, and come first; MultiPV lists them without a score.
+    engine.send("setoption name MultiPV value 5")
+    info, best = engine.search("position fen 3/1l1/3/gLg[-] w 0 1", "go")
+    assert best in ("bestmove b1a1", "bestmove b1c1"), best
+    rows = [line.split() for line in info if line.startswith("info depth")]
+    assert [r[r.index("pv") + 1] for r in rows][:2] == ["b1a1", "b1c1"] and "score" not in rows[0] + rows[1]
+    assert [r[r.index("score") + 1: r.index("score") + 3] for r in rows[2:]] == [["mate", "-1"]] * 3
+    # Gote's lion on Sente's home rank, safe: no move, the game is over, outside the file or not.
+    info, best = engine.search("position fen 3/1C1/3/l1L[c] w 0 1", "go")
+    assert best == "bestmove (none)" and info == ["info depth 0 score mate 0"]
+    info, best = engine.search("position fen 1G1/1C1/3/l1L[-] w 0 1", "go")
+    assert best == "bestmove (none)" and info[-1] == "info depth 0 score mate 0" and "not in this tablebase" in info[0]
+
+
+def test_only_a_shipped_variants_rules_carry_a_fairy_stockfish_name():
+    """The third hostile round: a variant of one's own named ``dobu-tsu`` (lions on 3 files x 3
+    ranks) was offered as ``UCI_Variant dobutsu``, its name without hyphens: a GUI then believes
+    it plays Fairy-Stockfish's game. Fairy-Stockfish's names go to the shipped rules only; any
+    other variant goes by its own name, which never is another game's."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from dobutsu_tb.analysis.uci import variants
+    from dobutsu_tb.tablebase.game.variant import get_variant, parse_variant
+
+    def names(variant):
+        return variants(SimpleNamespace(variant=variant))
+
+    lions = {"name": "dobu-tsu", "files": 3, "ranks": 3, "start": "S/-l-/---/-L-/-", "drops": False,
+             "pieces": [{"letter": "L", "name": "lion", "royal": True, "steps": ["f", "b", "l", "r"]}]}
+    assert names(get_variant("dobutsu")) == ["dobutsu"]
+    assert names(get_variant("dobutsu-5x3")) == ["dobutsu5x3", "dobutsu-5x3"]
+    assert names(replace(get_variant("dobutsu-5x3"), name="mine", title="Mine")) == ["dobutsu5x3", "dobutsu-5x3"]
+    assert names(parse_variant(lions)) == ["dobu-tsu"]
+    for taken in ("dobutsu5x3", "dobutsu-5x3", "dobutsunodrops", "shogi", "fox-and-hounds", "dobutsu"):
+        assert names(parse_variant({**lions, "name": taken})) == [taken + "-custom"], taken
+    other_5x3 = get_variant("dobutsu-5x3").to_dict() | {"name": "dobutsu-5x-3", "try_rule": False}
+    assert names(parse_variant(other_5x3)) == ["dobutsu-5x-3"]
+
+
+def test_a_variant_of_ones_own_is_offered_under_its_own_name(tmp_path):
+    """End to end: the engine on a file of a variant of one's own offers and takes its name only."""
+    from test_variants import LIONS_ONLY
+
+    from dobutsu_tb.tablebase.game.variant import parse_variant
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    variant = parse_variant(tomllib.loads(LIONS_ONLY))
+    path = tmp_path / "lions.h5"
+    build_tablebase(path, Position.start(variant), progress=False, variant=variant)
+    e = Engine(path)
+    try:
+        e.send("uci", "setoption name UCI_Variant value dobutsu", "setoption name UCI_Variant value lions")
+        assert "option name UCI_Variant type combo default lions var lions" in e.out
+        errors = [line for line in e.out if "error" in line]
+        assert errors == ["info string error: variant 'dobutsu' is not played here; this tablebase's: lions"], errors
+        _, best = e.search("position startpos", "go")
+        assert best.startswith("bestmove b")
+    finally:
+        e.engine.tb.close()
 
 
 def test_hostile_lines(engine):
@@ -379,6 +488,18 @@ def _fsf_missing():
     except ImportError:
         return "pyffish is not installed (pip install -e '.[test]')"
     return None
+
+
+def test_the_match_without_pyffish_is_one_error_line(lion_chick_tb):
+    """The third hostile round: scripts/match.py after the README's main install died with a
+    traceback, ModuleNotFoundError: No module named 'pyffish'. One error line names the install."""
+    code = ("import runpy, sys; sys.modules['pyffish'] = None; "  # (None: import pyffish fails as if missing)
+            f"sys.argv = ['match.py', '--tb', {str(lion_chick_tb.path)!r}, '--fsf', '/bin/true']; "
+            f"runpy.run_path({str(ROOT / 'scripts' / 'match.py')!r}, run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (1, ""), proc.stderr
+    assert proc.stderr == ("error: scripts/match.py needs pyffish, Fairy-Stockfish's Python binding, which the main "
+                           "install leaves out: pip install -e '.[match]' (or '.[test]')\n")
 
 
 def test_match_against_fairy_stockfish(lion_chick_tb):

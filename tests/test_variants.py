@@ -16,6 +16,7 @@ from dobutsu_tb.tablebase.game.variant import (
     VariantError,
     get_variant,
     load_variant_file,
+    load_variants,
     parse_variant,
     shipped_variants,
     standard_variant,
@@ -67,7 +68,7 @@ BAD = [
     (_standard_dict(files=None), "files: this field is missing"),
     (_standard_dict(files="3"), "files: must be an integer"),
     (_standard_dict(files=7), "files: must be 1 to 6"),
-    (_standard_dict(ranks=7), "ranks: a 3x7 board has 21 squares; the kernels hold at most 20"),
+    (_standard_dict(ranks=7), "ranks: a board of 3 files x 7 ranks has 21 squares; the kernels hold at most 20"),
     (_standard_dict(name="My Game"), "name: must be 1 to 40 lower case letters"),
     (_standard_dict(start="S/gle/-c-/-C-/ELG/-/-"), "start: 'S/gle/-c-/-C-/ELG/-/-': expected 6 fields"),
     (_standard_dict(start="S/gle/-c-/-C-/ELX/-"), "start: 'S/gle/-c-/-C-/ELX/-': unknown piece letter 'X'"),
@@ -140,6 +141,46 @@ def test_bad_variant_files_get_one_error_line(cli, tmp_path):
     assert result.exit_code == 1 and "unknown variant 'nonesuch'" in result.output
 
 
+def test_a_named_pipe_in_a_folder_of_variants_is_refused_not_waited_on(tmp_path):
+    """The third hostile round: a folder whose ``x.toml`` is a named pipe made ``variants``,
+    ``build`` and ``verify-line`` wait for a writer for ever. A folder's files must be regular
+    files (a subfolder named ``*.toml`` likewise); a pipe named alone is still read, as any file."""
+    import os
+    import subprocess
+    import sys
+
+    folder = tmp_path / "variants"
+    folder.mkdir()
+    (folder / "a.toml").write_text(LIONS_ONLY, encoding="utf-8")
+    os.mkfifo(folder / "x.toml")
+    commands = [["variants"], ["build", "-q", "--out", str(tmp_path / "x.h5")],
+                ["verify-line", "--tb", str(tmp_path / "none.h5"), "Lb3-a2"]]
+    for args in commands:
+        run = subprocess.run([sys.executable, "-m", "dobutsu_tb.analysis.cli", *args, "--variant-file", str(folder)],
+                             capture_output=True, text=True, timeout=60, check=False)
+        assert (run.returncode, run.stdout, run.stderr) == (
+            1, "", f"error: {folder / 'x.toml'}: a named pipe, not a variant file; the variant files of a folder "
+                   f"are regular files\n"), args
+    assert not (tmp_path / "x.h5").exists()
+    os.unlink(folder / "x.toml")
+    (folder / "y.toml").mkdir()
+    with pytest.raises(VariantError, match="y.toml: a folder, not a variant file"):
+        load_variants(folder)
+
+
+def test_a_byte_order_mark_is_allowed_in_a_variant_file(cli, tmp_path):
+    """docs/errors.md: text inputs may start with a UTF-8 byte order mark (Notepad writes one); a
+    variant file that did was refused as 'not a TOML file'."""
+    toml = tmp_path / "lions.toml"
+    toml.write_bytes(b"\xef\xbb\xbf" + LIONS_ONLY.encode())
+    assert load_variant_file(toml).name == "lions"
+    result = cli("variants", "--variant-file", toml)
+    assert result.exit_code == 0 and "lions  (loaded from" in result.output, result.output
+    toml.write_bytes(b"\xef\xbb\xbf\xef\xbb\xbf" + LIONS_ONLY.encode())  # one mark, not two
+    with pytest.raises(VariantError, match="not a TOML file"):
+        load_variant_file(toml)
+
+
 def test_variants_lists_the_shipped_and_loaded_ones(cli, tmp_path):
     mine = get_variant("dobutsu-3x3").to_toml().replace('name = "dobutsu-3x3"', 'name = "mine"')
     (tmp_path / "mine.toml").write_text(mine, encoding="utf-8")
@@ -150,6 +191,50 @@ def test_variants_lists_the_shipped_and_loaded_ones(cli, tmp_path):
     assert "mine  (loaded from" in result.output and "board: 3 files x 5 ranks" in result.output
     listed = json.loads(cli("variants", "--json").output)
     assert [v["name"] for v in listed][0] == "dobutsu"
+
+
+def test_the_listing_says_a_kind_that_cannot_be_dropped(cli, tmp_path):
+    """The third hostile round: a kind with ``drop = false`` (and ``forbidden_drop_ranks``) was
+    listed as 'no chick drops on rank 1 from the far side', as if it could be dropped elsewhere."""
+    data = get_variant("dobutsu-no-far-drop").to_dict()
+    data.update(name="no-chick-drops", hand_order="EG", title="Chicks stay out")
+    next(p for p in data["pieces"] if p["letter"] == "C")["drop"] = False
+    (tmp_path / "v.toml").write_text(parse_variant(data).to_toml(), encoding="utf-8")
+    result = cli("variants", "--variant-file", tmp_path / "v.toml")
+    assert result.exit_code == 0, result.output
+    mine = result.output.split("no-chick-drops  (loaded from")[1].split("\n  start:")[0]
+    assert "board: 3 files x 4 ranks; drops; try; the chick cannot be dropped (captured, it leaves the game)\n" \
+        in mine and "chick drops" not in mine, mine
+    shipped = result.output.split("dobutsu-no-far-drop  (shipped)")[1].split("\n  start:")[0]
+    assert "; no chick drops on rank 1 from the far side\n" in shipped, shipped
+
+
+def test_board_sizes_are_written_files_then_ranks_in_words(cli):
+    """The third hostile round: ``variants`` titled dobutsu-5x3 '3x5 board' where the README wrote
+    boards as files x ranks and the name counts ranks first: sizes are said in words."""
+    import re
+
+    for v in shipped_variants().values():
+        assert not re.search(r"[0-9] ?[x×] ?[0-9]", v.title), v.title
+    assert get_variant("dobutsu-5x3").title.startswith("Dobutsu shogi on 3 files x 5 ranks")
+    assert get_variant("dobutsu-5x3").size == "3 files x 5 ranks"
+    listed = cli("variants").output
+    assert "Dobutsu shogi on 3 files x 5 ranks" in listed and "3x5" not in listed
+
+
+def test_a_file_whose_title_differs_takes_the_shipped_variants_positions(tmp_path):
+    """A title (or description) is prose: a file built before a shipped title changed records the
+    old one, and still takes the positions of the variant as shipped, and its name's start."""
+    from dataclasses import replace
+
+    shipped = get_variant("dobutsu-3x3")
+    old = replace(shipped, title="Lions and chicks on a 3x3 board", description="before")
+    assert old == shipped and hash(old) == hash(shipped) and old.canonical_json != shipped.canonical_json
+    path = tmp_path / "old.h5"
+    build_tablebase(path, Position.start(old), progress=False, variant=old)
+    with open_tablebase(path) as tb:
+        assert tb.variant.title == "Lions and chicks on a 3x3 board"
+        assert tb.probe_wdl(Position.start(shipped)) == tb.probe_wdl(Position.start(old))
 
 
 # --- a user's variant, end to end ----------------------------------------------------------------
@@ -399,7 +484,7 @@ def test_positions_without_a_move_and_jh85s_counts(tmp_path, cli):
     stuck = Position.from_key(no_moves[0], v).text()
     shown = cli("line", stuck, "--tb", tmp_path / "again.h5")
     assert shown.exit_code == 0 and "loss in 0 plies" in shown.output
-    assert shown.output.rstrip().endswith("Sente has no legal move: a loss, as in shogi (docs/rules.md §6)")
+    assert shown.output.rstrip().endswith("Sente has no legal move: a loss, as in shogi (docs/rules.md §3)")
 
 
 def test_build_never_writes_over_its_variant_file(cli, tmp_path):
@@ -425,4 +510,28 @@ def test_verify_line_refuses_a_tablebase_of_another_variant_than_asked(cli, lion
     from conftest import LION_CHICK
 
     ok = cli("verify-line", "--tb", lion_chick_tb.path, "--start", LION_CHICK, "--variant", "dobutsu", "Lb4-a3")
+    assert ok.exit_code == 0, ok.output
+
+
+def test_verify_line_names_a_tablebase_of_another_variant_of_the_same_name(cli, tmp_path):
+    """The third hostile round: a file of a variant ``lions`` and a variant file ``lions`` with
+    other rules were said as 'a tablebase of a lions whose rules differ from the variant file's,
+    not of lions'."""
+    built = tmp_path / "lions.toml"
+    built.write_text(LIONS_ONLY, encoding="utf-8")
+    out = tmp_path / "lions.h5"
+    assert cli("build", "--variant-file", built, "--out", out, "-q").exit_code == 0
+    other = tmp_path / "other" / "lions.toml"
+    other.parent.mkdir()
+    other.write_text(LIONS_ONLY.replace("drops = false", "drops = false\ntry_rule = false"), encoding="utf-8")
+    result = cli("verify-line", "--tb", out, "--variant-file", other, "Lb3-a2")
+    assert result.exit_code == 2
+    said = " ".join(result.output.split())  # (click wraps the usage error's line)
+    assert (f"Error: {out} is a tablebase of another variant named lions, with rules other than those asked for: "
+            f"give a tablebase built from the rules asked for, or leave out --variant/--variant-file to use the "
+            f"file's own rules") in said, result.output
+    retitled = tmp_path / "retitled" / "lions.toml"  # the same rules under another title: the same variant
+    retitled.parent.mkdir()
+    retitled.write_text('title = "Two lions"\n' + LIONS_ONLY, encoding="utf-8")
+    ok = cli("verify-line", "--tb", out, "--variant-file", retitled, "Lb3-a2")
     assert ok.exit_code == 0, ok.output

@@ -200,3 +200,22 @@ def test_any_verify_line_body_gets_an_answer(client, start, moves):
     answer = client.post("/api/verify-line", json={"start": start, "moves": moves})
     assert answer.status_code in (200, 400, 404, 413)
     assert answer.status_code == 200 or answer.json()["error"]
+
+
+def test_the_page_and_probe_give_a_moves_note_in_the_same_words():
+    """The third hostile round: the page said 'leaves the lion en prise' where ``probe`` says
+    'leaves the lion to be captured' (and 'the lion's try wins' for 'the lion reaches the far
+    rank'). The page writes the words of :func:`reports.move_note`."""
+    from pathlib import Path
+
+    from dobutsu_tb.analysis import web
+    from dobutsu_tb.analysis.reports import move_note
+    from dobutsu_tb.tablebase.probe import MoveValue
+    from dobutsu_tb.tablebase.values import WIN, Terminal
+
+    page = (Path(web.__file__).parent / "static" / "app.js").read_text(encoding="utf-8")
+    for terminal in (Terminal.ROYAL_CAPTURED, Terminal.TRY, Terminal.CATCH):
+        words = move_note(MoveValue("Lb1xb2", None, WIN, 1, terminal), "${royal}")
+        assert words and f"`{words}`" in page, words
+    assert f'"{move_note(MoveValue("Lb1-a1", None, None, None))}"' in page
+    assert "en prise" not in page and "try wins" not in page

@@ -327,7 +327,7 @@ def test_5x3_board_clicks_drop_promotion_and_url(page_5x3, tb_5x3, shot):
     assert sorted(r.get_attribute("data-move") for r in pg.locator("#moves tr.best").all()) == [
         "Lb5-a4", "Lb5-a5", "Lb5-c4", "Lb5-c5"]
     assert "loss in 12 plies" in pg.inner_text('#moves tr[data-move="Cb4-b3"]')
-    assert "dobutsu-5x3 (3x5)" in pg.text_content("#file-counts")
+    assert "dobutsu-5x3 (3 files × 5 ranks)" in pg.text_content("#file-counts")
 
     click_move(pg, "Lb5-a4", "sente")  # the piece, then the square
     second = after(tb_5x3, LION_CHICK_5X3, "Lb5-a4")

@@ -28,11 +28,6 @@ from dobutsu_tb.encoding.words import counted
 _REBUILD_HINT = "(a tablebase this command built for its start: delete it, and the next run builds it again)"
 
 
-def _rules(variant) -> dict:
-    """A variant's rules: its description less its title and prose."""
-    return {k: v for k, v in variant.to_dict().items() if k not in ("title", "description")}
-
-
 def _tablebase_for(start_text: str | None, tb_path: Path | None, variant, variant_given: bool = False):
     """A tablebase and the start position (``start_text``, or the variant's start) it covers: the
     given file (whose variant reads the start), else ``$DOBUTSU_TB``/``dobutsu.h5`` if it is of the
@@ -53,12 +48,15 @@ def _tablebase_for(start_text: str | None, tb_path: Path | None, variant, varian
     if tb_path is not None:
         tb = open_tablebase(tb_path)
         try:
-            if variant_given and _rules(tb.variant) != _rules(variant):  # (the file's rules would judge the line)
-                theirs = (tb.variant.name if tb.variant.name != variant.name else
-                          f"a {variant.name} whose rules differ from the variant file's")
-                raise click.UsageError(f"{tb_path} is a tablebase of {theirs}, not of {variant.name}: give a "
-                                       f"tablebase of {variant.name}, or leave out --variant/--variant-file to use "
-                                       f"the file's own rules")
+            if variant_given and tb.variant != variant:  # (the file's rules would judge the line; prose apart)
+                if tb.variant.name != variant.name:
+                    wrong = f"is a tablebase of {tb.variant.name}, not of {variant.name}: give a tablebase of " \
+                            f"{variant.name}"
+                else:
+                    wrong = (f"is a tablebase of another variant named {variant.name}, with rules other than those "
+                             f"asked for: give a tablebase built from the rules asked for")
+                raise click.UsageError(f"{tb_path} {wrong}, or leave out --variant/--variant-file to use the file's "
+                                       f"own rules")
             start = start_of(tb.variant)
             tb.probe_wdl(start)  # MissingPositionError if it does not cover the start
         except BaseException:
@@ -69,7 +67,7 @@ def _tablebase_for(start_text: str | None, tb_path: Path | None, variant, varian
     default = default_tb()
     if default.exists():
         tb = open_tablebase(default)
-        if tb.variant == variant and tb.get_wdl(start) is not None:
+        if tb.variant == variant and tb.get_wdl(start) is not None:  # (== leaves titles and prose apart)
             return tb, start
         tb.close()
     folder = Path(cache_root()) / "tablebases"

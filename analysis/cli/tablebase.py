@@ -150,7 +150,7 @@ def probe(position, tb_path, as_json):
     win, draw or loss, with the signed DTM in plies (+n wins in n, -n loses in n), a move's
     counted from the position before it; so the best moves' value is the position's.
     """
-    from dobutsu_tb.analysis.reports import parse_position, probe_json
+    from dobutsu_tb.analysis.reports import move_note, parse_position, probe_json
     from dobutsu_tb.tablebase.game.position import SIDE_NAMES
     from dobutsu_tb.tablebase.probe import open_tablebase
     from dobutsu_tb.tablebase.values import Terminal, describe_value, signed_text
@@ -167,14 +167,12 @@ def probe(position, tb_path, as_json):
     note = {Terminal.CATCH: f" (it can capture the enemy {royal})",
             Terminal.TRY: f" (the enemy {royal} has reached its far rank safely: the game is over)"}.get(terminal, "")
     click.echo(f"{pos.text()}: {describe_value(wdl, dtm)} for {side}, DTM {signed_text(dtm)}{note}")
-    notes = {Terminal.ROYAL_CAPTURED: f"captures the {royal}", Terminal.TRY: f"the {royal} reaches the far rank",
-             Terminal.CATCH: f"leaves the {royal} to be captured"}
     for m in moves:
         if m.wdl is None:  # only after a catch-terminal position, which the tablebase never expands
-            click.echo(f"  {m.move:<9} {'unknown':<18}       not in this tablebase")
+            click.echo(f"  {m.move:<9} {'unknown':<18}       {move_note(m, royal)}")
             continue
-        note = notes.get(m.terminal, "")
-        click.echo(f"  {m.move:<9} {describe_value(m.wdl, m.dtm):<18} {signed_text(m.dtm):>5}  {note}".rstrip())
+        click.echo(f"  {m.move:<9} {describe_value(m.wdl, m.dtm):<18} {signed_text(m.dtm):>5}  "
+                   f"{move_note(m, royal)}".rstrip())
 
 
 @click.command()
@@ -248,9 +246,24 @@ def line(position, tb_path, max_plies, png_dir, as_json):
         click.echo(f"\nthe game is already over: the enemy {royal} has reached {SIDE_NAMES[pos.turn]}'s home rank "
                    f"safely")
     elif not pv:
-        click.echo(f"\n{SIDE_NAMES[pos.turn]} has no legal move: a loss, as in shogi (docs/rules.md §6)")
+        click.echo(f"\n{SIDE_NAMES[pos.turn]} has no legal move: a loss, as in shogi (docs/rules.md §3)")
     elif not pv[-1].ends_game:
         click.echo(f"\nstopped early: after {len(pv)} of the {abs(dtm)} plies to the end of the game (--max-plies)")
+
+
+def _rules_said(v) -> list[str]:
+    """The ``variants`` listing's words for a variant's options: drops, the try, and each kind
+    that cannot be dropped (while others can) or not on some ranks."""
+    rules = [("drops" if v.drops else "no drops"), ("try" if v.try_rule else "no try")]
+    promoted = {p.promotes_to for p in v.pieces if p.promotes_to}
+    for p in v.pieces:
+        if v.drops and not p.drop and not p.royal and p.letter not in promoted:  # (drop = false)
+            rules.append(f"the {p.name} cannot be dropped (captured, it leaves the game)")
+        elif p.drop and p.forbidden_drop_ranks:
+            ranks = p.forbidden_drop_ranks
+            rules.append(f"no {p.name} drops on rank{'s' if len(ranks) > 1 else ''} "
+                         + ", ".join(str(r) for r in ranks) + " from the far side")
+    return rules
 
 
 @click.command()
@@ -268,13 +281,8 @@ def variants(variant_file, as_json):
         click.echo(json.dumps([v.to_dict() for v in found.values()], indent=2))
         return
     for v in found.values():
-        rules = [("drops" if v.drops else "no drops"), ("try" if v.try_rule else "no try")]
-        rules += [f"no {p.name} drops on rank{'s' if len(p.forbidden_drop_ranks) > 1 else ''} "
-                  + ", ".join(str(r) for r in p.forbidden_drop_ranks) + " from the far side"
-                  for p in v.pieces if p.forbidden_drop_ranks]
-        origin = f"loaded from {variant_file}" if v.name in loaded else "shipped"
-        click.echo(f"{v.name}  ({origin})\n  {v.title}\n  board: {v.files} files x {v.ranks} ranks; "
-                   + "; ".join(rules))
+        click.echo(f"{v.name}  ({f'loaded from {variant_file}' if v.name in loaded else 'shipped'})\n  {v.title}\n"
+                   f"  board: {v.size}; " + "; ".join(_rules_said(v)))
         pieces = ", ".join(f"{p.letter} {p.name}" + (" (royal)" if p.royal else "")
                            + (f" -> {p.promotes_to}" if p.promotes_to else "") for p in v.pieces)
         click.echo(f"  pieces: {pieces}\n  start: {v.start}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 import sys
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -156,9 +157,17 @@ class TablebaseService:
 
         code = f"from {__name__} import print_stats; print_stats()"
         # In a session of its own: Ctrl-C at the terminal is the server's to handle (it stops the child).
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", code, str(self.path), start_new_session=True,
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        # The child is in the server's process group from its fork to its setsid, and a Ctrl-C (a
+        # signal to the group) then killed it ('counting the statistics failed: exit code -2' beside
+        # the server's own line, under load): it is made with the stop signals blocked in this
+        # thread, a mask it keeps through exec, so that none reaches it (the server kills it).
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, interrupt.STOP_SIGNALS)
+        try:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", code, str(self.path), start_new_session=True,
+                stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         self._stats_process = process
         token = interrupt.at_exit(lambda: _kill(process.pid))  # a server ended by a signal leaves no child
         try:

@@ -88,7 +88,7 @@ class Position:
         object.__setattr__(self, "board", board)
         object.__setattr__(self, "hands", hands)
         if len(board) != v.cells:
-            raise PositionError(f"a {v.size} board has {v.cells} cells, got {len(board)}")
+            raise PositionError(f"a board of {v.size} has {v.cells} cells, got {len(board)}")
         if len(hands) != 2 * len(v.hand_order) or min(hands, default=0) < 0:
             raise PositionError(f"hands are {2 * len(v.hand_order)} counts >= 0 (Sente's "
                                 f"{' '.join(v.hand_order) or 'none'}, then Gote's)")

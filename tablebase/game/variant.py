@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -116,7 +116,9 @@ class Variant:
     name : str
         Short name (``"dobutsu-5x3"``): lower case letters, digits and hyphens.
     title : str
-        One line for people.
+        One line for people. Neither it nor ``description`` takes part in comparisons: two
+        variants of one name and equal rules are equal (``==``) whatever their prose, so that a
+        file built before a title changed still takes the positions of the variant as shipped.
     files, ranks : int
         Board size: files ``a``, ``b``, ... from Sente's left; ranks 1 (Gote's home rank, at the
         top) to ``ranks`` (Sente's home rank).
@@ -141,7 +143,7 @@ class Variant:
     """
 
     name: str
-    title: str
+    title: str = field(compare=False)
     files: int
     ranks: int
     pieces: tuple
@@ -149,7 +151,7 @@ class Variant:
     drops: bool = True
     try_rule: bool = True
     hand_order: str = ""
-    description: str = ""
+    description: str = field(default="", compare=False)
 
     # --- derived facts ------------------------------------------------------------------------
 
@@ -160,8 +162,8 @@ class Variant:
 
     @property
     def size(self) -> str:
-        """``"3x4"``: files x ranks."""
-        return f"{self.files}x{self.ranks}"
+        """``"3 files x 4 ranks"``: the board's size for people (files first, as everywhere)."""
+        return board_size(self.files, self.ranks)
 
     def kind(self, letter: str) -> PieceKind:
         """The kind with this (upper case) letter.
@@ -219,6 +221,13 @@ class Variant:
         return self.to_json()
 
     @cached_property
+    def rules_json(self) -> str:
+        """:meth:`to_json` less the name, title and description: two variants with equal texts
+        are the same game under any names (what tells whether a variant is a shipped one)."""
+        rules = {k: v for k, v in self.to_dict().items() if k not in ("name", "title", "description")}
+        return json.dumps(rules, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+    @cached_property
     def digest(self) -> str:
         """A hash of the description (16 hex digits): two variants with equal rules have equal digests."""
         import hashlib  # (here: probing never needs a digest, and hashlib takes milliseconds to import)
@@ -257,13 +266,21 @@ class Variant:
 
     @property
     def fairy_name(self) -> str:
-        """Fairy-Stockfish's name of the variant (its ``UCI_Variant``): ``dobutsu`` for the
-        standard game; for others the name without hyphens (the name a ``variants.ini`` section
-        defining it would carry: tests/data/fairy-variants.ini)."""
+        """The name of a shipped variant in Fairy-Stockfish's style (its ``UCI_Variant``):
+        ``dobutsu`` for the standard game; for others the name without hyphens (the name a
+        ``variants.ini`` section defining it carries: tests/data/fairy-variants.ini). Only a
+        variant whose rules are a shipped one's may be offered under it: see
+        :func:`shipped_twin` and ``analysis/uci.py``."""
         return self.name.replace("-", "")
 
     def __repr__(self) -> str:
-        return f"<Variant {self.name}: {self.size}, {''.join(p.letter for p in self.pieces)}>"
+        return f"<Variant {self.name}: {self.files}x{self.ranks}, {''.join(p.letter for p in self.pieces)}>"
+
+
+def board_size(files: int, ranks: int) -> str:
+    """A board's size as every message writes it: ``"3 files x 5 ranks"`` (a bare ``3x5`` reads
+    either way round, and the 5x3 game's name counts its ranks first)."""
+    return f"{files} file{'s' if files != 1 else ''} x {ranks} rank{'s' if ranks != 1 else ''}"
 
 
 # --- parsing -----------------------------------------------------------------------------------
@@ -316,7 +333,7 @@ def _steps(raw, where: str, files: int, ranks: int) -> tuple:
         if offset == (0, 0):
             _fail(here, "a step of [0, 0] goes nowhere")
         if abs(offset[0]) >= files or abs(offset[1]) >= ranks:
-            _fail(here, f"the step {list(offset)} leaves every square of a {files}x{ranks} board")
+            _fail(here, f"the step {list(offset)} leaves every square of a board of {board_size(files, ranks)}")
         if offset in out:
             _fail(here, f"the step {list(offset)} is listed twice")
         out.append(offset)
@@ -397,7 +414,8 @@ def _parse(data: dict) -> Variant:
     if ranks < 2:
         _fail("ranks", f"must be at least 2, got {ranks}")
     if files * ranks > MAX_CELLS:
-        _fail("ranks", f"a {files}x{ranks} board has {files * ranks} squares; the kernels hold at most {MAX_CELLS}")
+        _fail("ranks", f"a board of {board_size(files, ranks)} has {files * ranks} squares; the kernels hold at most "
+                       f"{MAX_CELLS}")
     raw_pieces = _typed(data, "pieces", list, "", required=True)
     if not 1 <= len(raw_pieces) <= MAX_KINDS:
         _fail("pieces", f"1 to {MAX_KINDS} kinds of piece, got {len(raw_pieces)}")
@@ -469,14 +487,23 @@ def _check_start(variant: Variant) -> None:
 # --- files and the registry --------------------------------------------------------------------
 
 
-def load_variant_file(path) -> Variant:
-    """Read one variant from a TOML file.
+def load_variant_file(path, regular_only: bool = False) -> Variant:
+    """Read one variant from a TOML file (UTF-8, a byte order mark allowed).
+
+    Parameters
+    ----------
+    path : str or Path
+    regular_only : bool, optional
+        Refuse what is not a regular file (a named pipe, a device, a socket) instead of reading
+        it, without waiting for a pipe's writer: how the files of a folder are read. A file
+        named alone is read whatever it is (a pipe waits for its writer, as any reader would).
 
     Raises
     ------
     VariantError
         If the file cannot be read, is not TOML, is larger than :data:`MAX_FILE_BYTES`, or holds an
-        unusable description (the message names the file and the field).
+        unusable description (the message names the file and the field); with ``regular_only``,
+        if it is not a regular file.
     """
     try:
         import tomllib
@@ -485,14 +512,15 @@ def load_variant_file(path) -> Variant:
 
     path = Path(path)
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_FILE_BYTES + 1)
+        raw = _read_bytes(path, regular_only)
     except OSError as exc:
         raise VariantError(f"{path}: cannot read the variant file ({exc.strerror or exc})") from None
+    if isinstance(raw, str):
+        raise VariantError(f"{path}: {raw}, not a variant file; the variant files of a folder are regular files")
     if len(raw) > MAX_FILE_BYTES:
         raise VariantError(f"{path}: a variant file is at most {MAX_FILE_BYTES:,} bytes")
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = tomllib.loads(raw.decode("utf-8").removeprefix("\ufeff"))  # (a byte order mark, as Notepad writes)
     except UnicodeDecodeError:
         raise VariantError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
@@ -502,17 +530,42 @@ def load_variant_file(path) -> Variant:
     return parse_variant(data, str(path))
 
 
+def _read_bytes(path: Path, regular_only: bool) -> bytes | str:
+    """The first :data:`MAX_FILE_BYTES` + 1 bytes of a file; with ``regular_only``, what it is
+    instead when it is not a regular file (``"a folder"``, ``"a named pipe"``, ...). It is then
+    opened without blocking, so that a named pipe is refused at once, not waited on (for a regular
+    file the flag changes nothing), and checked once open (no other file can take its place)."""
+    import os
+    import stat
+
+    if not regular_only:
+        with open(path, "rb") as f:
+            return f.read(MAX_FILE_BYTES + 1)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
+            return next((name for test, name in kinds if test(mode)), "a device")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(MAX_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
 def load_variants(path) -> list[Variant]:
     """The variants of a TOML file, or of every ``*.toml`` file of a folder (sorted by file name).
 
     Raises
     ------
     VariantError
-        If the path does not exist, a folder holds no ``*.toml`` file, or a file is bad; or if two
-        of the files define the same name.
+        If the path does not exist, a folder holds no ``*.toml`` file, or a file is bad (in a
+        folder, also one that is not a regular file: a named pipe is refused, never waited on);
+        or if two of the files define the same name.
     """
     path = Path(path)
-    if path.is_dir():
+    folder = path.is_dir()
+    if folder:
         files = sorted(path.glob("*.toml"))
         if not files:
             raise VariantError(f"{path}: the folder holds no *.toml variant file")
@@ -522,7 +575,7 @@ def load_variants(path) -> list[Variant]:
         raise VariantError(f"{path}: no such variant file or folder")
     out: list[Variant] = []
     for f in files:
-        v = load_variant_file(f)
+        v = load_variant_file(f, regular_only=folder)
         if any(o.name == v.name for o in out):
             raise VariantError(f"{f}: the variant name {v.name!r} is defined twice")
         out.append(v)
@@ -571,7 +624,7 @@ def add_variants(path) -> list[Variant]:
     found = load_variants(path)
     shipped = shipped_variants()
     for v in found:
-        if v.name in shipped and shipped[v.name].digest != v.digest:
+        if v.name in shipped and shipped[v.name] != v:  # (equal rules, other prose: the same variant)
             raise VariantError(f"{path}: the variant {v.name!r} is a shipped variant's name; choose another")
     for v in found:
         _LOADED[v.name] = v
@@ -591,6 +644,12 @@ def get_variant(name: str) -> Variant:
         raise VariantError(f"unknown variant {name!r} (known: {', '.join(known)}; "
                            f"add one with --variant-file PATH)")
     return known[name]
+
+
+def shipped_twin(variant: Variant) -> Variant | None:
+    """The shipped variant whose rules are ``variant``'s (:attr:`Variant.rules_json`: whatever the
+    names and prose), or None."""
+    return next((v for v in shipped_variants().values() if v.rules_json == variant.rules_json), None)
 
 
 def known_variants() -> dict:
@@ -615,4 +674,4 @@ def variant_from_json(text: str, source: str = "variant") -> Variant:
 
 __all__ = ["PieceKind", "Variant", "VariantError", "parse_variant", "load_variant_file", "load_variants",
            "shipped_variants", "standard_variant", "add_variants", "get_variant", "known_variants",
-           "variant_from_json"]
+           "variant_from_json", "shipped_twin", "board_size"]

@@ -506,9 +506,9 @@ function renderMoves() {
     html("td", { className: "mv-result" }, tr, describe(m.category === "unknown" ? null : m, true));
     html("td", { className: "mv-dtm", title: "the move's signed DTM, for the side that plays it" }, tr,
       m.dtm === null ? "?" : signed(m.dtm));
-    const royal = GAME.royal;
-    const note = m.terminal === "lion captured" ? `captures the ${royal}` : m.terminal === "try" ? `the ${royal}'s try wins`
-      : m.terminal === "catch" ? `leaves the ${royal} en prise` : m.category === "unknown" ? "not in this tablebase" : "";
+    const royal = GAME.royal;  // the words of `dobutsu-tb probe` (reports.move_note; a test holds them equal)
+    const note = m.category === "unknown" ? "not in this tablebase" : m.terminal === "lion captured" ? `captures the ${royal}`
+      : m.terminal === "try" ? `the ${royal} reaches the far rank safely` : m.terminal === "catch" ? `leaves the ${royal} to be captured` : "";
     html("td", { className: "mv-note" }, tr, note);
     if (!clickable) tr.style.cursor = "default";
   }
@@ -721,7 +721,7 @@ function renderInfo() {
   const dl = $("file-counts");
   dl.replaceChildren();
   const rows = [
-    ["file", info.file], ["variant", `${GAME.name} (${GAME.files}x${GAME.ranks})`], ["start position", info.start],
+    ["file", info.file], ["variant", `${GAME.name} (${GAME.files} files × ${GAME.ranks} ranks)`], ["start position", info.start],
     ["start value", `${describe(info.start_value, true)} for the side to move`],
     ["reachable positions", info.reachable], ["catch-terminal (win in 1)", info.catch_terminal],
     ...(GAME.tryRule ? [["try-terminal (loss in 0)", info.try_terminal]] : []), ["stored (non-terminal)", info.nonterminal],
