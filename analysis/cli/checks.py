@@ -20,17 +20,13 @@ from dobutsu_tb.analysis.cli.common import (
     tb_file,
     tb_option,
     variant_options,
+    variant_rules,
 )
 from dobutsu_tb.analysis.pictures import draw_plies
 from dobutsu_tb.encoding.words import counted
 
 #: Said of damage in a tablebase that ``verify-line`` built into the cache for its start.
 _REBUILD_HINT = "(a tablebase this command built for its start: delete it, and the next run builds it again)"
-
-
-def _rules(variant) -> dict:
-    """A variant's rules: its description less its title and prose."""
-    return {k: v for k, v in variant.to_dict().items() if k not in ("title", "description")}
 
 
 def _tablebase_for(start_text: str | None, tb_path: Path | None, variant, variant_given: bool = False):
@@ -53,7 +49,8 @@ def _tablebase_for(start_text: str | None, tb_path: Path | None, variant, varian
     if tb_path is not None:
         tb = open_tablebase(tb_path)
         try:
-            if variant_given and _rules(tb.variant) != _rules(variant):  # (the file's rules would judge the line)
+            # (the file's rules would judge the line)
+            if variant_given and variant_rules(tb.variant) != variant_rules(variant):
                 theirs = (tb.variant.name if tb.variant.name != variant.name else
                           f"a {variant.name} whose rules differ from the variant file's")
                 raise click.UsageError(f"{tb_path} is a tablebase of {theirs}, not of {variant.name}: give a "
