@@ -50,6 +50,9 @@ ROW_GROUP = 1 << 19
 SCAN_STEP = 1 << 22
 #: Parquet's compression and its level.
 COMPRESSION, COMPRESSION_LEVEL = "zstd", 3
+#: The most bits of the directory of the stored keys' top bits (:func:`~.export_kernels.key_directory`):
+#: 2**22 + 1 entries, 32 MiB.
+MAX_DIRECTORY_BITS = 22
 #: The longest DTM a column of int16 holds (a move's DTM is one more than its child's).
 MAX_EXPORT_DTM = 32766
 
@@ -343,8 +346,8 @@ class _Context:
 
     keys: np.ndarray
     values: np.ndarray
-    index: np.ndarray
-    key_chunk: int
+    directory: np.ndarray
+    shift: int
     kernels: object
     tables: dict
     uci_index: np.ndarray
@@ -400,7 +403,7 @@ def block_arrays(ctx: _Context, rows: np.ndarray) -> dict:
         raise RuntimeError("the move generators disagree on the number of moves")
     codes = np.zeros(total, ctx.values.dtype)
     found = np.zeros(total, np.bool_)
-    _find_sorted(ctx.keys, ctx.values, ctx.index, ctx.key_chunk, child, codes, found)
+    ek._lookup(ctx.keys, ctx.values, ctx.directory, ctx.shift, child, codes, found)
     del child
     wdl = np.empty(m, np.int8)
     dtm = np.empty(m, np.int16)
@@ -433,12 +436,6 @@ def block_arrays(ctx: _Context, rows: np.ndarray) -> dict:
     return {"key": ctx.keys[rows], "position": (pos_offsets, pos_bytes), "fen": (fen_offsets, fen_bytes),
             "wdl": wdl, "dtm": dtm, "moves": (offsets, move_uci), "move_dtm": (offsets, move_dtm),
             "best_moves": (best_offsets, best_uci)}
-
-
-def _find_sorted(stored, values, index, chunk, keys, codes, found):
-    from dobutsu_tb.tablebase.lookup_kernels import find_sorted
-
-    find_sorted(stored, values, index, chunk, keys, codes, found)
 
 
 # --- Arrow and Parquet ----------------------------------------------------------------------------
@@ -505,7 +502,8 @@ def export_metadata(meta, path: Path, filters, sample, seed, selection, dictiona
 #: How pyarrow writes an export: zstd; Parquet's dictionaries for the columns of few distinct
 #: values (the moves are dictionary-encoded already); delta encodings for the keys, which ascend,
 #: and the texts, which share their beginnings with the row before; statistics (each row group's
-#: smallest and largest value) where a reader filters; no Arrow schema, so that readers see the
+#: smallest and largest value) where a reader filters (each row group also says it is sorted by
+#: key, Parquet's ``sorting_columns``); no Arrow schema, so that readers see the
 #: move lists as ``list<string>`` (the key-value metadata is added to the footer instead).
 PARQUET_OPTIONS = {
     "compression": COMPRESSION, "compression_level": COMPRESSION_LEVEL,
@@ -624,7 +622,8 @@ def export_parquet(tb_path, out, filters=(), sample: int | None = None, seed: in
             raise ExportError(f"{tb_path}: its longest DTM ({meta.max_dtm:,} plies) is too long for the int16 "
                               f"columns of an export")
         keys, values = f.read_all()
-        index, key_chunk = np.asarray(f.index, np.int64), f.key_chunk
+    # (about 16 to 32 keys a bucket on average; the top bits are a Huffman code, so buckets differ)
+    directory, shift = ek.key_directory(keys, max(1, min(MAX_DIRECTORY_BITS, keys.shape[0].bit_length() - 5)))
     seconds["read"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -635,7 +634,7 @@ def export_parquet(tb_path, out, filters=(), sample: int | None = None, seed: in
     threads = max(1, config.THREADS)
     width = game.layout["MAX_MOVES"]
     dictionary_texts, uci_index = uci_dictionary(game)
-    ctx = _Context(keys, values, index, key_chunk, game.jitted(notation, sys.modules[ek.__name__]),
+    ctx = _Context(keys, values, directory, shift, game.jitted(notation, sys.modules[ek.__name__]),
                    ek.text_tables(meta.variant), uci_index, game.layout["COUNT_BITS"],
                    (np.empty((threads, width), np.int64), np.empty((threads, width), np.int64),
                     np.empty((threads, width), np.int64)), Path(tb_path), meta.variant)
@@ -645,7 +644,8 @@ def export_parquet(tb_path, out, filters=(), sample: int | None = None, seed: in
     t = time.perf_counter()
     with ReservedOutput(out) as reserved, interrupt.stop_on_signals():
         try:
-            writer = pq.ParquetWriter(str(reserved.tmp), schema, **PARQUET_OPTIONS)
+            writer = pq.ParquetWriter(str(reserved.tmp), schema, **PARQUET_OPTIONS,
+                                      sorting_columns=[pq.SortingColumn(schema.get_field_index("key"))])
             try:
                 written = _write_blocks(pa, writer, schema, dictionary, ctx, selection, row_group, progress, seconds)
                 interrupt.check()

@@ -7,8 +7,8 @@ For the stored positions of a block (``rows``, indices into the file's sorted ke
 2. :func:`_children` writes, per move in generation order, the canonical key of the child (-1
    for a terminal child: terminal positions are never stored), its terminal class and the
    move's text code (:func:`~dobutsu_tb.tablebase.game.notation.text_code`);
-3. the children's keys are looked up in one batch
-   (:func:`~dobutsu_tb.tablebase.lookup_kernels.find_sorted`);
+3. the children's keys are looked up in the file's sorted keys (:func:`_lookup`, through a
+   directory of their top bits: :func:`key_directory`);
 4. :func:`_order_moves` turns them into each move's value for its player (docs/rules.md §7),
    sorts each position's moves best first (stably, as ``Tablebase.probe_moves``) and counts the
    best ones, those whose value is the position's;
@@ -87,6 +87,61 @@ def _children(boards, hands, offsets, out_keys, out_classes, out_texts, bad, mov
                 out_keys[at + k] = kbuf[k] if cbuf[k] == NONTERMINAL else -1
                 out_classes[at + k] = cbuf[k]
                 out_texts[at + k] = text_code(board, _SENTE, buf[k])
+
+
+# --- the children's values ------------------------------------------------------------------------
+
+
+def key_directory(keys: np.ndarray, bits: int) -> tuple[np.ndarray, int]:
+    """Where each run of sorted keys sharing their top ``bits`` bits starts (as ``verify``'s).
+
+    Parameters
+    ----------
+    keys : numpy.ndarray of int64, shape (n,)
+        Positive, ascending.
+    bits : int
+        Bits of the directory (it has ``2**bits + 1`` entries).
+
+    Returns
+    -------
+    directory : numpy.ndarray of int64, shape (2**bits + 1,)
+        Keys with top bits ``b`` (``key >> shift == b``) are ``keys[directory[b]:directory[b + 1]]``.
+    shift : int
+    """
+    top = int(keys[-1]).bit_length() if keys.shape[0] else 1
+    shift = max(0, top - bits)
+    bounds = np.arange(1 << bits, dtype=np.int64) << shift  # each below 2**top: no overflow
+    directory = np.empty((1 << bits) + 1, np.int64)
+    directory[:-1] = np.searchsorted(keys, bounds)
+    directory[-1] = keys.shape[0]
+    return directory, shift
+
+
+@njit(parallel=True)
+def _lookup(stored, values, directory, shift, keys, codes, found):
+    """For each ``keys[i]`` >= 0: ``found[i]`` whether it is in ``stored`` (ascending) and
+    ``codes[i]`` its entry of ``values``; a negative key (a terminal child) is skipped. The
+    directory (:func:`key_directory`) narrows each search to the keys of its top bits: with a few
+    keys a bucket, about one cache miss in the directory and one or two in the keys."""
+    last = directory.shape[0] - 1
+    for i in prange(keys.shape[0]):
+        key = keys[i]
+        if key < 0:
+            continue
+        b = key >> shift
+        if b >= last:
+            continue
+        lo = directory[b]
+        hi = directory[b + 1]
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if stored[mid] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < directory[b + 1] and stored[lo] == key:
+            found[i] = True
+            codes[i] = values[lo]
 
 
 # --- values, order, best moves ------------------------------------------------------------------
