@@ -528,6 +528,8 @@ def _write_blocks(pa, writer, schema, dictionary, ctx, selection, row_group, pro
         return batch.num_rows
 
     pending = None
+    if progress is not None:
+        progress(0, selection.rows)
     with ThreadPoolExecutor(1, thread_name_prefix="export-writer") as pool:
         try:
             for rows in selection.blocks(row_group):
@@ -594,7 +596,7 @@ def export_parquet(tb_path, out, filters=(), sample: int | None = None, seed: in
     seed : int, optional
         The sample's seed.
     progress : callable, optional
-        Called as ``progress(rows_written, rows)`` after each row group.
+        Called as ``progress(rows_written, rows)`` before the first row group and after each.
     row_group : int, optional
         Rows per row group (default :data:`ROW_GROUP`).
 

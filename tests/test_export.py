@@ -135,6 +135,22 @@ def test_a_variant_file_of_another_board(lion_chick_5x3_tb, cli, tmp_path):
     assert cli("export", "--tb", lion_chick_5x3_tb.path, "--out", out, "--variant", "dobutsu").exit_code == 2
 
 
+def test_a_variant_file_and_the_default_output(tiny_3x3_tb, cli, tmp_path, monkeypatch):
+    """--variant-file names the file's variant (a check); without --out the file is the
+    tablebase's name with .parquet in the current folder; the variant file is never written over."""
+    from dobutsu_tb.tablebase.game.variant import get_variant
+
+    toml = tmp_path / "three.toml"
+    toml.write_text(get_variant("dobutsu-3x3").to_toml(), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = cli("export", "--tb", tiny_3x3_tb.path, "--variant-file", toml)
+    assert result.exit_code == 0, result.output
+    assert len(read_rows(tmp_path / "tiny-3x3.parquet")) == tiny_3x3_tb.metadata.nonterminal
+    result = cli("export", "--tb", tiny_3x3_tb.path, "--variant-file", toml, "--out", toml)
+    assert result.exit_code == 1 and "is a variant file this command reads" in result.output
+    assert toml.read_text(encoding="utf-8") == get_variant("dobutsu-3x3").to_toml()
+
+
 # --- Fairy-Stockfish -------------------------------------------------------------------------------
 
 _FSF_NAMES = {"dobutsu": "dobutsu", "dobutsu-5x3": "dobutsu5x3", "dobutsu-3x3": "dobutsu3x3"}
