@@ -369,7 +369,14 @@ def _damaged(ctx: _Context, rows: np.ndarray, boards, hands, status: np.ndarray)
 
 
 def block_arrays(ctx: _Context, rows: np.ndarray) -> dict:
-    """The columns of the positions ``rows`` (stored indices) as numpy arrays and offsets.
+    """The columns of the positions ``rows`` as numpy arrays and offsets.
+
+    Parameters
+    ----------
+    ctx : _Context
+        The file's keys and values, the kernels and tables (:func:`export_parquet` makes it).
+    rows : numpy.ndarray of int64, shape (m,)
+        Indices of stored positions (into the file's sorted keys), ascending.
 
     Returns
     -------
