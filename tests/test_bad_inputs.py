@@ -68,7 +68,7 @@ def test_corpus_size():
     """At least 100 cases, over every command and environment variable."""
     assert len(CASES) >= 100
     commands = {c.args[0] if c.args[0] != "puzzle" else " ".join(c.args[:2]) for c in CASES if c.args}
-    assert commands >= {"build", "probe", "show", "line", "verify-line", "verify", "stats", "serve", "uci",
+    assert commands >= {"build", "probe", "show", "line", "verify-line", "verify", "stats", "serve", "uci", "export",
                         "puzzle lastone", "puzzle tankchange", "puzzle othello", "puzzle squares", "puzzle sweep"}
     names = {name for c in CASES for name in c.env}
     assert names >= {"DOBUTSU_TB", "DOBUTSU_TB_CACHE", "NUMBA_NUM_THREADS", "NUMBA_DISABLE_JIT", "NUMBA_BOUNDSCHECK"}

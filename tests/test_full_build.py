@@ -60,3 +60,18 @@ def test_a_local_ray_cluster_of_two_workers_builds_the_same_file(full_tb, tmp_pa
     counts = ("reachable", "nonterminal", "catch_terminal", "try_terminal", "no_moves", "wins", "draws", "losses",
               "start_wdl", "start_dtm", "max_dtm")
     assert [getattr(result.metadata, k) for k in counts] == [getattr(full_tb.metadata, k) for k in counts]
+
+
+def test_an_export_of_the_full_game_is_probe_and_probe_moves(full_tb, tmp_path):
+    """A sample of 3,000 positions of the full game exported (docs/export.md): each row is what
+    probe and probe_moves say (its checks are tests/test_export.py's)."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    from test_export import check_row
+
+    from dobutsu_tb.tablebase.export import export_parquet
+
+    out = tmp_path / "sample.parquet"
+    assert export_parquet(full_tb.path, out, sample=3000, seed=44).rows == 3000
+    with open_tablebase(full_tb.path) as tb:
+        for row in pq.read_table(out).to_pylist():
+            check_row(tb, row)

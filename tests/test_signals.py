@@ -217,6 +217,29 @@ def test_verify_stats_and_verify_line_file(lion_chick_tb, games_file, tmp_path):
                 None, 12, at_least=2)
 
 
+def test_export_at_random_moments(lion_chick_tb, tmp_path):
+    """``export`` stopped at any moment, from kernel loading to the renamed file: no file left but
+    the whole one (when the signal came after the rename), no temporary file."""
+    pq = pytest.importorskip("pyarrow.parquet")
+
+    def args(out):
+        return ["export", "--tb", lion_chick_tb.path, "--out", out]
+
+    took = duration(args(tmp_path / "whole.parquet"))
+    (tmp_path / "whole.parquet").unlink()
+    hits = 0
+    for k, (moment, sig) in enumerate(zip(moments(5, 0.0, took * 0.9, 13), signals(5, 13))):
+        out = tmp_path / f"x{k}.parquet"
+        err = interrupt_at(args(out), moment, sig)
+        hits += err is not None
+        left = sorted(p.name for p in tmp_path.iterdir())
+        assert left in ([], [out.name]), (moment, err, left)
+        if left:
+            assert pq.read_metadata(out).num_rows == lion_chick_tb.metadata.nonterminal
+            out.unlink()
+    assert hits >= 3, f"only {hits} of 5 signals came before the end"
+
+
 @pytest.mark.parametrize("ignored", ["SIGINT", "SIGHUP"])
 def test_an_ignored_signal_stays_ignored(lion_chick_tb, ignored):
     """A command started with SIGINT ignored (a background job of a shell) or SIGHUP ignored

@@ -97,6 +97,7 @@ EXPECTED_ERRORS = (("dobutsu_tb.tablebase.game.position", "PositionError"),
                    ("dobutsu_tb.encoding.hashtable", "HashTableFullError"),
                    ("dobutsu_tb.encoding.compact_layout", "CompactTableFullError"),
                    ("dobutsu_tb.tablebase.enumeration", "StartPositionError"),
+                   ("dobutsu_tb.tablebase.export", "ExportError"),
                    ("dobutsu_tb.tablebase.cluster", "ClusterError"),
                    ("dobutsu_tb.analysis.puzzles", "PuzzleInputError"),
                    ("dobutsu_tb.analysis.textfiles", "InputFileError"))
@@ -338,6 +339,12 @@ def variant_options(f):
     return click.option("--variant", "variant", default=None, metavar="NAME",
                         help="The game variant (default: dobutsu, or the variant of --variant-file when it "
                              "holds one); 'dobutsu-tb variants' lists them.")(f)
+
+
+def variant_rules(variant) -> dict:
+    """A variant's rules: its description less its title and prose (two files of the same rules
+    are of one game, whatever their names say)."""
+    return {k: v for k, v in variant.to_dict().items() if k not in ("title", "description")}
 
 
 def resolve_variant(name: str | None, variant_file: Path | None):

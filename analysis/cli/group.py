@@ -13,7 +13,8 @@ from dobutsu_tb.analysis.cli.common import ErrorHandlingGroup
 COMMANDS = {"build": ("tablebase", "build"), "probe": ("tablebase", "probe"), "show": ("tablebase", "show"),
             "line": ("tablebase", "line"), "verify-line": ("checks", "verify_line_cmd"), "verify": ("checks", "verify"),
             "stats": ("checks", "stats"), "puzzle": ("puzzles", "puzzle"), "serve": ("serve", "serve"),
-            "variants": ("tablebase", "variants"), "uci": ("engine", "uci")}
+            "variants": ("tablebase", "variants"), "uci": ("engine", "uci"),
+            "export": ("export", "export")}
 
 
 class LazyGroup(ErrorHandlingGroup):
