@@ -190,7 +190,8 @@ def _order_moves(row_codes, offsets, classes, codes, found, texts, uci_index, ra
 
     Writes ``wdl`` (int8) and ``dtm`` (int16, signed plies) per position, ``move_dtm`` (int16,
     signed plies for the mover) and ``move_uci`` (int16, dictionary entries) per move, each
-    position's moves sorted best first (a stable sort: ties in generation order), ``n_best`` the
+    position's moves sorted best first (a stable sort: ties as
+    :func:`~dobutsu_tb.tablebase.values.move_tie`, then in generation order), ``n_best`` the
     number of leading moves whose value is the position's, and ``status`` (ROW_OK,
     ROW_MISSING_CHILD, ROW_INCONSISTENT or ROW_NO_TEXT).
     """
@@ -217,7 +218,9 @@ def _order_moves(row_codes, offsets, classes, codes, found, texts, uci_index, ra
                     mw, md = WIN, 1 - cd
                 else:
                     mw, md = DRAW, 0
-            ranks[j] = _rank(mw, md)
+            # (the one tie-break of every surface, values.move_tie: among equally long losses, a move
+            # that leaves the lion to be captured last; a stored position has no capture of the lion)
+            ranks[j] = 2 * _rank(mw, md) + (1 if c == CATCH else 0)
             move_dtm[j] = md
             move_uci[j] = uci_index[texts[j]]
             if move_uci[j] < 0:
@@ -231,7 +234,7 @@ def _order_moves(row_codes, offsets, classes, codes, found, texts, uci_index, ra
             ranks[k + 1], move_dtm[k + 1], move_uci[k + 1] = r, d, u
         own = _rank(pw, pd)
         nb = 0
-        while lo + nb < hi and ranks[lo + nb] == own:
+        while lo + nb < hi and ranks[lo + nb] >> 1 == own:
             nb += 1
         if hi > lo and nb == 0 or hi == lo and not (pw == LOSS and pd == 0):
             if st == ROW_OK:

@@ -20,7 +20,6 @@ from dobutsu_tb.analysis.cli.common import (
     tb_file,
     tb_option,
     variant_options,
-    variant_rules,
 )
 from dobutsu_tb.analysis.pictures import draw_plies
 from dobutsu_tb.encoding.words import counted
