@@ -5,7 +5,8 @@ numba has no atomics or prefetch of its own; these emit the LLVM instructions di
 dtype and are used inside ``njit`` kernels only (calling them from Python is an error):
 
 - :func:`prefetch` ``(array, index)``: ask the CPU to load ``array[index]``'s cache line, so a
-  later random access does not stall (a hint: no effect on results);
+  later random access does not stall (a hint: no effect on results); :func:`prefetch_l2` the same
+  into L2 only, which keeps more misses in flight;
 - :func:`atomic_sub` ``(array, index, value) -> old``: ``array[index] -= value`` atomically,
   returning the value before;
 - :func:`atomic_cas` ``(array, index, expected, new) -> old``: store ``new`` if the element
@@ -33,22 +34,38 @@ def _element_pointer(context, builder, array_type, array, index):
     return cgutils.get_item_pointer(context, builder, array_type, ary, [index], wraparound=False)
 
 
-@intrinsic
-def prefetch(typingctx, array, index):
-    """Prefetch ``array[index]`` (a hint; no bounds check, no effect on results)."""
-    if not isinstance(array, types.Array) or not isinstance(index, types.Integer):
-        return None
-    sig = types.void(array, index)
+def _prefetch_intrinsic(locality: int, rw: int):
+    """An intrinsic ``(array, index)`` that prefetches ``array[index]`` at an LLVM locality (3: into
+    every cache level, prefetcht0 on x86; 2: into L2 and below, prefetcht1; 1: prefetcht2; 0: a
+    non-temporal prefetchnta), for a read (``rw`` 0) or a write (1: prefetchw where the CPU has it)."""
 
-    def codegen(context, builder, signature, args):
-        ptr = _element_pointer(context, builder, signature.args[0], args[0], args[1])
-        i32, byte_ptr = ir.IntType(32), ir.IntType(8).as_pointer()
-        fnty = ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
-        builder.call(fn, [builder.bitcast(ptr, byte_ptr), i32(_READ), i32(_LOCALITY), i32(_DATA)])
-        return context.get_dummy_value()
+    @intrinsic
+    def prefetch_at(typingctx, array, index):
+        if not isinstance(array, types.Array) or not isinstance(index, types.Integer):
+            return None
+        sig = types.void(array, index)
 
-    return sig, codegen
+        def codegen(context, builder, signature, args):
+            ptr = _element_pointer(context, builder, signature.args[0], args[0], args[1])
+            i32, byte_ptr = ir.IntType(32), ir.IntType(8).as_pointer()
+            fnty = ir.FunctionType(ir.VoidType(), [byte_ptr, i32, i32, i32])
+            fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+            builder.call(fn, [builder.bitcast(ptr, byte_ptr), i32(rw), i32(locality), i32(_DATA)])
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return prefetch_at
+
+
+#: Prefetch ``array[index]`` into every cache level (a hint; no bounds check, no effect on results).
+prefetch = _prefetch_intrinsic(_LOCALITY, _READ)
+#: Prefetch ``array[index]`` into L2 (prefetcht1): a miss there holds no L1 fill buffer, so many
+#: more can be in flight than with :func:`prefetch` (scripts/bench_sets.py --host measures it);
+#: for loops that issue their prefetches far ahead (32 to 128 accesses).
+prefetch_l2 = _prefetch_intrinsic(2, _READ)
+#: Every locality, for measuring (``PREFETCHES[locality]``).
+PREFETCHES = tuple(_prefetch_intrinsic(locality, _READ) for locality in range(4))
 
 
 @intrinsic
@@ -87,6 +104,9 @@ def atomic_cas(typingctx, array, index, expected, new):
 if numba.config.DISABLE_JIT:  # NUMBA_DISABLE_JIT=1 (debugging): the kernels run as plain Python, one thread
     def prefetch(array, index):
         """No effect in plain Python."""
+
+    prefetch_l2 = prefetch
+    PREFETCHES = (prefetch,) * 4
 
     def atomic_sub(array, index, value):
         """``array[index] -= value``; returns the element's value before (plain Python)."""

@@ -21,13 +21,16 @@ The second form reads ``C`` random chunks of a tablebase file and prints the chi
 stored positions by class (non-terminal, catch-terminal, try-terminal) per position.
 
 The third form measures what this machine's memory costs, whatever the structure: nanoseconds
-of wall time a random 8-byte read, and a random read-modify-write, in a 1 GiB array (2**26 of
-them, independent, so the CPU overlaps their misses itself), on one thread and on every thread;
-and first the seconds it takes to write once into each 4 KiB page of ``M`` MiB of memory the
-process has just allocated (a virtual machine whose host takes back the memory its guest frees
-charges for each new page: run it after the machine has been idle a few seconds, then again at
-once, to see it). With the builder's counts of memory accesses these give the build's floor on
-the machine (docs/building.md, "What the build cannot go below").
+of wall time a random 8-byte read, a random read-modify-write and an insertion by linear probing
+into a 1 GiB array (2**26 of each, independent), on one thread and on every thread, with no
+prefetch and with a prefetch of each access 8 to 128 accesses ahead at each LLVM locality (3:
+prefetcht0, into every level, what the builder issued until 2026-12; 2: prefetcht1, into L2; 1:
+prefetcht2; 0: prefetchnta), and the best of each; and first the seconds it takes to write once
+into each 4 KiB page of ``M`` MiB of memory the process has just allocated (a virtual machine
+whose host takes back the memory its guest frees charges for each new page: run it after the
+machine has been idle a few seconds, then again at once, to see it). With the builder's counts of
+memory accesses these give the build's floor on the machine (docs/building.md, "What the build
+cannot go below").
 """
 
 from __future__ import annotations
@@ -119,29 +122,79 @@ def insertions(n: int, repeat: int) -> None:
             run(what, order)
 
 
-@njit(parallel=True)
-def _random_reads(a, idx, threads):
-    per = -(-idx.shape[0] // threads)
-    total = np.zeros(threads, np.int64)
-    for t in prange(threads):
-        s = 0
-        for i in range(t * per, min(idx.shape[0], (t + 1) * per)):
-            s += a[idx[i]]
-        total[t] = s
-    return total.sum()
+def _access_kernels(pf):
+    """The three measured loops with prefetch intrinsic ``pf`` (one of atomics.PREFETCHES), each
+    ``(a, idx, ahead, threads)``: thread t takes the t-th share of the indices; ``ahead`` 0 means
+    no prefetch. A read sums ``a[idx[i]]``; a read-modify-write adds 1 to it; an insertion probes
+    linearly from ``idx[i]`` for an empty slot (0) and writes the index there, as a compact table's
+    insertion does (the array starts about three quarters full: :func:`_fill`)."""
+
+    @njit(parallel=True)
+    def reads(a, idx, ahead, threads):
+        per = -(-idx.shape[0] // threads)
+        total = np.zeros(threads, np.int64)
+        for t in prange(threads):
+            lo, hi = t * per, min(idx.shape[0], (t + 1) * per)
+            s = 0
+            for i in range(lo, hi):
+                if ahead and i + ahead < hi:
+                    pf(a, idx[i + ahead])
+                s += a[idx[i]]
+            total[t] = s
+        return total.sum()
+
+    @njit(parallel=True)
+    def updates(a, idx, ahead, threads):
+        per = -(-idx.shape[0] // threads)
+        for t in prange(threads):
+            lo, hi = t * per, min(idx.shape[0], (t + 1) * per)
+            for i in range(lo, hi):
+                if ahead and i + ahead < hi:
+                    pf(a, idx[i + ahead])
+                a[idx[i]] += 1
+        return 0
+
+    @njit(parallel=True)
+    def inserts(a, idx, ahead, threads):
+        per = -(-idx.shape[0] // threads)
+        mask = a.shape[0] - 1
+        placed = np.zeros(threads, np.int64)
+        for t in prange(threads):
+            lo, hi = t * per, min(idx.shape[0], (t + 1) * per)
+            n = 0
+            for i in range(lo, hi):
+                if ahead and i + ahead < hi:
+                    pf(a, idx[i + ahead])
+                s = idx[i]
+                while a[s] != 0 and a[s] != i + 1:
+                    s = (s + 1) & mask
+                if a[s] == 0:
+                    a[s] = i + 1
+                    n += 1
+            placed[t] = n
+        return placed.sum()
+
+    return {"read": reads, "read-modify-write": updates, "insert": inserts}
 
 
 @njit(parallel=True)
-def _random_updates(a, idx, threads):
-    per = -(-idx.shape[0] // threads)
-    for t in prange(threads):
-        for i in range(t * per, min(idx.shape[0], (t + 1) * per)):
-            a[idx[i]] += 1
+def _fill(a, share):
+    """Make about ``share`` of the slots of ``a`` occupied (nonzero), at random, in parallel."""
+    n = a.shape[0]
+    for i in prange(n):
+        x = np.uint64(i) * np.uint64(0x9E3779B97F4A7C15)
+        x ^= x >> np.uint64(29)
+        a[i] = -1 if (x & np.uint64(0xFFFF)) < np.uint64(int(share * 65536)) else 0
 
 
-def host(mib: int) -> None:
+#: The prefetch distances measured (accesses ahead; 0: none).
+DISTANCES = (0, 8, 16, 32, 64, 128)
+
+
+def host(mib: int, sweep: bool = True) -> None:
     import numba
 
+    from dobutsu_tb.encoding.atomics import PREFETCHES
     from dobutsu_tb.encoding.config import THREADS
 
     fresh = np.empty(mib << 20, np.uint8)  # first, before this process frees anything
@@ -151,15 +204,37 @@ def host(mib: int) -> None:
     del fresh
     a = np.ones(1 << 27, np.int64)
     idx = np.random.default_rng(2).integers(0, a.shape[0], 1 << 26)
-    print(f"{idx.shape[0]:,} random accesses to a 1 GiB array (wall ns each)")
-    for threads in sorted({1, THREADS}):
-        numba.set_num_threads(threads)
-        for name, kernel in (("read", _random_reads), ("read-modify-write", _random_updates)):
-            kernel(a, idx[:1000], threads)  # compiled first
-            start = time.perf_counter()
-            kernel(a, idx, threads)
-            ns = (time.perf_counter() - start) / idx.shape[0] * 1e9
-            print(f"  {name:<18} {threads} thread{'s' if threads > 1 else ' '} {ns:6.1f} ns")
+    kernels = [_access_kernels(pf) for pf in PREFETCHES]
+    print(f"{idx.shape[0]:,} random accesses to a 1 GiB array of int64 (wall ns an access; each thread's share is "
+          f"its count times this)")
+    print(f"{'access':<18}{'threads':>8}{'locality':>9}" + "".join(f"{'none' if d == 0 else f'{d} ahead':>10}"
+                                                                    for d in DISTANCES))
+    best = {}
+    for name in ("read", "read-modify-write", "insert"):
+        for threads in sorted({1, THREADS}):
+            numba.set_num_threads(threads)
+            for locality in (range(4) if sweep else (3,)):
+                kernel = kernels[locality][name]
+                row = []
+                for ahead in DISTANCES:
+                    if ahead == 0 and locality != 3:  # (no prefetch: the same for every locality)
+                        row.append(None)
+                        continue
+                    if name == "insert":
+                        _fill(a, 0.7)
+                    kernel(a, idx[:1000], ahead, threads)  # compiled first
+                    start = time.perf_counter()
+                    kernel(a, idx, ahead, threads)
+                    ns = (time.perf_counter() - start) / idx.shape[0] * 1e9
+                    row.append(ns)
+                    key = (name, threads)
+                    if key not in best or ns < best[key][0]:
+                        best[key] = (ns, locality, ahead)
+                print(f"{name:<18}{threads:>8}{locality:>9}" + "".join(f"{'':>10}" if x is None else f"{x:>10.1f}"
+                                                                      for x in row))
+    print("best of each: " + "; ".join(f"{name} on {threads} thread{'s' if threads > 1 else ''} {ns:.1f} ns "
+                                       f"(locality {loc}, {ahead} ahead)"
+                                       for (name, threads), (ns, loc, ahead) in best.items()))
 
 
 def children(path: str, chunks: int) -> None:
