@@ -84,7 +84,46 @@ def listed_kernels(modules) -> dict:
     return plain
 
 
-def copy_kernels(modules, names: dict, convert=None, known: dict | None = None) -> tuple[dict, dict]:
+#: The global name a rewritten kernel calls for its invariant loads (:func:`invariant_code`).
+INVARIANT_LOAD = "_invariant_load"
+
+
+def invariant_code(func, array: str):
+    """The code of plain kernel ``func`` with every read ``array[i]`` of its parameter ``array``
+    written ``_invariant_load(array, i)`` (:data:`INVARIANT_LOAD`): for a jitted copy whose
+    ``array`` no kernel writes while it runs (a variant's rules array), so that the compiler may
+    keep what it read in registers across the kernel's stores to other arrays, as it does the
+    values of a constant table. Line numbers and names stay the function's; ``None`` when
+    ``func`` reads no ``array[...]``.
+    """
+    import ast
+    import inspect
+    import textwrap
+
+    class Rewrite(ast.NodeTransformer):
+        found = False
+
+        def visit_Subscript(self, node):
+            self.generic_visit(node)
+            if isinstance(node.value, ast.Name) and node.value.id == array and isinstance(node.ctx, ast.Load):
+                Rewrite.found = True
+                call = ast.Call(ast.Name(INVARIANT_LOAD, ast.Load()), [node.value, node.slice], [])
+                return ast.copy_location(call, node)
+            return node
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    tree = Rewrite().visit(tree)
+    if not Rewrite.found:
+        return None
+    tree.body[0].decorator_list = []  # (a kernel_options mark: its options are kept on the copy)
+    ast.fix_missing_locations(tree)
+    ast.increment_lineno(tree, func.__code__.co_firstlineno - 1)
+    module = compile(tree, func.__code__.co_filename, "exec")
+    return next(c for c in module.co_consts if isinstance(c, types.CodeType) and c.co_name == func.__name__)
+
+
+def copy_kernels(modules, names: dict, convert=None, known: dict | None = None,
+                 invariant: str | None = None) -> tuple[dict, dict]:
     """Copies of the plain kernels of ``modules``, with globals of the same name as a key of
     ``names`` replaced by its value, and every reference to a listed kernel replaced by its copy
     (once ``convert`` has made the copies what they will be).
@@ -101,6 +140,9 @@ def copy_kernels(modules, names: dict, convert=None, known: dict | None = None) 
     known : dict of int to object, optional
         Kernels bound before, by ``id`` of their plain original: references to them are replaced
         too. Updated with this call's copies.
+    invariant : str, optional
+        A parameter name whose reads become invariant loads in the copies (:func:`invariant_code`;
+        the caller puts :data:`INVARIANT_LOAD` in ``names``).
 
     Returns
     -------
@@ -116,7 +158,12 @@ def copy_kernels(modules, names: dict, convert=None, known: dict | None = None) 
         namespace = dict(func.__globals__)
         for key in namespace.keys() & names.keys():
             namespace[key] = names[key]
-        copy = types.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__, func.__closure__)
+        code = invariant_code(func, invariant) if invariant is not None else None
+        if code is None:
+            code = func.__code__
+        else:
+            namespace[INVARIANT_LOAD] = names[INVARIANT_LOAD]
+        copy = types.FunctionType(code, namespace, func.__name__, func.__defaults__, func.__closure__)
         copy.__qualname__, copy.__module__, copy.__doc__ = func.__qualname__, func.__module__, func.__doc__
         copy.__kwdefaults__ = func.__kwdefaults__
         copy.__jit_options__ = getattr(func, "__jit_options__", {})

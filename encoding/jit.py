@@ -252,7 +252,7 @@ def _as_arrays(value, arrays: dict):
 
 
 def bind_jitted(modules, names: dict | None = None, cache_key: str | None = None,
-                known: dict | None = None) -> types.SimpleNamespace:
+                known: dict | None = None, invariant: str | None = None) -> types.SimpleNamespace:
     """Compile the plain kernels of ``modules`` bound to ``names`` (a game variant's tables).
 
     Each kernel is copied (:func:`~dobutsu_tb.encoding.binding.copy_kernels`) with the globals
@@ -277,6 +277,10 @@ def bind_jitted(modules, names: dict | None = None, cache_key: str | None = None
     known : dict of int to object, optional
         Kernels jitted before with the same ``names`` and ``cache_key``, by ``id`` of their plain
         original: the new kernels call them. Updated with this call's kernels.
+    invariant : str, optional
+        The name of a parameter (``"rules"``: a variant's rules array) that no kernel writes while
+        it runs: its reads compile to invariant loads
+        (:func:`~dobutsu_tb.encoding.binding.invariant_code`, :func:`~dobutsu_tb.encoding.atomics.invariant_load`).
 
     Returns
     -------
@@ -288,10 +292,13 @@ def bind_jitted(modules, names: dict | None = None, cache_key: str | None = None
     ValueError
         If two modules list the same name.
     """
-    from dobutsu_tb.encoding.binding import copy_kernels
+    from dobutsu_tb.encoding.atomics import invariant_load
+    from dobutsu_tb.encoding.binding import INVARIANT_LOAD, copy_kernels
 
     arrays: dict = {}
     names = {k: _as_arrays(v, arrays) for k, v in (names or {}).items()}
+    if invariant is not None:
+        names[INVARIANT_LOAD] = invariant_load
     cache_dir = numba.config.CACHE_DIR
     if cache_key is not None:
         cache_dir = os.path.join(numba.config.CACHE_DIR, cache_key)
@@ -312,7 +319,7 @@ def bind_jitted(modules, names: dict | None = None, cache_key: str | None = None
         finally:
             numba.config.CACHE_DIR = saved
 
-    kernels, namespaces = copy_kernels(modules, names, compile_copy, known)
+    kernels, namespaces = copy_kernels(modules, names, compile_copy, known, invariant)
     for namespace in namespaces.values():
         for key, value in list(namespace.items()):
             if key not in names:

@@ -353,7 +353,7 @@ def jitted_for_shape(files: int, ranks: int, *modules) -> types.SimpleNamespace:
     for group in wanted:
         name = ",".join(m.__name__ for m in group)
         if name not in groups:
-            groups[name] = vars(bind_jitted(group, names, shape_cache_key(files, ranks), known))
+            groups[name] = vars(bind_jitted(group, names, shape_cache_key(files, ranks), known, invariant="rules"))
         out.update(groups[name])
     return types.SimpleNamespace(**out)
 

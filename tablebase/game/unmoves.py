@@ -11,6 +11,8 @@ from dobutsu_tb.tablebase.game.key import board_key, cell_at, flip_state, with_c
 from dobutsu_tb.tablebase.game.layout import (
     ARMY,
     BASE,
+    CELL_BITS,
+    CELL_MASK,
     COUNT_FIELD,
     COUNT_SHIFT,
     DEMOTED,
@@ -34,6 +36,13 @@ from dobutsu_tb.tablebase.game.layout import (
 from dobutsu_tb.tablebase.game.rules import find_piece
 
 __kernels__ = ("gen_unmoves", "parent_keys", "material", "walk_unmoves")
+
+#: An entry of the pieces an unmove of a capture may put back (:func:`walk_unmoves`): the piece's
+#: nibble in its low CELL_BITS, what taking it from the hand takes from the hand word above (at
+#: most 2**15); RESTORE_WORD of them in an int64.
+RESTORE_ENTRY_BITS = 20
+RESTORE_ENTRY_MASK = (1 << RESTORE_ENTRY_BITS) - 1
+RESTORE_WORD = 3
 
 
 def gen_unmoves(rules, board, hand, boards, hands, nonterminal_only):
@@ -98,17 +107,30 @@ def walk_unmoves(rules, child_board, child_hand, out, out_hands, nonterminal_onl
     if attackers >= 2:
         return 0
     n_restore = rules[N_RESTORE]
-    restorable = 0  # bit k: an unmove of a capture may put back restore kind k (its hand has one, or
-    # the board holds fewer than its army: an unmove only moves a piece, which keeps the material)
+    # The pieces an unmove of a capture may put back (its hand has one, or the board holds fewer
+    # than its army: an unmove only moves a piece, which keeps the material), each as an entry of
+    # RESTORE_ENTRY_BITS (the piece's nibble, and what it takes from the hand above it): the first
+    # RESTORE_WORD of them in ``restore0``, the next in ``restore1``; more go by ``restorable``.
+    restorable = 0
+    restore0 = 0
+    restore1 = 0
+    listed = 0
     for k in range(n_restore):
         s = rules[RESTORE_SLOT + k]
         if s >= 0:
-            if (hand >> rules[COUNT_SHIFT + s]) & rules[COUNT_FIELD + s]:
-                restorable |= 1 << k
+            if (hand >> rules[COUNT_SHIFT + s]) & rules[COUNT_FIELD + s] == 0:
+                continue
         else:
             base = rules[BASE + rules[RESTORE_CODE + k]]
-            if material(rules, board, hand, base) < rules[ARMY + base]:
-                restorable |= 1 << k
+            if material(rules, board, hand, base) >= rules[ARMY + base]:
+                continue
+        restorable |= 1 << k
+        entry = (rules[RESTORE_CODE + k] | OPPONENT) | (rules[RESTORE_DELTA + k] << CELL_BITS)
+        if listed < RESTORE_WORD:
+            restore0 |= entry << (RESTORE_ENTRY_BITS * listed)
+        elif listed < 2 * RESTORE_WORD:
+            restore1 |= entry << (RESTORE_ENTRY_BITS * (listed - RESTORE_WORD))
+        listed += 1
     for t in range(N_CELLS):
         p = cell_at(board, hand, t)
         if p == 0 or p >= OPPONENT or (attackers == 1 and t != attacker):
@@ -154,17 +176,34 @@ def walk_unmoves(rules, child_board, child_hand, out, out_hands, nonterminal_onl
                     out[n] = moved
                     out_hands[n] = moved_hand
                 n += 1
-                for k in range(n_restore):  # ... or undo a capture: an enemy piece stands on t again
-                    if not (restorable >> k) & 1:
-                        continue
-                    if n >= cap:
-                        return -1
-                    back, back_hand = with_cell(moved, moved_hand - rules[RESTORE_DELTA + k], t,
-                                                rules[RESTORE_CODE + k] | OPPONENT)
-                    if as_keys:
-                        out[n] = board_key(rules, back, back_hand)
-                    else:
-                        out[n] = back
-                        out_hands[n] = back_hand
-                    n += 1
+                if listed > 2 * RESTORE_WORD:  # ... or undo a capture: an enemy piece stands on t again
+                    for k in range(n_restore):
+                        if not (restorable >> k) & 1:
+                            continue
+                        if n >= cap:
+                            return -1
+                        back, back_hand = with_cell(moved, moved_hand - rules[RESTORE_DELTA + k], t,
+                                                    rules[RESTORE_CODE + k] | OPPONENT)
+                        if as_keys:
+                            out[n] = board_key(rules, back, back_hand)
+                        else:
+                            out[n] = back
+                            out_hands[n] = back_hand
+                        n += 1
+                    continue
+                entries = restore0
+                for word in range(2):
+                    while entries:
+                        if n >= cap:
+                            return -1
+                        entry = entries & RESTORE_ENTRY_MASK
+                        entries >>= RESTORE_ENTRY_BITS
+                        back, back_hand = with_cell(moved, moved_hand - (entry >> CELL_BITS), t, entry & CELL_MASK)
+                        if as_keys:
+                            out[n] = board_key(rules, back, back_hand)
+                        else:
+                            out[n] = back
+                            out_hands[n] = back_hand
+                        n += 1
+                    entries = restore1
     return n
