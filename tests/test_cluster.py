@@ -26,7 +26,7 @@ from conftest import LION_CHICK, LION_CHICK_5X3
 from dobutsu_tb.encoding import compact_layout, config
 from dobutsu_tb.encoding.compact_layout import key_hash, make_layout
 from dobutsu_tb.encoding.routing import owner_of, owners_of
-from dobutsu_tb.tablebase import cluster, retrograde
+from dobutsu_tb.tablebase import cluster, cluster_ray, retrograde
 from dobutsu_tb.tablebase.build import build_tablebase
 from dobutsu_tb.tablebase.cluster import (
     SERIAL,
@@ -232,9 +232,9 @@ RAY_ERRORS = {
 @pytest.mark.parametrize("name", RAY_ERRORS)
 def test_a_ray_error_is_said_by_its_informative_line(name):
     text, last, want = RAY_ERRORS[name]
-    assert cluster._gist(RuntimeError(text), last=last) == want
-    assert cluster._gist(RuntimeError("")) == "RuntimeError"
-    long = cluster._gist(RuntimeError("word " * 100))
+    assert cluster_ray._gist(RuntimeError(text), last=last) == want
+    assert cluster_ray._gist(RuntimeError("")) == "RuntimeError"
+    long = cluster_ray._gist(RuntimeError("word " * 100))
     assert len(long) == 300 and long.endswith("...")
 
 
@@ -242,12 +242,12 @@ def test_what_ray_printed_while_it_failed_to_connect_is_said_in_the_line():
     printed = "".join(f"[2026-11-25 19:26:{i:02d},028 W 24492 24492] gcs_client.cc:210: Failed to get cluster ID "
                       f"from GCS server: Unauthenticated: RPC error: InvalidAuthToken: Authentication token is "
                       f"missing or incorrect\n" for i in range(20))
-    line = cluster._connect_failure(ConnectionError("Failed to connect to Ray cluster at h:1"), printed)
+    line = cluster_ray._connect_failure(ConnectionError("Failed to connect to Ray cluster at h:1"), printed)
     assert line == ("Failed to connect to Ray cluster at h:1 (Failed to get cluster ID from GCS server: "
                     "Unauthenticated: RPC error: InvalidAuthToken: Authentication token is missing or incorrect); the "
                     "cluster asks for a token: set RAY_AUTH_MODE=token, and RAY_AUTH_TOKEN (or ~/.ray/auth_token) to "
                     "the cluster's token")
-    assert cluster._connect_failure(ConnectionError("Failed to connect\nat h:1"), "") == "Failed to connect at h:1"
+    assert cluster_ray._connect_failure(ConnectionError("Failed to connect\nat h:1"), "") == "Failed to connect at h:1"
 
 
 def _serve_once(answer: bytes | None):
@@ -286,24 +286,24 @@ def _serve_once(answer: bytes | None):
 def test_a_port_that_is_not_a_ray_heads_is_one_error_at_once(monkeypatch):
     """The dashboard's port, or any other service's: said within CONNECT_SECONDS (Ray alone would
     retry for minutes, a warning a second); a gRPC server's first frame (SETTINGS) passes."""
-    monkeypatch.setattr(cluster, "CONNECT_SECONDS", 0.5)
+    monkeypatch.setattr(cluster_ray, "CONNECT_SECONDS", 0.5)
     for answer in (b"HTTP/1.0 400 Bad request\r\n\r\n", b"", None):
         port, stop = _serve_once(answer)
         try:
             with pytest.raises(ConnectionError, match=f"something answers at 127.0.0.1:{port}, but not as a Ray "
                                                       f"cluster does \\(no gRPC\\); give the head's GCS port"):
-                cluster._reachable(f"127.0.0.1:{port}")
+                cluster_ray._reachable(f"127.0.0.1:{port}")
             with pytest.raises(ConnectionError, match="give Ray Client's port"):
-                cluster._reachable(f"ray://127.0.0.1:{port}")
+                cluster_ray._reachable(f"ray://127.0.0.1:{port}")
         finally:
             stop()
     port, stop = _serve_once(bytes([0, 0, 6, 4, 0, 0, 0, 0, 0]) + bytes(6))  # an HTTP/2 server's SETTINGS
     try:
-        cluster._reachable(f"127.0.0.1:{port}")
+        cluster_ray._reachable(f"127.0.0.1:{port}")
     finally:
         stop()
     with pytest.raises(ConnectionError, match="nothing answers at ray://127.0.0.1:9 \\(Connection refused\\)"):
-        cluster._reachable("ray://127.0.0.1:9")
+        cluster_ray._reachable("ray://127.0.0.1:9")
 
 
 # --- on Ray --------------------------------------------------------------------------------------
@@ -326,14 +326,14 @@ _SCRIPTED_BUILD = """
 import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)  # as at a terminal (a test run in the background ignores it)
 from dobutsu_tb.analysis.cli import run
-from dobutsu_tb.tablebase import build, cluster
+from dobutsu_tb.tablebase import build, cluster_ray
 
 pids = []
-start_workers = cluster._Cluster._start_workers
+start_workers = cluster_ray.RayCluster._start_workers
 def started(self):
     start_workers(self)
     pids.extend(info["pid"] for info in self.infos)
-cluster._Cluster._start_workers = started
+cluster_ray.RayCluster._start_workers = started
 plain = build.build_tablebase
 def on_phase(name):
     if name == "retrograde" and os.environ["TEST_AT_RETROGRADE"] == "kill":
@@ -361,7 +361,7 @@ def _scripted_build(out, at_retrograde: str):
                               env=dict(os.environ, RAY_USAGE_STATS_ENABLED="0", TMPDIR=tmpdir,
                                        TEST_AT_RETROGRADE=at_retrograde))
         for _ in range(40):  # processes killed a moment ago are gone at once, or nearly
-            running = cluster._processes_of(tmpdir)
+            running = cluster_ray._processes_of(tmpdir)
             if not running:
                 break
             time.sleep(0.05)
@@ -407,7 +407,7 @@ def test_a_dead_worker_is_named_with_ray_s_reason_not_its_last_line():
         return get
 
     ids = [bytes([k]) * 16 for k in range(2)]
-    driver = cluster._Cluster.__new__(cluster._Cluster)
+    driver = cluster_ray.RayCluster.__new__(cluster_ray.RayCluster)
     driver.workers = [SimpleNamespace(_actor_id=SimpleNamespace(hex=actor_id.hex)) for actor_id in ids]
     driver.infos = []  # (the raylet died before the workers reported)
     for reason, said in [("The actor is dead because its node has died. Node Id: ab12",
@@ -490,12 +490,12 @@ def ray_session():
     yield ray
     folder = local.folder
     local.stop(ray)
-    assert not os.path.exists(folder) and cluster._processes_of(folder) == []
+    assert not os.path.exists(folder) and cluster_ray._processes_of(folder) == []
 
 
 def test_the_session_instance_answers_as_a_ray_head(ray_session):
     """The check before connecting (a gRPC server answers at HOST:PORT) passes on a real head."""
-    cluster._reachable(ray_session.get_runtime_context().gcs_address)
+    cluster_ray._reachable(ray_session.get_runtime_context().gcs_address)
 
 
 def test_a_cluster_too_small_for_the_workers_is_one_error(tmp_path, ray_session):
