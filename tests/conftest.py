@@ -156,6 +156,20 @@ def lion_chick_5x3_tb(tmp_path_factory):
     return build_tablebase(path, LION_CHICK_5X3, progress=False, variant=get_variant("dobutsu-5x3"))
 
 
+#: The lion-and-chick start of the 4x4 board (dobutsu-4x4): Sente wins in 9 plies.
+LION_CHICK_4X4 = "S/--l-/--c-/-C--/-L--/-"
+
+
+@pytest.fixture(scope="session")
+def lion_chick_4x4_tb(tmp_path_factory):
+    """The lion-and-chick tablebase of the 4x4 board (52,803 stored positions: squares beyond the
+    board word), built once per session."""
+    from dobutsu_tb.tablebase.build import build_tablebase
+
+    path = tmp_path_factory.mktemp("tb") / "lion-chick-4x4.h5"
+    return build_tablebase(path, LION_CHICK_4X4, progress=False, variant=get_variant("dobutsu-4x4"))
+
+
 @pytest.fixture(scope="session")
 def tiny_3x3_tb(tmp_path_factory):
     """The whole tablebase of the tiny variant dobutsu-3x3, built once per session."""
@@ -198,6 +212,12 @@ def web_server(lion_chick_tb):
 def web_server_5x3(lion_chick_5x3_tb):
     """``dobutsu-tb serve`` on the 5x3 lion-and-chick tablebase for the session; yields the page's address."""
     yield from _serve(lion_chick_5x3_tb.path)
+
+
+@pytest.fixture(scope="session")
+def web_server_4x4(lion_chick_4x4_tb):
+    """``dobutsu-tb serve`` on the 4x4 lion-and-chick tablebase for the session; yields the page's address."""
+    yield from _serve(lion_chick_4x4_tb.path)
 
 
 @pytest.fixture(scope="session")

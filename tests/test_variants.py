@@ -362,7 +362,9 @@ def _check_against_naive(path, game, start):
 
 
 SMALL = [("dobutsu-3x3", None), ("dobutsu", "S/-l-/-c-/-C-/-L-/-"), ("dobutsu-no-far-drop", "S/-l-/-c-/-C-/-L-/-"),
-         ("dobutsu-nodrops", "S/el-/-c-/-C-/-LE/-"), ("dobutsu-nodrops", "S/gl-/---/---/-LG/-")]
+         ("dobutsu-nodrops", "S/el-/-c-/-C-/-LE/-"), ("dobutsu-nodrops", "S/gl-/---/---/-LG/-"),
+         # the boards of more than 15 squares (the second word of the state), a chick against a lion
+         ("dobutsu-6x3", "S/-l-/---/---/---/-C-/-L-/-"), ("dobutsu-4x4", "S/--l-/----/-C--/-L--/-")]
 
 
 @pytest.mark.parametrize("variant,start", SMALL, ids=[f"{v} {s or 'start'}" for v, s in SMALL])
@@ -404,6 +406,55 @@ def test_front_ends_on_a_5x3_file(cli, five_by_three, tmp_path):
     assert png.read_bytes()[:4] == b"\x89PNG"
     pictures = cli("line", start, "--tb", path, "--png-dir", tmp_path / "line")
     assert pictures.exit_code == 0 and (tmp_path / "line" / "ply001.png").exists()
+
+
+#: The lion-and-chick endings of the boards of more than 15 squares: positions (reachable,
+#: non-terminal), the start's value and the longest win (docs/variants.md, "Bigger boards").
+BIG_BOARDS = [("dobutsu-6x3", "S/-l-/-c-/---/---/-C-/-L-/-", 214_252, 120_595, "win in 27", 47),
+              ("dobutsu-4x4", "S/--l-/--c-/-C--/-L--/-", 104_404, 52_803, "win in 9", 29)]
+
+
+@pytest.mark.parametrize("variant,start,reachable,nonterminal,value,longest", BIG_BOARDS,
+                         ids=[v for v, *_ in BIG_BOARDS])
+def test_the_big_boards_lion_and_chick_endings(cli, tmp_path, variant, start, reachable, nonterminal, value,
+                                               longest):
+    """A lion and a chick a side on the 6x3 and 4x4 boards: built, verified, and every front end
+    on the file (the squares of the state's second word, files a to d, ranks 1 to 6)."""
+    path = tmp_path / "t.h5"
+    result = build_tablebase(path, start, progress=False, variant=get_variant(variant))
+    assert (result.metadata.reachable, result.metadata.nonterminal) == (reachable, nonterminal)
+    probe = cli("probe", start, "--tb", path)
+    assert probe.exit_code == 0 and probe.output.startswith(f"{start}: {value} plies for Sente"), probe.output
+    fen = Position.from_text(start, get_variant(variant)).fen()
+    assert cli("probe", fen, "--tb", path).output == probe.output
+    line = json.loads(cli("line", start, "--tb", path, "--json").output)
+    moves = [m["move"] for m in line["moves"]]
+    judged = cli("verify-line", "--tb", path, "--start", start, *moves)
+    assert judged.exit_code == 0 and "is perfect play" in judged.output, judged.output
+    assert cli("verify", "--tb", path).exit_code == 0
+    stats = json.loads(cli("stats", "--tb", path, "--json").output)
+    assert stats["longest"][0]["dtm"] == longest, stats["longest"][:1]
+    pictures = cli("line", start, "--tb", path, "--png-dir", tmp_path / "line")
+    assert pictures.exit_code == 0 and (tmp_path / "line" / "ply001.png").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant,start", [(v, s) for v, s, *_ in BIG_BOARDS], ids=[v for v, *_ in BIG_BOARDS])
+def test_the_big_boards_lion_and_chick_endings_against_the_naive_solver(tmp_path, variant, start):
+    """Value by value against the naive solver (a minute each: with -m slow)."""
+    result = build_tablebase(tmp_path / "t.h5", start, progress=False, variant=get_variant(variant))
+    assert _check_against_naive(result.path, naive.load_game(variant), start) == result.metadata.nonterminal
+
+
+def test_the_big_boards_full_games_are_refused_with_their_estimate(cli, tmp_path):
+    """The 6x3 and 4x4 boards' own starts do not fit one machine: refused before anything is
+    compiled or written, with the bound of their positions and the estimate of their memory."""
+    for variant, bound in (("dobutsu-6x3", "87,489,785,286"), ("dobutsu-4x4", "2,769,253,667,760")):
+        result = cli("build", "--variant", variant, "--out", tmp_path / "x.h5", "--max-memory", "20G")
+        assert result.exit_code == 1 and result.output.count("\n") == 1, result.output
+        assert result.output.startswith(f"error: {variant} from ") and f"at most {bound} positions" in result.output
+        assert "more than the budget of 20.0 GiB (--max-memory)" in result.output and "--cluster" in result.output
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_position_of_another_board_is_one_error_line(cli, five_by_three, lion_chick_tb):

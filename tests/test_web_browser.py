@@ -76,6 +76,11 @@ def page_5x3(browser, web_server_5x3):
 
 
 @pytest.fixture
+def page_4x4(browser, web_server_4x4):
+    yield from _open(browser, web_server_4x4)
+
+
+@pytest.fixture
 def page_3x3(browser, web_server_3x3):
     yield from _open(browser, web_server_3x3)
 
@@ -362,6 +367,30 @@ def test_5x3_board_clicks_drop_promotion_and_url(page_5x3, tb_5x3, shot):
     assert pg.locator('[data-square="a5"] [data-piece="r"]').count() == 1
     assert pg.get_attribute('[data-square="a5"]', "aria-label") == "a5 Gote Hen"
     assert "+c" in pg.inner_text("#fen-text")
+
+
+def test_4x4_board_squares_beyond_one_word(page_4x4, lion_chick_4x4_tb, shot):
+    """A board of 16 squares (the fourth rank in the state's second word): drawn at its size,
+    played by clicks, its values the file's."""
+    from conftest import LION_CHICK_4X4
+    from dobutsu_tb.tablebase.probe import open_tablebase
+
+    pg = page_4x4
+    ready(pg, LION_CHICK_4X4)
+    assert _coordinates(pg) == ["a", "b", "c", "d", "1", "2", "3", "4"]
+    assert pg.locator("#board [data-square]").count() == 16
+    assert pg.locator('[data-square="b4"] [data-piece="L"]').count() == 1
+    assert pg.locator('[data-square="c1"] [data-piece="l"]').count() == 1
+    assert pg.locator("#board rect.home-sente").count() == 4
+    assert pg.inner_text("#value") == "Sente wins in 9 plies"
+    assert pg.inner_text("#fen-text") == "2l1/2c1/1C2/1L2[-] w 0 1"
+    assert "dobutsu-4x4 (4 files × 4 ranks)" in pg.text_content("#file-counts")
+    with open_tablebase(lion_chick_4x4_tb.path) as tb:
+        best = tb.principal_variation(LION_CHICK_4X4)[0].move
+        click_move(pg, best, "sente")
+        ready(pg, after(tb, LION_CHICK_4X4, best))
+    assert pg.inner_text("#value") == "Sente wins in 8 plies"
+    shot(pg, "4x4", docs=False)
 
 
 def test_5x3_positions_of_the_wrong_size(page_5x3):
