@@ -127,7 +127,8 @@ def _access_kernels(pf):
     ``(a, idx, ahead, threads)``: thread t takes the t-th share of the indices; ``ahead`` 0 means
     no prefetch. A read sums ``a[idx[i]]``; a read-modify-write adds 1 to it; an insertion probes
     linearly from ``idx[i]`` for an empty slot (0) and writes the index there, as a compact table's
-    insertion does (the array starts a fifth full, and the 2**26 insertions take its 2**27 slots to about 0.7: :func:`_fill`)."""
+    insertion does (the array starts a fifth full, and the 2**26 insertions take its 2**27 slots to
+    about 0.7: :func:`_fill`)."""
 
     @njit(parallel=True)
     def reads(a, idx, ahead, threads):
