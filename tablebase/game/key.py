@@ -14,6 +14,7 @@ they are the standard game's shape.
 
 from __future__ import annotations
 
+from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.tablebase.game.layout import (
     BOARD_CELLS,
     BOARD_MASK,
@@ -171,6 +172,7 @@ def canonical_key(rules, board, hand):
     return a << (KEY_TOP_BIT + 1 - n)
 
 
+@kernel_options(inline="always")
 def board_key(rules, board, hand):
     """The canonical key of a valid state (no checks; one packed table load a rank)."""
     if not RANK_TABLES:
@@ -196,6 +198,7 @@ def board_key(rules, board, hand):
     return a << (KEY_TOP_BIT + 1 - n - ln)
 
 
+@kernel_options(inline="always")
 def flipped_board_key(rules, after, hand):
     """The canonical key of the state seen from the other side of board ``after`` and hand word
     ``hand`` (the child of a move: the mover's board turned round, its hands swapped), without
@@ -224,6 +227,7 @@ def flipped_board_key(rules, after, hand):
     return a << (KEY_TOP_BIT + 1 - n - ln)
 
 
+@kernel_options(inline="always")
 def decode_key(rules, key):
     """The state ``(board, hand)`` of a key (the inverse of :func:`encode_state` on valid keys)."""
     pos = KEY_TOP_BIT + 1  # bits above pos are read

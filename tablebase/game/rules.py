@@ -23,6 +23,7 @@ try rule); :data:`NONTERMINAL` otherwise.
 
 from __future__ import annotations
 
+from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.tablebase.game.key import cell_at, flip_state, flipped_board_key, with_cell
 from dobutsu_tb.tablebase.game.layout import (
     CATCH,
@@ -162,6 +163,7 @@ def make_move(rules, board, hand, move):
     return flip_state(rules, board, hand)
 
 
+@kernel_options(inline="always")
 def child_keys(rules, board, hand, moves, keys, classes):
     """The moves of a state (into ``moves``, in :func:`gen_moves`' order), the canonical key of each
     child (``keys``) and its terminal class (``classes``: :data:`NONTERMINAL`, :data:`CATCH` or

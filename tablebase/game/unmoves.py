@@ -7,6 +7,7 @@ shape that read the variant's rules array ``rules`` (:mod:`~dobutsu_tb.tablebase
 
 from __future__ import annotations
 
+from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.tablebase.game.key import board_key, cell_at, flip_state, with_cell
 from dobutsu_tb.tablebase.game.layout import (
     ARMY,
@@ -83,6 +84,7 @@ def material(rules, board, hand, base):
     return n
 
 
+@kernel_options(inline="always")
 def walk_unmoves(rules, child_board, child_hand, out, out_hands, nonterminal_only, as_keys):
     """:func:`gen_unmoves` (states into ``out`` and ``out_hands``) and :func:`parent_keys`
     (canonical keys into ``out``, when ``as_keys``)."""
