@@ -32,6 +32,7 @@ from dobutsu_tb.tablebase.game.key import canonical_key, decode_key
 from dobutsu_tb.tablebase.game.layout import CATCH, TRY
 from dobutsu_tb.tablebase.game.position import Position
 from dobutsu_tb.tablebase.game.rules import classify, gen_moves, make_move
+from dobutsu_tb.tablebase.lookup import key_directory
 from dobutsu_tb.tablebase.reader import TablebaseFile
 from dobutsu_tb.tablebase.schema import code_histogram, value_counts
 from dobutsu_tb.tablebase.values import DRAW, LOSS, WIN, decode_value
@@ -126,31 +127,6 @@ def _check_values(rules, keys, values, directory, shift, lo, hi, status, exp_wdl
             status[i - lo] = st
             exp_wdl[i - lo] = w
             exp_dtm[i - lo] = d
-
-
-def key_directory(keys: np.ndarray, bits: int) -> tuple[np.ndarray, int]:
-    """Where each run of sorted keys sharing their top ``bits`` bits starts.
-
-    Parameters
-    ----------
-    keys : numpy.ndarray of int64, shape (n,)
-        Non-negative, ascending.
-    bits : int
-        Bits of the directory (it has ``2**bits + 1`` entries).
-
-    Returns
-    -------
-    directory : numpy.ndarray of int64, shape (2**bits + 1,)
-        Keys with top bits ``b`` (``key >> shift == b``) are ``keys[directory[b]:directory[b + 1]]``.
-    shift : int
-    """
-    top = int(keys[-1]).bit_length() if keys.shape[0] else 1
-    shift = max(0, top - bits)
-    bounds = np.arange(1 << bits, dtype=np.int64) << shift  # each below 2**top, so no overflow
-    directory = np.empty((1 << bits) + 1, np.int64)
-    directory[:-1] = np.searchsorted(keys, bounds)
-    directory[-1] = keys.shape[0]  # (the bound 2**top itself would not fit an int64 when top is 63)
-    return directory, shift
 
 
 @njit

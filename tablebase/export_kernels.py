@@ -30,6 +30,7 @@ from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import CATCH, EXT_SHIFT, NONTERMINAL, TRY
 from dobutsu_tb.tablebase.game.notation import text_code
 from dobutsu_tb.tablebase.game.rules import child_keys, gen_moves
+from dobutsu_tb.tablebase.lookup import key_directory  # noqa: F401 (export.py's, as ek.key_directory)
 from dobutsu_tb.tablebase.values import DRAW, LOSS, RANK_SCALE, WIN
 
 #: The plain kernels bound to each board shape (``Game.jitted(notation, module)``).
@@ -91,31 +92,6 @@ def _children(rules, boards, hands, offsets, out_keys, out_classes, out_texts, b
 
 
 # --- the children's values ------------------------------------------------------------------------
-
-
-def key_directory(keys: np.ndarray, bits: int) -> tuple[np.ndarray, int]:
-    """Where each run of sorted keys sharing their top ``bits`` bits starts (as ``verify``'s).
-
-    Parameters
-    ----------
-    keys : numpy.ndarray of int64, shape (n,)
-        Positive, ascending.
-    bits : int
-        Bits of the directory (it has ``2**bits + 1`` entries).
-
-    Returns
-    -------
-    directory : numpy.ndarray of int64, shape (2**bits + 1,)
-        Keys with top bits ``b`` (``key >> shift == b``) are ``keys[directory[b]:directory[b + 1]]``.
-    shift : int
-    """
-    top = int(keys[-1]).bit_length() if keys.shape[0] else 1
-    shift = max(0, top - bits)
-    bounds = np.arange(1 << bits, dtype=np.int64) << shift  # each below 2**top: no overflow
-    directory = np.empty((1 << bits) + 1, np.int64)
-    directory[:-1] = np.searchsorted(keys, bounds)
-    directory[-1] = keys.shape[0]
-    return directory, shift
 
 
 @njit(parallel=True)

@@ -67,3 +67,29 @@ def _find_in_memory(stored, values, index, chunk, keys, codes, found):
     from dobutsu_tb.tablebase.lookup_kernels import find_sorted
 
     find_sorted(stored, values, index, chunk, keys, codes, found)
+
+
+def key_directory(keys: np.ndarray, bits: int) -> tuple[np.ndarray, int]:
+    """Where each run of sorted keys sharing their top ``bits`` bits starts (``verify`` and ``export``
+    narrow each binary search to one run).
+
+    Parameters
+    ----------
+    keys : numpy.ndarray of int64, shape (n,)
+        Non-negative, ascending.
+    bits : int
+        Bits of the directory (it has ``2**bits + 1`` entries).
+
+    Returns
+    -------
+    directory : numpy.ndarray of int64, shape (2**bits + 1,)
+        Keys with top bits ``b`` (``key >> shift == b``) are ``keys[directory[b]:directory[b + 1]]``.
+    shift : int
+    """
+    top = int(keys[-1]).bit_length() if keys.shape[0] else 1
+    shift = max(0, top - bits)
+    bounds = np.arange(1 << bits, dtype=np.int64) << shift  # each below 2**top, so no overflow
+    directory = np.empty((1 << bits) + 1, np.int64)
+    directory[:-1] = np.searchsorted(keys, bounds)
+    directory[-1] = keys.shape[0]  # (the bound 2**top itself would not fit an int64 when top is 63)
+    return directory, shift
