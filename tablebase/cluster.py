@@ -92,7 +92,7 @@ from dobutsu_tb.tablebase.memory import peak_resident_memory
 from dobutsu_tb.tablebase.retrograde import Solution, apply_predecessors, seed_cells, slot_dtype, value_code
 from dobutsu_tb.tablebase.schema import Metadata, value_counts
 from dobutsu_tb.tablebase.values import LONG
-from dobutsu_tb.tablebase.writer import RECORD_VALUE_BITS, WIDE_VALUE_BITS, RecordBlocks, write_file
+from dobutsu_tb.tablebase.writer import RECORD_VALUE_BITS, WIDE_VALUE_BITS, RecordBlocks, check_record_room, write_file
 
 #: Codes each worker samples to split the records into key ranges.
 SAMPLE = 1 << 16
@@ -564,6 +564,7 @@ def _run(cluster: RayCluster, tmp, game: Game, start: Position, expected, progre
     interrupt.check()
     t0 = time.perf_counter()
     value_bits = WIDE_VALUE_BITS if any(cluster.get(cluster.calls("finish"))) else RECORD_VALUE_BITS
+    check_record_room(game.variant, game.layout["MAX_KEY_BITS"], value_bits)
     found = value_counts(sum(cluster.get(cluster.calls("histogram", value_bits))))
     start_wdl, start_dtm = cluster.get(cluster.call(home, "value_of", start_key))
     no_move_keys = np.sort(_joined(cluster.get([cluster.call(i, "no_move_keys", s["no_moves"])

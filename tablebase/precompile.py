@@ -176,7 +176,8 @@ def _main(work: str) -> None:
     """The child: compile the kernels of the variant read from stdin (``Variant.to_json``, then a
     line with the build's start), building tiny tablebases in ``work`` (the parent removes it).
 
-    Besides a plain tiny build and one with two-byte values, it takes by hand the paths a tiny
+    Besides a plain tiny build and one with two-byte values (for keys that leave room for them in
+    a sort record: at most 48 bits), it takes by hand the paths a tiny
     game does not: one ply of the analysis from the start (a game of royal pieces alone may have
     no decided position to start from), the terminal positions counted in two partitions, the
     records made in three key ranges, the keys of positions without a move, the table and the
@@ -191,7 +192,7 @@ def _main(work: str) -> None:
     from dobutsu_tb.tablebase.enumeration import CLASS_MASK, count_terminal_partitions, enumerate_positions
     from dobutsu_tb.tablebase.game.position import Position
     from dobutsu_tb.tablebase.game.variant import variant_from_json
-    from dobutsu_tb.tablebase.writer import RECORD_VALUE_BITS
+    from dobutsu_tb.tablebase.writer import RECORD_BITS, RECORD_VALUE_BITS, WIDE_VALUE_BITS
 
     lines = sys.stdin.read().split("\n")
     variant = variant_from_json(lines[0])
@@ -229,8 +230,9 @@ def _main(work: str) -> None:
             for _ in record_blocks(enum.table, solution, shift, RECORD_VALUE_BITS, 1).blocks():
                 pass
             del enum, solution
-    retrograde.LONG_DTM = 3  # two-byte values (what a DTM of 254 plies or more needs)
-    build_tablebase(Path(work) / "wide.h5", start, progress=False, variant=variant, memory_check=False)
+    if bits + WIDE_VALUE_BITS <= RECORD_BITS:  # (wider keys leave no room for them: such a build is refused)
+        retrograde.LONG_DTM = 3  # two-byte values (what a DTM of 254 plies or more needs)
+        build_tablebase(Path(work) / "wide.h5", start, progress=False, variant=variant, memory_check=False)
     Path(_folder(game), MARK).touch()
     if _wide(game):
         Path(_folder(game), WIDE_MARK).touch()

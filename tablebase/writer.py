@@ -22,6 +22,8 @@ from dobutsu_tb.encoding import config, interrupt
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase import chunk_kernels, header
 from dobutsu_tb.tablebase.chunks import encode_chunks, hdf5_chunk_table, place_crc
+from dobutsu_tb.tablebase.game.layout import RECORD_BITS, RECORD_VALUE_BITS, WIDE_VALUE_BITS
+from dobutsu_tb.tablebase.game.variant import VariantError
 from dobutsu_tb.tablebase.output import OutputError, ReservedOutput, describe_os_error
 from dobutsu_tb.tablebase.schema import (
     COUNT_FIELDS,
@@ -37,9 +39,35 @@ from dobutsu_tb.tablebase.schema import (
 from dobutsu_tb.tablebase.values import MAX_STORED_DTM
 
 #: A sort record (uint64): a key's code bits above its value (a byte, or two bytes for a
-#: variant whose longest DTM is 254 plies or more: ``value_bits`` 8 or 16).
-RECORD_VALUE_BITS = 8
-WIDE_VALUE_BITS = 16
+#: variant whose longest DTM is 254 plies or more: ``value_bits`` 8 or 16; their widths are the
+#: game layout's, which refuses a variant whose keys leave no room for one byte).
+
+
+def check_record_room(variant, key_bits: int, value_bits: int) -> None:
+    """Refuse a build whose keys leave no room for its values in a sort record.
+
+    A key's code and its value share a uint64 (:func:`pack_records`): every variant's code leaves
+    room for a byte (checked when it is read), but a DTM of 254 plies or more takes two bytes,
+    which a code of more than 48 bits leaves no room for.
+
+    Parameters
+    ----------
+    variant : Variant
+        The build's variant (its name, for the message).
+    key_bits : int
+        The bits of its keys' codes (its layout's ``MAX_KEY_BITS``).
+    value_bits : int
+        8 or 16.
+
+    Raises
+    ------
+    VariantError
+        If the variant's codes and values of ``value_bits`` do not fit 64 bits.
+    """
+    if key_bits + value_bits > RECORD_BITS:
+        raise VariantError(f"{variant.name}: a DTM of 254 plies or more needs two-byte values, and this variant's "
+                           f"{key_bits}-bit keys leave room for one byte beside them (two-byte values: keys of at most "
+                           f"{RECORD_BITS - value_bits} bits); nothing was written")
 
 
 def pack_records(keys: np.ndarray, values: np.ndarray, key_shift: int,

@@ -42,6 +42,10 @@ def _read_corpus():
         if line.startswith("fifo "):  # a named pipe (None: made by the fixture)
             files[line[5:].strip()] = None
             continue
+        if line.startswith("link "):  # a symbolic link to TARGET (a str: made by the fixture)
+            name, target = (part.strip() for part in line[5:].split("->", 1))
+            files[name] = target
+            continue
         if line.startswith("file "):
             name, value = (part.strip() for part in line[5:].split("=", 1))
             data = b""
@@ -82,6 +86,8 @@ def corpus_files(tmp_path_factory):
         path.parent.mkdir(parents=True, exist_ok=True)
         if data is None:
             os.mkfifo(path)
+        elif isinstance(data, str):
+            os.symlink(data, path)
         else:
             path.write_bytes(data)
     return folder

@@ -263,6 +263,27 @@ def test_a_failed_or_interrupted_precompile_leaves_the_build_to_compile(monkeypa
     assert time.monotonic() - t < 10
 
 
+
+def test_the_child_compiles_the_kernels_of_keys_too_wide_for_two_byte_values(monkeypatch):
+    """Its tiny build with two-byte values is left out for keys of more than 48 bits, which leave
+    them no room in a sort record (such a build is refused): the child failed on it for every
+    such variant ('keys must be strictly ascending', or 'the start position ... is not stored' for
+    the shipped dobutsu-6x3 and dobutsu-4x4), with a warning at each of their builds and the
+    kernels compiled in the build's process."""
+    from dobutsu_tb.tablebase import precompile
+    from dobutsu_tb.tablebase.game.game import game_of
+    from dobutsu_tb.tablebase.game.variant import parse_variant
+
+    pieces = [{"letter": "L", "name": "lion", "royal": True, "steps": ["f", "b", "l", "r", "fl", "fr", "bl", "br"]}]
+    pieces += [{"letter": x, "name": n, "steps": []} for x, n in zip("ABCDEF", ["a", "b", "c", "d", "e", "f"])]
+    game = game_of(parse_variant({"name": "wide", "files": 3, "ranks": 4, "start": "S/elB/EBC/--L/ceD/-",
+                                  "drops": False, "pieces": pieces}))
+    assert game.layout["MAX_KEY_BITS"] == 50
+    monkeypatch.setattr(precompile, "kernels_cached", lambda g: False)
+    said = []
+    precompile.compile_kernels(game, said.append)
+    assert len(said) == 1 and said[0].startswith("compiling the kernels for boards of 3 files x 4 ranks"), said
+
 def test_without_the_jit_a_build_runs_as_plain_python(tmp_path):
     """``NUMBA_DISABLE_JIT=1`` (encoding/jit.py: for debugging) ran into numba's intrinsics, which
     work only compiled (the hostile round's traceback): they have plain-Python stand-ins, and the

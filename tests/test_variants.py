@@ -98,7 +98,7 @@ def test_a_key_too_wide_for_64_bits_is_refused():
     """Seven kinds (codes of 4 and 5 bits) filling a 3x5 board need a 64-bit code."""
     wide = _standard_dict(ranks=5, drops=False, hand_order="", start="S/geg/cec/-l-/CLC/GEG/-")
     wide["pieces"] += [dict(wide["pieces"][1], letter="X", name="ex"), dict(wide["pieces"][1], letter="Y", name="why")]
-    with pytest.raises(VariantError, match="wide.toml: pieces: a position's key needs up to 64 bits; at most 58 fit"):
+    with pytest.raises(VariantError, match="wide.toml: pieces: a position's key needs up to 64 bits; at most 56 fit"):
         parse_variant(wide, "wide.toml")
     hands = _standard_dict(start="S/gle/ccg/CCG/ELG/Ee")  # four of each kind: hand counts of 3 bits
     with pytest.raises(VariantError, match=r"hand_order: 3 kinds in hand \(at most 4 C, 4 E, 4 G\) need a 18-bit "
@@ -107,6 +107,52 @@ def test_a_key_too_wide_for_64_bits_is_refused():
     giraffes = parse_variant(_standard_dict(start="S/gle/-cg/gC-/ELG/-"))  # four giraffes: 3 bits for them alone
     assert game_of(giraffes).layout["COUNT_SHIFT"] == [0, 2, 4, 7, 9, 11]
 
+
+
+def _immobile(name, files, ranks, start, kinds):
+    """A variant of a lion a side among pieces that never move, and no drops: keys as wide as a
+    big army's, a few thousand positions (the hostile round's variants)."""
+    names = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]
+    pieces = [{"letter": "L", "name": "lion", "royal": True, "steps": ["f", "b", "l", "r", "fl", "fr", "bl", "br"]}]
+    pieces += [{"letter": x, "name": n, "steps": []} for x, n in zip(kinds, names)]
+    return {"name": name, "files": files, "ranks": ranks, "start": start, "drops": False, "try_rule": False,
+            "pieces": pieces}
+
+
+def test_a_key_too_wide_for_a_sort_record_is_refused_when_read(cli, tmp_path):
+    """A build's sort records hold a key's code and a one-byte value in 64 bits: a code of more
+    than 56 bits is refused when the variant is read, with one line (a 58-bit one was accepted,
+    then its build wrote keys without their top bits and failed with 'the start position ... is
+    not stored', or with a traceback, 'keys must be strictly ascending')."""
+    wide = _immobile("wide", 2, 10, "S/aa/AA/aa/lA/aA/A-/AL/AA/aa/AA/-", "A")
+    with pytest.raises(VariantError, match="wide.toml: pieces: a position's key needs up to 58 bits; at most 56 fit"):
+        parse_variant(wide, "wide.toml")
+    assert game_of(parse_variant(dict(wide, start="S/aa/AA/aa/lA/aA/A-/-L/AA/aa/AA/-"))).layout["MAX_KEY_BITS"] == 56
+    path = tmp_path / "wide.toml"
+    path.write_text(parse_variant(dict(wide, start="S/aa/AA/aa/lA/aA/A-/-L/AA/aa/AA/-")).to_toml().replace(
+        "-L/AA", "AL/AA"), encoding="utf-8")
+    result = cli("build", "--variant-file", path, "--out", tmp_path / "wide.h5")
+    assert result.exit_code == 1 and result.output == (
+        f"error: {path}: pieces: a position's key needs up to 58 bits; at most 56 fit a 64-bit key with this piece "
+        "set\n"), result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["wide.toml"]
+
+
+def test_two_byte_values_with_keys_too_wide_for_them_are_one_error(tmp_path, monkeypatch):
+    """A DTM of 254 plies or more takes two-byte values, which leave a key 48 bits in a sort record:
+    a build of wider keys that needs them stops with one error and writes nothing (it died with
+    'keys must be strictly ascending'). Positions of DTM 3 or more stand for the long ones."""
+    from dobutsu_tb.tablebase import retrograde
+
+    v = parse_variant(_immobile("wide", 3, 4, "S/elB/EBC/--L/ceD/-", "ABCDEF"))
+    assert game_of(v).layout["MAX_KEY_BITS"] == 50
+    assert build_tablebase(tmp_path / "a.h5", v.start, progress=False, variant=v).metadata.max_dtm > 3
+    monkeypatch.setattr(retrograde, "LONG_DTM", 3)
+    with pytest.raises(VariantError, match=r"^wide: a DTM of 254 plies or more needs two-byte values, and this "
+                                           r"variant's 50-bit keys leave room for one byte beside them \(two-byte "
+                                           r"values: keys of at most 48 bits\); nothing was written$"):
+        build_tablebase(tmp_path / "b.h5", v.start, progress=False, variant=v)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.h5"]
 
 def test_bad_variant_files_get_one_error_line(cli, tmp_path):
     cases = {

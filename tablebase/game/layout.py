@@ -95,6 +95,12 @@ MAX_TABLE_FILES = 4
 #: The most squares and files of a board (20 squares: 4x5, 5x4, 6x3, 3x6 ...).
 MAX_CELLS = 20
 MAX_FILES = 6
+#: A build's sort records (tablebase/writer.py) hold a key's code and its value in one uint64,
+#: ``code << value_bits | value``: a value of one byte, or of two when a DTM reaches 254 plies. So a
+#: code is at most RECORD_BITS - RECORD_VALUE_BITS bits (56), and at most 48 beside two-byte values.
+RECORD_BITS = 64
+RECORD_VALUE_BITS = 8
+WIDE_VALUE_BITS = 16
 
 # --- the rules array: scalars --------------------------------------------------------------------
 
@@ -546,7 +552,8 @@ def check_layout(variant) -> None:
     Raises
     ------
     VariantError
-        If the key needs more than ``63 - CELL_PEEK`` bits, or the hand field more than 16.
+        If the key needs more than ``63 - CELL_PEEK`` bits or more than a sort record holds beside
+        a one-byte value (``RECORD_BITS - RECORD_VALUE_BITS``), or the hand field more than 16 bits.
     """
     from dobutsu_tb.tablebase.game.variant import VariantError
 
@@ -558,8 +565,9 @@ def check_layout(variant) -> None:
         raise VariantError(f"hand_order: {len(slots)} kinds in hand (at most {counts}) need a {hand_bits}-bit "
                            f"hand field; at most {MAX_HAND_BITS} bits are supported")
     bits = max_key_bits(variant)
-    if bits > KEY_TOP_BIT + 1 - peek:
-        raise VariantError(f"pieces: a position's key needs up to {bits} bits; at most {KEY_TOP_BIT + 1 - peek} fit "
+    room = min(KEY_TOP_BIT + 1 - peek, RECORD_BITS - RECORD_VALUE_BITS)
+    if bits > room:
+        raise VariantError(f"pieces: a position's key needs up to {bits} bits; at most {room} fit "
                            f"a 64-bit key with this piece set")
 
 

@@ -300,6 +300,24 @@ def play_move(position: Position, move: int) -> Position | None:
     return Position.from_state(child, 1 - position.turn, position.variant)
 
 
+def _uci_squares_note(v: Variant, m: re.Match, message: str) -> str:
+    """What an error about a UCI move read among moves of our notation adds when it names the
+    move's square: that its squares are UCI's, whose ranks count from Sente's side (``b4a3``
+    starts from our b1, not b4), unless that square is the same in both."""
+    sq = m.group(1) or m.group(5)
+    if sq not in message.split(": ", 1)[-1] or "not a square" in message:
+        return ""
+    try:
+        ours = uci_square(sq, v)
+        parse_square(ours, v)
+    except (PositionError, ValueError):
+        return ""
+    if ours == sq:
+        return ""
+    return (f" (read as a UCI move, whose ranks count from Sente's side: its {sq} is {ours} in this notation, "
+            f"which writes a move like {_examples(v)[0].split(',')[0]})")
+
+
 def parse_move(position: Position, text: str) -> int:
     """The kernel move that ``text`` names in ``position``: our notation (``Lb4-a3``) or
     Fairy-Stockfish's (``b4a3``, ``C@b2``).
@@ -317,8 +335,12 @@ def parse_move(position: Position, text: str) -> int:
     m = pattern.fullmatch(t)
     moves = position.game.legal_move_list(position.state())
     if not m:
-        if UCI_MOVE_PATTERN.fullmatch(t):
-            return parse_uci_move(position, t)
+        uci = UCI_MOVE_PATTERN.fullmatch(t)
+        if uci:
+            try:
+                return parse_uci_move(position, t)
+            except IllegalMoveError as exc:
+                raise IllegalMoveError(f"{exc}{_uci_squares_note(v, uci, str(exc))}") from None
         hint = " (the piece letter is upper case for both sides)" if pattern.fullmatch(t[:1].upper() + t[1:]) else ""
         example = " or ".join(_examples(v))
         raise IllegalMoveError(f"{quote_move(text)} is not a move like {example}{hint}")

@@ -563,13 +563,15 @@ def load_variants(path) -> list[Variant]:
         folder, also one that is not a regular file: a named pipe is refused, never waited on);
         or if two of the files define the same name.
     """
+    import os
+
     path = Path(path)
     folder = path.is_dir()
     if folder:
         files = sorted(path.glob("*.toml"))
         if not files:
             raise VariantError(f"{path}: the folder holds no *.toml variant file")
-    elif path.exists():
+    elif os.path.lexists(path):  # (a link to nowhere or in a loop: reading it says which)
         files = [path]
     else:
         raise VariantError(f"{path}: no such variant file or folder")
