@@ -18,6 +18,10 @@ from dobutsu_tb.analysis.cli.common import (
 )
 
 
+#: The names an output may end with: Parquet's (a name of another format, ``x.csv``, is a mistake).
+PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+
+
 def _filters(ctx, param, values):
     """Click callback: each ``--where`` parsed (a usage error names the bad one)."""
     from dobutsu_tb.tablebase.export import parse_filter
@@ -41,8 +45,8 @@ def _size(n: int) -> str:
 @click.command()
 @tb_option
 @click.option("--out", "out", type=FILE_OUT, default=None, metavar="PATH",
-              help="Parquet file to write (default: the tablebase's name with .parquet, in the current folder); "
-                   "a file there is replaced once the export is complete.")
+              help="Parquet file to write, named .parquet (default: the tablebase's name with .parquet, in the "
+                   "current folder); a file there is replaced once the export is complete.")
 @click.option("--sample", type=click.IntRange(min=1), default=None, metavar="N",
               help="Write N positions drawn uniformly at random without replacement (from those that pass "
                    "--where), in key order.")
@@ -84,6 +88,9 @@ def export(ctx, tb_path, out, sample, seed, filters, variant, variant_file):
                                f"{expected.name}, or leave out --variant/--variant-file to export the file's own "
                                f"game", ctx)
     out = Path(tb_path.stem + ".parquet") if out is None else out
+    if out.suffix and out.suffix.lower() not in PARQUET_SUFFIXES:
+        raise click.BadParameter(f"'{out}': the export writes Parquet; name the file .parquet (or have no suffix)",
+                                 ctx, param_hint="'--out'")
     refuse_inputs([out], {"the tablebase": tb_path})
     if variant_file is not None:
         files = sorted(Path(variant_file).glob("*.toml")) if Path(variant_file).is_dir() else [Path(variant_file)]
