@@ -17,7 +17,6 @@ from dobutsu_tb.analysis.cli.common import (
     variant_rules,
 )
 
-
 #: The names an output may end with: Parquet's (a name of another format, ``x.csv``, is a mistake).
 PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 
@@ -88,14 +87,14 @@ def export(ctx, tb_path, out, sample, seed, filters, variant, variant_file):
                                f"{expected.name}, or leave out --variant/--variant-file to export the file's own "
                                f"game", ctx)
     out = Path(tb_path.stem + ".parquet") if out is None else out
-    if out.suffix and out.suffix.lower() not in PARQUET_SUFFIXES:
-        raise click.BadParameter(f"'{out}': the export writes Parquet; name the file .parquet (or have no suffix)",
-                                 ctx, param_hint="'--out'")
     refuse_inputs([out], {"the tablebase": tb_path})
     if variant_file is not None:
         files = sorted(Path(variant_file).glob("*.toml")) if Path(variant_file).is_dir() else [Path(variant_file)]
         for path in files:
             refuse_inputs([out], {"a variant file": path})
+    if out.suffix and out.suffix.lower() not in PARQUET_SUFFIXES:
+        raise click.BadParameter(f"'{out}': the export writes Parquet; name the file .parquet (or have no suffix)",
+                                 ctx, param_hint="'--out'")
     with tqdm(desc="export", unit=" pos", unit_scale=True, disable=None, file=sys.stderr) as bar:
         def progress(done, total):
             bar.total = total
