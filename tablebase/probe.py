@@ -130,7 +130,8 @@ class MoveValue:
 
 def _to_position(position, variant) -> Position:
     if isinstance(position, Position):
-        if position.variant is not variant and position.variant != variant:  # (titles and prose apart)
+        theirs = position.variant  # the same rules and name, titles and prose apart (cached texts: quick)
+        if theirs is not variant and (theirs.name != variant.name or theirs.rules_json != variant.rules_json):
             raise PositionError(f"{position.text()} is a position of {position.variant.name}; this tablebase is of "
                                 f"{variant.name} ({variant.files} files, {variant.ranks} ranks)")
         return position

@@ -517,6 +517,24 @@ def test_a_position_of_another_board_is_one_error_line(cli, five_by_three, lion_
             tb.probe_wdl(Position.start())
 
 
+def test_a_position_of_the_same_rules_under_another_title_is_probed(lion_chick_tb):
+    """A position's variant is the file's when its name and rules are (titles and prose apart),
+    whichever object it is; another rule under the same name is refused."""
+    import dataclasses
+
+    from conftest import LION_CHICK
+    from dobutsu_tb.tablebase.game.variant import get_variant
+
+    ours = get_variant("dobutsu")
+    retitled = dataclasses.replace(ours, title="Another title", description="other prose")
+    other_rules = dataclasses.replace(ours, try_rule=False)
+    with open_tablebase(lion_chick_tb.path) as tb:
+        expected = tb.probe_wdl(Position.from_text(LION_CHICK, ours))
+        assert tb.probe_wdl(Position.from_text(LION_CHICK, retitled)) == expected
+        with pytest.raises(PositionError, match="is a position of dobutsu; this tablebase is of dobutsu"):
+            tb.probe_wdl(Position.from_text(LION_CHICK, other_rules))
+
+
 def test_format_3_files_read_as_dobutsu(tmp_path):
     """A file written before variants existed (format 3, the lion-and-chick tablebase as the
     previous release wrote it) is read as dobutsu shogi, with all its checks."""
