@@ -677,7 +677,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
         raise AssertionError("the positions without a move are not the losses in 0")
     no_move_keys.sort()
     value_bits = WIDE_VALUE_BITS if solution.long_slots.shape[0] else RECORD_VALUE_BITS
-    check_record_room(game.variant, game.layout["MAX_KEY_BITS"], value_bits)
+    check_record_room(game, value_bits)
     blocks = record_blocks(table, solution, game.layout["KEY_SHIFT"], value_bits, check_plan.record_passes)
     found = value_counts(value_histogram(table, solution, value_bits))
     meta = Metadata(start=start.text(), variant=game.variant, wins=found["wins"], draws=found["draws"],

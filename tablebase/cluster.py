@@ -564,7 +564,7 @@ def _run(cluster: RayCluster, tmp, game: Game, start: Position, expected, progre
     interrupt.check()
     t0 = time.perf_counter()
     value_bits = WIDE_VALUE_BITS if any(cluster.get(cluster.calls("finish"))) else RECORD_VALUE_BITS
-    check_record_room(game.variant, game.layout["MAX_KEY_BITS"], value_bits)
+    check_record_room(game, value_bits)
     found = value_counts(sum(cluster.get(cluster.calls("histogram", value_bits))))
     start_wdl, start_dtm = cluster.get(cluster.call(home, "value_of", start_key))
     no_move_keys = np.sort(_joined(cluster.get([cluster.call(i, "no_move_keys", s["no_moves"])

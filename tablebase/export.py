@@ -37,6 +37,7 @@ from dobutsu_tb.tablebase.game import notation
 from dobutsu_tb.tablebase.game.game import game_of
 from dobutsu_tb.tablebase.game.notation import TEXT_DROP, Move
 from dobutsu_tb.tablebase.game.position import Position
+from dobutsu_tb.tablebase.lookup import key_directory
 from dobutsu_tb.tablebase.output import OutputError, ReservedOutput, describe_os_error
 from dobutsu_tb.tablebase.reader import TablebaseFile
 from dobutsu_tb.tablebase.schema import TablebaseFileError
@@ -50,7 +51,7 @@ ROW_GROUP = 1 << 19
 SCAN_STEP = 1 << 22
 #: Parquet's compression and its level.
 COMPRESSION, COMPRESSION_LEVEL = "zstd", 3
-#: The most bits of the directory of the stored keys' top bits (:func:`~.export_kernels.key_directory`):
+#: The most bits of the directory of the stored keys' top bits (:func:`~dobutsu_tb.tablebase.lookup.key_directory`):
 #: 2**22 + 1 entries, 32 MiB.
 MAX_DIRECTORY_BITS = 22
 #: The longest DTM a column of int16 holds (a move's DTM is one more than its child's).
@@ -632,7 +633,7 @@ def export_parquet(tb_path, out, filters=(), sample: int | None = None, seed: in
                               f"columns of an export")
         keys, values = f.read_all()
     # (about 16 to 32 keys a bucket on average; the top bits are a Huffman code, so buckets differ)
-    directory, shift = ek.key_directory(keys, max(1, min(MAX_DIRECTORY_BITS, keys.shape[0].bit_length() - 5)))
+    directory, shift = key_directory(keys, max(1, min(MAX_DIRECTORY_BITS, keys.shape[0].bit_length() - 5)))
     seconds["read"] = time.perf_counter() - t
 
     t = time.perf_counter()

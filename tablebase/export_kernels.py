@@ -8,7 +8,7 @@ For the stored positions of a block (``rows``, indices into the file's sorted ke
    for a terminal child: terminal positions are never stored), its terminal class and the
    move's text code (:func:`~dobutsu_tb.tablebase.game.notation.text_code`);
 3. the children's keys are looked up in the file's sorted keys (:func:`_lookup`, through a
-   directory of their top bits: :func:`key_directory`);
+   directory of their top bits: :func:`~dobutsu_tb.tablebase.lookup.key_directory`);
 4. :func:`_order_moves` turns them into each move's value for its player (docs/rules.md §7),
    sorts each position's moves best first (stably, as ``Tablebase.probe_moves``) and counts the
    best ones, those whose value is the position's;
@@ -30,7 +30,6 @@ from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import CATCH, EXT_SHIFT, NONTERMINAL, TRY
 from dobutsu_tb.tablebase.game.notation import text_code
 from dobutsu_tb.tablebase.game.rules import child_keys, gen_moves
-from dobutsu_tb.tablebase.lookup import key_directory  # noqa: F401 (export.py's, as ek.key_directory)
 from dobutsu_tb.tablebase.values import DRAW, LOSS, RANK_SCALE, WIN
 
 #: The plain kernels bound to each board shape (``Game.jitted(notation, module)``).
@@ -98,8 +97,8 @@ def _children(rules, boards, hands, offsets, out_keys, out_classes, out_texts, b
 def _lookup(stored, values, directory, shift, keys, codes, found):
     """For each ``keys[i]`` >= 0: ``found[i]`` whether it is in ``stored`` (ascending) and
     ``codes[i]`` its entry of ``values``; a negative key (a terminal child) is skipped. The
-    directory (:func:`key_directory`) narrows each search to the keys of its top bits: with a few
-    keys a bucket, about one cache miss in the directory and one or two in the keys."""
+    directory (:func:`~dobutsu_tb.tablebase.lookup.key_directory`) narrows each search to the keys
+    of its top bits: with a few keys a bucket, about one cache miss in the directory and one or two in the keys."""
     last = directory.shape[0] - 1
     for i in prange(keys.shape[0]):
         key = keys[i]

@@ -192,7 +192,7 @@ def _main(work: str) -> None:
     from dobutsu_tb.tablebase.enumeration import CLASS_MASK, count_terminal_partitions, enumerate_positions
     from dobutsu_tb.tablebase.game.position import Position
     from dobutsu_tb.tablebase.game.variant import variant_from_json
-    from dobutsu_tb.tablebase.writer import RECORD_BITS, RECORD_VALUE_BITS, WIDE_VALUE_BITS
+    from dobutsu_tb.tablebase.writer import RECORD_VALUE_BITS, WIDE_VALUE_BITS, fits_record
 
     lines = sys.stdin.read().split("\n")
     variant = variant_from_json(lines[0])
@@ -230,7 +230,7 @@ def _main(work: str) -> None:
             for _ in record_blocks(enum.table, solution, shift, RECORD_VALUE_BITS, 1).blocks():
                 pass
             del enum, solution
-    if bits + WIDE_VALUE_BITS <= RECORD_BITS:  # (wider keys leave no room for them: such a build is refused)
+    if fits_record(bits, WIDE_VALUE_BITS):  # (wider keys leave no room for them: such a build is refused)
         retrograde.LONG_DTM = 3  # two-byte values (what a DTM of 254 plies or more needs)
         build_tablebase(Path(work) / "wide.h5", start, progress=False, variant=variant, memory_check=False)
     Path(_folder(game), MARK).touch()

@@ -38,12 +38,16 @@ from dobutsu_tb.tablebase.schema import (
 )
 from dobutsu_tb.tablebase.values import MAX_STORED_DTM
 
-#: A sort record (uint64): a key's code bits above its value (a byte, or two bytes for a
-#: variant whose longest DTM is 254 plies or more: ``value_bits`` 8 or 16; their widths are the
-#: game layout's, which refuses a variant whose keys leave no room for one byte).
+
+def fits_record(key_bits: int, value_bits: int) -> bool:
+    """Whether a key's code of ``key_bits`` and a value of ``value_bits`` (8, or 16 for a variant
+    whose longest DTM is 254 plies or more) share a sort record, a uint64 (``code << value_bits |
+    value``; the widths are tablebase/game/layout.py's, which refuses a variant whose keys leave no
+    room for one byte)."""
+    return key_bits + value_bits <= RECORD_BITS
 
 
-def check_record_room(variant, key_bits: int, value_bits: int) -> None:
+def check_record_room(game, value_bits: int) -> None:
     """Refuse a build whose keys leave no room for its values in a sort record.
 
     A key's code and its value share a uint64 (:func:`pack_records`): every variant's code leaves
@@ -52,20 +56,19 @@ def check_record_room(variant, key_bits: int, value_bits: int) -> None:
 
     Parameters
     ----------
-    variant : Variant
-        The build's variant (its name, for the message).
-    key_bits : int
-        The bits of its keys' codes (its layout's ``MAX_KEY_BITS``).
+    game : Game
+        The build's game (its variant's name, for the message, and its keys' bits).
     value_bits : int
         8 or 16.
 
     Raises
     ------
     VariantError
-        If the variant's codes and values of ``value_bits`` do not fit 64 bits.
+        If the variant's codes and values of ``value_bits`` do not fit 64 bits (:func:`fits_record`).
     """
-    if key_bits + value_bits > RECORD_BITS:
-        raise VariantError(f"{variant.name}: a DTM of 254 plies or more needs two-byte values, and this variant's "
+    key_bits = game.layout["MAX_KEY_BITS"]
+    if not fits_record(key_bits, value_bits):
+        raise VariantError(f"{game.variant.name}: a DTM of 254 plies or more needs two-byte values, and this variant's "
                            f"{key_bits}-bit keys leave room for one byte beside them (two-byte values: keys of at most "
                            f"{RECORD_BITS - value_bits} bits); nothing was written")
 

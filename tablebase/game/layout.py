@@ -101,6 +101,12 @@ MAX_FILES = 6
 RECORD_BITS = 64
 RECORD_VALUE_BITS = 8
 WIDE_VALUE_BITS = 16
+#: An entry of the pieces an unmove of a capture may put back (tablebase/game/unmoves.py): the
+#: piece's nibble in its low CELL_BITS, what taking it from the hand takes from the hand word above
+#: (at most 2**15); RESTORE_WORD of them in an int64, two such words for a position: room for the
+#: 6 kinds besides the royal one that MAX_KINDS allows.
+RESTORE_ENTRY_BITS = 20
+RESTORE_WORD = 3
 
 # --- the rules array: scalars --------------------------------------------------------------------
 
@@ -475,6 +481,8 @@ def _derive(variant) -> dict:
     for p in kinds:
         if not p.royal and variant.base_of[p.letter] not in slots:
             restore.append((index[p.letter], -1))
+    if len(restore) > 2 * RESTORE_WORD:  # (each kind but the royal one at most once)
+        raise AssertionError(f"{len(restore)} kinds an unmove may put back: at most {2 * RESTORE_WORD}")
     t["N_RESTORE"] = len(restore)
     t["RESTORE_CODE"] = [c for c, _ in restore]
     t["RESTORE_SLOT"] = [s for _, s in restore]

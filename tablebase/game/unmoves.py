@@ -29,7 +29,9 @@ from dobutsu_tb.tablebase.game.layout import (
     PROMOTES,
     RESTORE_CODE,
     RESTORE_DELTA,
+    RESTORE_ENTRY_BITS,
     RESTORE_SLOT,
+    RESTORE_WORD,
     ROYAL,
     SOURCES,
     TARGETS,
@@ -38,12 +40,8 @@ from dobutsu_tb.tablebase.game.rules import find_piece
 
 __kernels__ = ("gen_unmoves", "parent_keys", "material", "walk_unmoves")
 
-#: An entry of the pieces an unmove of a capture may put back (:func:`walk_unmoves`): the piece's
-#: nibble in its low CELL_BITS, what taking it from the hand takes from the hand word above (at
-#: most 2**15); RESTORE_WORD of them in an int64.
-RESTORE_ENTRY_BITS = 20
+#: An entry's bits (:data:`~dobutsu_tb.tablebase.game.layout.RESTORE_ENTRY_BITS`).
 RESTORE_ENTRY_MASK = (1 << RESTORE_ENTRY_BITS) - 1
-RESTORE_WORD = 3
 
 
 def gen_unmoves(rules, board, hand, boards, hands, nonterminal_only):
@@ -112,8 +110,8 @@ def walk_unmoves(rules, child_board, child_hand, out, out_hands, nonterminal_onl
     # The pieces an unmove of a capture may put back (its hand has one, or the board holds fewer
     # than its army: an unmove only moves a piece, which keeps the material), each as an entry of
     # RESTORE_ENTRY_BITS (the piece's nibble, and what it takes from the hand above it): the first
-    # RESTORE_WORD of them in ``restore0``, the next in ``restore1``; more go by ``restorable``.
-    restorable = 0
+    # RESTORE_WORD of them in ``restore0``, the others in ``restore1`` (a variant has at most
+    # 2 * RESTORE_WORD: layout.py checks it).
     restore0 = 0
     restore1 = 0
     listed = 0
@@ -126,11 +124,10 @@ def walk_unmoves(rules, child_board, child_hand, out, out_hands, nonterminal_onl
             base = rules[BASE + rules[RESTORE_CODE + k]]
             if material(rules, board, hand, base) >= rules[ARMY + base]:
                 continue
-        restorable |= 1 << k
         entry = (rules[RESTORE_CODE + k] | OPPONENT) | (rules[RESTORE_DELTA + k] << CELL_BITS)
         if listed < RESTORE_WORD:
             restore0 |= entry << (RESTORE_ENTRY_BITS * listed)
-        elif listed < 2 * RESTORE_WORD:
+        else:
             restore1 |= entry << (RESTORE_ENTRY_BITS * (listed - RESTORE_WORD))
         listed += 1
     for t in range(N_CELLS):
@@ -178,22 +175,7 @@ def walk_unmoves(rules, child_board, child_hand, out, out_hands, nonterminal_onl
                     out[n] = moved
                     out_hands[n] = moved_hand
                 n += 1
-                if listed > 2 * RESTORE_WORD:  # ... or undo a capture: an enemy piece stands on t again
-                    for k in range(n_restore):
-                        if not (restorable >> k) & 1:
-                            continue
-                        if n >= cap:
-                            return -1
-                        back, back_hand = with_cell(moved, moved_hand - rules[RESTORE_DELTA + k], t,
-                                                    rules[RESTORE_CODE + k] | OPPONENT)
-                        if as_keys:
-                            out[n] = board_key(rules, back, back_hand)
-                        else:
-                            out[n] = back
-                            out_hands[n] = back_hand
-                        n += 1
-                    continue
-                entries = restore0
+                entries = restore0  # ... or undo a capture: an enemy piece stands on t again
                 for word in range(2):
                     while entries:
                         if n >= cap:
