@@ -28,6 +28,7 @@ The cache lives under ``$DOBUTSU_TB_CACHE`` or ``~/.cache/dobutsu-tablebase``; t
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import io
@@ -125,7 +126,23 @@ class _IndexUnpickler(pickle.Unpickler):
 
 
 class _TolerantIndex(caching.IndexDataCacheFile):
-    """numba's index and data files, where an index that cannot be read is an empty one."""
+    """numba's index and data files, where an index that cannot be read is an empty one, and
+    where processes that compile into one folder at once (``tablebase/precompile.py``'s two
+    children) do not lose or mix up each other's entries (:meth:`save`)."""
+
+    def save(self, key, data):
+        """Save an entry: its data file named by a digest of ``key`` and written first, then the
+        index read, changed and written under an exclusive lock. numba numbers an entry's data
+        file by the entries its index holds and writes the index first: two processes saving
+        kernels of different signatures at once could both take number 1, and one's index name
+        the other's code."""
+        digest = hashlib.sha256(pickle.dumps(key, protocol=4)).hexdigest()[:16]
+        data_name = f"{self._index_name[:-len('.nbi')]}.{digest}.nbc"
+        self._save_data(data_name, data)
+        with _locked(self._index_path + ".lock"):
+            overloads = self._load_index()
+            overloads[key] = data_name
+            self._save_index(overloads)
 
     def _load_index(self):
         try:
@@ -143,6 +160,23 @@ class _TolerantIndex(caching.IndexDataCacheFile):
             _warn("an index", exc)
             return {}
         return overloads if stamp == self._source_stamp and isinstance(overloads, dict) else {}
+
+
+@contextlib.contextmanager
+def _locked(path: str):
+    """An exclusive lock on the file ``path`` (made if need be) for the ``with`` block; no lock
+    where ``fcntl`` is missing."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 class _OwnFolderCacheImpl(caching.CompileResultCacheImpl):

@@ -1,4 +1,4 @@
-"""Compiling a variant's kernels in a child process before a build.
+"""Compiling a variant's kernels in two child processes before a build.
 
 numba compiles a kernel on its first call and keeps what compiling took for the life of the
 process: about 220 MiB for a build's kernels (a tiny build: 390 MiB resident with the kernel
@@ -6,14 +6,21 @@ cache empty, 171 MiB with it filled). A build that compiled its own kernels held
 tables: from a fresh clone the standard build peaked at 1.53 GiB against 1.38 GiB with the cache
 filled, and a build with ``--max-memory 1.2G`` that compiled its terminal-partition kernel at its
 peak went to 1.35 GiB, over its budget. So, when the variant's kernels are not in the cache yet,
-:func:`compile_kernels` has a child process compile them with tiny builds of the variant (its
-royal pieces alone, and by hand each path a tiny game does not take: :func:`_main`), which
-leaves a mark in the variant's cache folder; the build then loads its kernels from the cache
+:func:`compile_kernels` has child processes compile them with tiny builds of the variant (its
+royal pieces alone, and by hand each path a tiny game does not take: :func:`_main`), then leaves
+a mark in the variant's cache folder; the build then loads its kernels from the cache
 (docs/building.md, "Memory").
 
-The kernels depend on the variant's rules and the sources only, never on the sizes of the tables,
-so the tiny builds compile the real one's. A kernel that they missed would compile in the build,
-as every kernel did before.
+numba compiles on one core, so two children share the work, one the enumeration's kernels and
+one the rest, each on a core of its own (15.0-15.8 s for the standard shape's first build against
+31.1-32.6 s with one child). The second does not wait for the first's kernels: its tiny builds
+start from enumerations made without numba's JIT (:func:`_enumerate_plainly`), which the
+enumeration's kernels make the same. Both save into one cache folder at once, which numba's cache
+does not allow for (``encoding/jit.py``, ``_TolerantIndex.save``).
+
+The kernels depend on the variant's board shape and the sources only, never on the sizes of the
+tables, so the tiny builds compile the real one's. A kernel that they missed would compile in the
+build, as every kernel did before.
 """
 
 from __future__ import annotations
@@ -60,20 +67,23 @@ def kernels_cached(game) -> bool:
 
 def compile_kernels(game, log: Callable[[str], None] | None = None, check: Callable[[], None] | None = None,
                     start=None) -> bool:
-    """Compile ``game``'s build kernels in a child process, unless they are cached already.
+    """Compile ``game``'s build kernels in two child processes at once, unless they are cached
+    already.
 
-    Nothing happens in the child of such a process, with numba's JIT disabled, or when the cache
-    folder cannot be written (the kernels are then compiled where they run, as before). A child
-    that fails costs nothing but its time: the build compiles what it needs itself.
+    One child compiles the enumeration's kernels, the other those of the analysis, the sort and
+    the write (:func:`_main`), each on a core of its own (module docstring). Nothing happens in the child of such a
+    process, with numba's JIT disabled, or when the cache folder cannot be written (the kernels are
+    then compiled where they run, as before). A child that fails costs nothing but its time: the
+    build compiles what it needs itself.
 
     Parameters
     ----------
     game : Game
         The variant's rules.
     log : callable, optional
-        Called with a line for people: that the kernels are being compiled, or why the child failed.
+        Called with a line for people: that the kernels are being compiled, or why a child failed.
     check : callable, optional
-        Called every 0.2 s while the child runs; what it raises (an interrupt) stops the child
+        Called every 0.2 s while the children run; what it raises (an interrupt) stops them
         and is raised again.
     start : Position, optional
         The build's start: its royal pieces are the tiny builds' start when the variant's own
@@ -82,7 +92,7 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
     Returns
     -------
     bool
-        Whether a child compiled the kernels.
+        Whether the children compiled the kernels.
     """
     import numba
 
@@ -98,63 +108,82 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
     if log is not None:
         v = game.variant
         log(f"compiling the kernels for boards of {v.files} files x {v.ranks} ranks (once per version of the program "
-            f"and board shape, about half a minute)")
-    work = tempfile.mkdtemp(prefix="dobutsu-tb-precompile-")  # the child's builds: ours to remove, killed or not
-    with tempfile.TemporaryFile("w+") as err:
-        child = subprocess.Popen(_child_command(work), stdin=subprocess.PIPE,
-                                 stdout=subprocess.DEVNULL, stderr=err, text=True,
-                                 env={**os.environ, CHILD_ENV: "1",  # the same folder, whatever the environment
-                                      "DOBUTSU_TB_CACHE": os.path.dirname(numba.config.CACHE_DIR)})
+            f"and board shape, about 20 seconds)")
+    work = tempfile.mkdtemp(prefix="dobutsu-tb-precompile-")  # the children's builds: ours to remove, killed or not
+    request = game.variant.to_json() + "\n" + (start.text() if start is not None else "")
+    env = {**os.environ, CHILD_ENV: "1",  # the same folder, whatever the environment
+           "DOBUTSU_TB_CACHE": os.path.dirname(numba.config.CACHE_DIR)}
+    children = []
 
-        def kill():
+    def kill():
+        for child, _ in children:
             child.kill()
-            shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
 
-        token = interrupt.at_exit(kill)  # a process ended by a signal leaves no child and no file
-        try:
+    token = interrupt.at_exit(kill)  # a process ended by a signal leaves no child and no file
+    try:
+        for part in PARTS:
+            err = tempfile.TemporaryFile("w+")
+            child = subprocess.Popen(_child_command(os.path.join(work, part), part), stdin=subprocess.PIPE,
+                                     stdout=subprocess.DEVNULL, stderr=err, text=True, env=env)
+            children.append((child, err))
             try:
-                child.stdin.write(game.variant.to_json() + "\n" + (start.text() if start is not None else ""))
+                child.stdin.write(request)
                 child.stdin.close()
             except BrokenPipeError:  # the child ended at once: its exit code says so below
                 pass
-            while True:
-                try:
-                    child.wait(timeout=0.2)
-                    break
-                except subprocess.TimeoutExpired:
-                    if check is not None:
-                        check()
-        except BaseException:
+        while any(child.poll() is None for child, _ in children):
+            try:
+                next(c for c, _ in children if c.poll() is None).wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                if check is not None:
+                    check()
+    except BaseException:
+        for child, _ in children:
             child.kill()
             child.wait()
-            raise
-        finally:
-            interrupt.forget(token)
-            shutil.rmtree(work, ignore_errors=True)
-        if child.returncode != 0:
-            err.seek(0)
-            lines = [line for line in err.read().splitlines() if line.strip()]
-            how = f"exit code {child.returncode}"
-            if child.returncode < 0:
-                try:
-                    how = f"killed by {signal.Signals(-child.returncode).name}"
-                except ValueError:  # (a signal number Python has no name for)
-                    pass
-            if log is not None:
-                log(f"warning: compiling the kernels in a child process failed ({how}"
-                    + (f": {lines[-1].strip()[:200]}" if lines else "") + "); compiling them in this one")
-            return False
+        raise
+    finally:
+        interrupt.forget(token)
+        shutil.rmtree(work, ignore_errors=True)
+        failed = [_failure(child, err) for child, err in children if child.returncode != 0]
+        for _, err in children:
+            err.close()
+    if failed:
+        if log is not None:
+            log(f"warning: compiling the kernels in a child process failed ({failed[0]}); compiling them in this one")
+        return False
+    Path(folder, MARK).touch()
+    if _wide(game):
+        Path(folder, WIDE_MARK).touch()
     return kernels_cached(game)
 
 
+def _failure(child: subprocess.Popen, err) -> str:
+    """How a child that failed ended, and the last line it wrote on stderr."""
+    err.seek(0)
+    lines = [line for line in err.read().splitlines() if line.strip()]
+    how = f"exit code {child.returncode}"
+    if child.returncode is not None and child.returncode < 0:
+        try:
+            how = f"killed by {signal.Signals(-child.returncode).name}"
+        except ValueError:  # (a signal number Python has no name for)
+            pass
+    return how + (f": {lines[-1].strip()[:200]}" if lines else "")
+
+
+#: The children's shares of the kernels (:func:`_main`).
+PARTS = ("enumeration", "analysis")
+
 #: The child's code: the parent's import path in place of the one ``python`` starts with, which
-#: puts the current folder first (a ``numba.py`` there would run); then :func:`_main`.
+#: puts the current folder first (a ``numba.py`` there would run); then :func:`_main` or
+#: :func:`_enumerate_plainly`.
 _CHILD = ("import os, sys; sys.path[:] = sys.argv[1].split(os.pathsep); "
-          "from dobutsu_tb.tablebase.precompile import _main; _main(sys.argv[2])")
+          "from dobutsu_tb.tablebase import precompile; getattr(precompile, sys.argv[2])(*sys.argv[3:])")
 
 
-def _child_command(work: str) -> list:
-    return [sys.executable, "-c", _CHILD, os.pathsep.join(p for p in sys.path if p), work]
+def _child_command(work: str, part: str) -> list:
+    return [sys.executable, "-c", _CHILD, os.pathsep.join(p for p in sys.path if p), "_main", work, part]
 
 
 def tiny_start(variant, start=None):
@@ -172,67 +201,154 @@ def tiny_start(variant, start=None):
     return None
 
 
-def _main(work: str) -> None:
-    """The child: compile the kernels of the variant read from stdin (``Variant.to_json``, then a
-    line with the build's start), building tiny tablebases in ``work`` (the parent removes it).
-
-    Besides a plain tiny build and one with two-byte values (for keys that leave room for them in
-    a sort record: at most 48 bits), it takes by hand the paths a tiny
-    game does not: one ply of the analysis from the start (a game of royal pieces alone may have
-    no decided position to start from), the terminal positions counted in two partitions, the
-    records made in three key ranges, the keys of positions without a move, the table and the
-    set of terminal positions grown (as for a start of unknown counts), and the set's partitions
-    doubled (as when it outgrows a budget)."""
-    import numpy as np
-
-    from dobutsu_tb.encoding import config
-    from dobutsu_tb.encoding.compact_set import CompactSet
-    from dobutsu_tb.tablebase import enumeration, retrograde
-    from dobutsu_tb.tablebase.build import _keys_with_value, build_tablebase, record_blocks
-    from dobutsu_tb.tablebase.enumeration import CLASS_MASK, count_terminal_partitions, enumerate_positions
+def _read_request():
+    """The variant and the tiny builds' start, read from stdin (``Variant.to_json``, then a line
+    with the build's start): (the request's text, the variant, the start)."""
     from dobutsu_tb.tablebase.game.position import Position
     from dobutsu_tb.tablebase.game.variant import variant_from_json
-    from dobutsu_tb.tablebase.writer import RECORD_VALUE_BITS, WIDE_VALUE_BITS, fits_record
 
-    lines = sys.stdin.read().split("\n")
+    text = sys.stdin.read()
+    lines = text.split("\n")
     variant = variant_from_json(lines[0])
     start = tiny_start(variant, Position.from_text(lines[1], variant) if len(lines) > 1 and lines[1] else None)
     if start is None:
         sys.exit("no start of the royal pieces alone that is not terminal")
+    return text, variant, start
+
+
+def _main(work: str, part: str) -> None:
+    """A child: compile its share (``part``, one of :data:`PARTS`) of the kernels of the variant
+    read from stdin (:func:`_read_request`), building tiny tablebases in ``work`` (the parent
+    removes it).
+
+    ``enumeration`` enumerates the tiny game (its royal pieces alone) as a build does, in one
+    partition and in two (terminal positions left for later passes), grows the table and the set of
+    terminal positions (as for a start of unknown counts) and doubles the set's partitions (as when
+    it outgrows a budget); for keys long enough that small tables have uint64 slots
+    (:func:`_wide`), it also builds a tiny game in a table of the uint32 slots of a big one.
+
+    ``analysis`` takes the rest, on the same enumerations made without numba's JIT in a
+    process of its own (:func:`_enumerate_plainly`: a fraction of a second), so that it need not
+    wait for the other child's kernels: a plain tiny build and one with two-byte values (for keys
+    that leave room for them in a sort record: at most 48 bits), and by hand the paths a tiny game
+    does not take: one ply of the analysis from the start (a game of royal pieces alone may have no
+    decided position to start from), the terminal positions of the second partition counted, the
+    records made in three key ranges and the keys of positions without a move."""
+    text, variant, start = _read_request()
+    os.makedirs(work, exist_ok=True)
+    if part == "enumeration":
+        _compile_enumeration(start)
+    elif part == "analysis":
+        _compile_analysis(text, variant, start, work)
+    else:
+        sys.exit(f"no such share of the kernels: {part!r}")
+
+
+def _compile_enumeration(start) -> None:
+    import numpy as np
+
+    from dobutsu_tb.encoding import config
+    from dobutsu_tb.encoding.compact_set import CompactSet
+    from dobutsu_tb.tablebase import enumeration
+    from dobutsu_tb.tablebase.enumeration import CLASS_MASK, enumerate_positions
+
     game, bits, shift = start.game, start.game.layout["MAX_KEY_BITS"], start.game.layout["KEY_SHIFT"]
-    build_tablebase(Path(work) / "plain.h5", start, progress=False, variant=variant, memory_check=False)
     enum = enumerate_positions(game, start.state())
+    enum.table.grow(2 * len(enum.table))
+    enumerate_positions(game, start.state(), terminal_parts=2)
+    terminal = CompactSet(1, bits, shift, config.SET_LOAD_FACTOR, config.THREADS)
+    terminal.grow(2 * terminal.room() + 2)
+    smaller = CompactSet(1, bits, shift, config.SET_LOAD_FACTOR, config.THREADS)  # partitions doubled
+    game.jitted(enumeration)._keep_partition_zero(game.rules_array, terminal.buf, terminal.layout, smaller.buf,
+                                                  smaller.layout, smaller.counts, 1, np.zeros(CLASS_MASK + 1, np.int64))
+    del enum, terminal, smaller
+    if _narrow_expected(game):
+        enumerate_positions(game, start.state(), expected=(_narrow_expected(game), 1))
+
+
+def _narrow_expected(game) -> int | None:
+    """For keys long enough that a tiny build's table has uint64 slots (:func:`_wide`), the
+    positions to expect for a table of the uint32 slots of a big one; None for other keys, or
+    where such a table would have more than 2**25 slots (they compile in the build then)."""
+    from dobutsu_tb.encoding.compact_layout import MAX_NARROW_REMAINDER
+
+    if not _wide(game):
+        return None
+    expected = int(0.7 * 2 ** max(0, game.layout["MAX_KEY_BITS"] - MAX_NARROW_REMAINDER))
+    return expected if expected <= 1 << 24 else None
+
+
+#: The enumerations that :func:`_enumerate_plainly` makes: a file name, and
+#: :func:`~dobutsu_tb.tablebase.enumeration.enumerate_positions`'s ``terminal_parts`` and whether
+#: the table has a big one's uint32 slots (:func:`_narrow_expected`; only where it says so).
+_PLAIN = {"one-partition.pickle": (1, False), "two-partitions.pickle": (2, False), "narrow-slots.pickle": (1, True)}
+
+
+def _enumerate_plainly(work: str) -> None:
+    """The analysis child's child, run with ``NUMBA_DISABLE_JIT=1``: the tiny game's enumerations
+    of :data:`_PLAIN` into ``work``, each as the fields of its
+    :class:`~dobutsu_tb.tablebase.enumeration.Enumeration` but the game, pickled."""
+    import dataclasses
+    import pickle
+
+    from dobutsu_tb.tablebase.enumeration import enumerate_positions
+
+    _, _, start = _read_request()
+    for name, (parts, narrow) in _PLAIN.items():
+        expected = _narrow_expected(start.game)
+        if narrow and expected is None:
+            continue
+        enum = enumerate_positions(start.game, start.state(), expected=(expected, 1) if narrow else None,
+                                   terminal_parts=parts)
+        fields = {f.name: getattr(enum, f.name) for f in dataclasses.fields(enum) if f.name != "game"}
+        with open(os.path.join(work, name), "wb") as f:
+            pickle.dump(fields, f, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _compile_analysis(text: str, variant, start, work: str) -> None:
+    import pickle
+
+    import numpy as np
+
+    from dobutsu_tb.tablebase import build, retrograde
+    from dobutsu_tb.tablebase.build import _keys_with_value, build_tablebase, record_blocks
+    from dobutsu_tb.tablebase.enumeration import Enumeration, count_terminal_partitions
+    from dobutsu_tb.tablebase.writer import RECORD_VALUE_BITS, WIDE_VALUE_BITS, fits_record
+
+    command = [sys.executable, "-c", _CHILD, os.pathsep.join(p for p in sys.path if p), "_enumerate_plainly", work]
+    plain = subprocess.run(command, input=text, text=True, capture_output=True,
+                           env={**os.environ, "NUMBA_DISABLE_JIT": "1"}, check=False)
+    if plain.returncode != 0:
+        lines = [line for line in plain.stderr.splitlines() if line.strip()]
+        sys.exit(f"the enumeration without the JIT failed: {lines[-1] if lines else plain.returncode}")
+    game, shift = start.game, start.game.layout["KEY_SHIFT"]
+
+    def enumerated(name: str = "one-partition.pickle") -> Enumeration:
+        with open(os.path.join(work, name), "rb") as f:
+            return Enumeration(game=game, **pickle.load(f))
+
+    # The builds' enumeration is the one made without the JIT (what a build of this start enumerates)
+    build.enumerate_positions = lambda *args, **kwargs: enumerated()
+    build_tablebase(Path(work) / "plain.h5", start, progress=False, variant=variant, memory_check=False)
+    enum = enumerated()
     cells = retrograde.seed_values(enum)
     slot = enum.table.lookup([start.key()])
     retrograde.propagate_ply(enum, cells, 1, slot.astype(retrograde.slot_dtype(enum.table.capacity)))
-    enum = enumerate_positions(game, start.state(), terminal_parts=2)
+    enum = enumerated("two-partitions.pickle")
     count_terminal_partitions(enum)
     solution = retrograde.solve(enum)
     solution.values = np.ascontiguousarray(solution.values)
     for _ in record_blocks(enum.table, solution, shift, RECORD_VALUE_BITS, 3).blocks():
         pass
     _keys_with_value(enum.table.slots, enum.table.layout, solution.values, 1, np.zeros(1, np.int64))
-    enum.table.grow(2 * len(enum.table))
-    terminal = CompactSet(1, bits, shift, config.SET_LOAD_FACTOR, config.THREADS)
-    terminal.grow(2 * terminal.room() + 2)
-    smaller = CompactSet(1, bits, shift, config.SET_LOAD_FACTOR, config.THREADS)  # partitions doubled
-    game.jitted(enumeration)._keep_partition_zero(game.rules_array, terminal.buf, terminal.layout, smaller.buf,
-                                                  smaller.layout, smaller.counts, 1, np.zeros(CLASS_MASK + 1, np.int64))
-    del enum, cells, solution, terminal, smaller
-    if _wide(game):  # the tiny builds' tables had uint64 slots: a big table's are uint32
-        from dobutsu_tb.encoding.compact_layout import MAX_NARROW_REMAINDER
-
-        expected = int(0.7 * 2 ** max(0, bits - MAX_NARROW_REMAINDER))
-        if expected <= 1 << 24:  # (a table of 4 bytes a slot: at most 2**25 slots here)
-            enum = enumerate_positions(game, start.state(), expected=(expected, 1))
-            solution = retrograde.solve(enum)
-            solution.values = np.ascontiguousarray(solution.values)
-            for _ in record_blocks(enum.table, solution, shift, RECORD_VALUE_BITS, 1).blocks():
-                pass
-            del enum, solution
-    if fits_record(bits, WIDE_VALUE_BITS):  # (wider keys leave no room for them: such a build is refused)
+    del enum, cells, solution
+    if _narrow_expected(game):  # the tiny builds' tables had uint64 slots: a big table's are uint32
+        enum = enumerated("narrow-slots.pickle")
+        solution = retrograde.solve(enum)
+        solution.values = np.ascontiguousarray(solution.values)
+        for _ in record_blocks(enum.table, solution, shift, RECORD_VALUE_BITS, 1).blocks():
+            pass
+        del enum, solution
+    if fits_record(game.layout["MAX_KEY_BITS"], WIDE_VALUE_BITS):  # (wider keys have no room for them: refused)
         retrograde.LONG_DTM = 3  # two-byte values (what a DTM of 254 plies or more needs)
         build_tablebase(Path(work) / "wide.h5", start, progress=False, variant=variant, memory_check=False)
-    Path(_folder(game), MARK).touch()
-    if _wide(game):
-        Path(_folder(game), WIDE_MARK).touch()

@@ -157,6 +157,41 @@ def test_an_index_of_another_programs_types_is_a_plain_miss(tiny_kernel, tmp_pat
     assert run() == ("42", [])
 
 
+SAVER = textwrap.dedent("""
+    import os, sys, time
+    from dobutsu_tb.encoding.jit import _TolerantIndex
+
+    folder, who, go = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    index = _TolerantIndex(folder, "kern.twice-7.py311", "stamp")
+    while time.time() < go:
+        pass
+    for i in range(40):
+        index.save((who, i), f"{who} {i} " * 1000)
+""")
+
+
+def test_two_processes_saving_into_one_index_at_once_lose_and_mix_up_nothing(tmp_path):
+    """precompile's two children compile kernels of one board shape into one folder at once.
+    numba read an index, named a new entry's data file by the index's length, wrote the index,
+    then the data: two processes saving at once lost each other's entries, and could both take
+    one data file, so that an index named the other process's code for a signature. Two
+    processes save 40 entries each into one index, started together: every entry is there, with
+    its own data."""
+    import time
+
+    from dobutsu_tb.encoding.jit import _TolerantIndex
+
+    go = str(time.time() + 2)
+    savers = [subprocess.Popen([sys.executable, "-c", SAVER, str(tmp_path), who, go], stderr=subprocess.PIPE,
+                               text=True, cwd=ROOT) for who in ("A", "B")]
+    for saver in savers:
+        assert saver.wait(timeout=120) == 0, saver.stderr.read()
+    index = _TolerantIndex(str(tmp_path), "kern.twice-7.py311", "stamp")
+    for who in ("A", "B"):
+        for i in range(40):
+            assert index.load((who, i)) == f"{who} {i} " * 1000, (who, i)
+
+
 PERFT = textwrap.dedent("""
     import sys
     from dobutsu_tb.tablebase.game.game import game_of
@@ -213,7 +248,7 @@ def test_a_build_with_the_cache_empty_has_a_child_compile_its_kernels(tmp_path):
         assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
     said = [[line for line in run.stderr.splitlines() if line.startswith("compiling the kernels")] for run in runs]
     assert said == [["compiling the kernels for boards of 3 files x 4 ranks (once per version of the program and "
-                     "board shape, about half a minute)"], []]
+                     "board shape, about 20 seconds)"], []]
     [mark] = list((tmp_path / "cache").glob(f"numba-*/shape-3x4/{MARK}"))
     written_after = [p.name for p in (tmp_path / "cache").rglob("*") if p.is_file()
                      and p.stat().st_mtime_ns > mark.stat().st_mtime_ns]
@@ -241,7 +276,7 @@ def test_a_failed_or_interrupted_precompile_leaves_the_build_to_compile(monkeypa
     game = game_of(standard_variant())
     monkeypatch.setattr(precompile, "kernels_cached", lambda g: False)
     failing = [sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit('no compiler here')"]
-    monkeypatch.setattr(precompile, "_child_command", lambda work: failing)
+    monkeypatch.setattr(precompile, "_child_command", lambda work, part: failing)
     said = []
     assert precompile.compile_kernels(game, said.append) is False
     assert said[0].startswith("compiling the kernels for boards of 3 files x 4 ranks")
@@ -249,7 +284,7 @@ def test_a_failed_or_interrupted_precompile_leaves_the_build_to_compile(monkeypa
                        "compiling them in this one")
 
     monkeypatch.setattr(precompile, "_child_command",
-                        lambda work: [sys.executable, "-c", "import time; time.sleep(60)"])
+                        lambda work, part: [sys.executable, "-c", "import time; time.sleep(60)"])
 
     class Stop(Exception):
         pass

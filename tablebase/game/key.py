@@ -233,7 +233,7 @@ def decode_key(rules, key):
     pos = KEY_TOP_BIT + 1  # bits above pos are read
     peek = rules[CELL_PEEK]
     peek_mask = (1 << peek) - 1
-    board = 0
+    board = key & 0  # (not the literal 0: numba would compile each caller for it first, then for int64)
     ext = 0
     for i in range(N_CELLS):
         e = rules[CELL_DECODE + ((key >> (pos - peek)) & peek_mask)]
