@@ -669,7 +669,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     profile.update({f"retrograde.{k}": v for k, v in solution.profile.items()})
     table = enum.table
     del enum  # the counters go; the table and the values make the records
-    solution.values = np.ascontiguousarray(solution.values)  # the value bytes alone: the counters' half is freed
+    solution.values = retrograde.contiguous_values(solution.values)  # the value bytes alone: the counters go
     _free_cycles()  # the values and counters of the analysis, and its frames
     no_move_keys = np.zeros(counts["no_moves"], np.int64)  # losses in 0: value byte 1
     if counts["no_moves"] and _keys_with_value(table.slots, table.layout, solution.values, 1,

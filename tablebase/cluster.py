@@ -402,7 +402,7 @@ class ShardWorker:
         slots = _joined(self.long_parts, self.dtype)
         dtms = _joined(self.long_dtm, np.int64)
         order = np.argsort(slots, kind="stable")
-        values = np.ascontiguousarray(self.cells.view(np.uint8)[0::2])
+        values = retrograde.contiguous_values(retrograde.value_bytes(self.cells))
         self.cells = None
         gc.collect()  # (as in seed)
         self.solution = Solution(values, slots[order], dtms[order], 0.0)

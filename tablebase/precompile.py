@@ -337,7 +337,7 @@ def _compile_analysis(text: str, variant, start, work: str) -> None:
     enum = enumerated("two-partitions.pickle")
     count_terminal_partitions(enum)
     solution = retrograde.solve(enum)
-    solution.values = np.ascontiguousarray(solution.values)
+    solution.values = retrograde.contiguous_values(solution.values)
     for _ in record_blocks(enum.table, solution, shift, RECORD_VALUE_BITS, 3).blocks():
         pass
     _keys_with_value(enum.table.slots, enum.table.layout, solution.values, 1, np.zeros(1, np.int64))
@@ -345,7 +345,7 @@ def _compile_analysis(text: str, variant, start, work: str) -> None:
     if _narrow_expected(game):  # the tiny builds' tables had uint64 slots: a big table's are uint32
         enum = enumerated("narrow-slots.pickle")
         solution = retrograde.solve(enum)
-        solution.values = np.ascontiguousarray(solution.values)
+        solution.values = retrograde.contiguous_values(solution.values)
         for _ in record_blocks(enum.table, solution, shift, RECORD_VALUE_BITS, 1).blocks():
             pass
         del enum, solution
