@@ -101,6 +101,14 @@ if numba.config.DISABLE_JIT:
     warnings.filterwarnings("ignore", "overflow encountered", RuntimeWarning, r"dobutsu_tb\.")
 
 _warned: list[str] = []
+#: Kernels compiled in this process whose cache entry could not be saved.
+_unsaved: list[str] = []
+
+
+def saves_failed() -> bool:
+    """Whether a kernel compiled in this process could not be saved in the cache (a full disk, a
+    folder made read-only meanwhile)."""
+    return bool(_unsaved)
 
 
 def _warn(what: str, exc: BaseException) -> None:
@@ -136,7 +144,9 @@ class _TolerantIndex(caching.IndexDataCacheFile):
         file by the entries its index holds and writes the index first: two processes saving
         kernels of different signatures at once could both take number 1, and one's index name
         the other's code."""
-        digest = hashlib.sha256(pickle.dumps(key, protocol=4)).hexdigest()[:16]
+        # (its repr, not its pickle: two processes pickle one signature differently, numba's types
+        # carrying state of their process, and the same kernel had two data files)
+        digest = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
         data_name = f"{self._index_name[:-len('.nbi')]}.{digest}.nbc"
         self._save_data(data_name, data)
         with _locked(self._index_path + ".lock"):
@@ -207,6 +217,7 @@ class _TolerantCache(caching.FunctionCache):
         try:
             super().save_overload(sig, data)
         except Exception as exc:  # noqa: BLE001 (a full disk or a read-only folder: run without caching)
+            _unsaved.append(str(sig))
             _warn("a folder", exc)
 
 
@@ -227,6 +238,7 @@ class _NoFolderCache(caching.NullCache):
     own error alone)."""
 
     def save_overload(self, sig, data):
+        _unsaved.append(str(sig))
         if not _warned:
             _warned.append("folder")
             sys.stderr.write(f"warning: the kernel cache folder {cache_root()} cannot be written; the kernels are "

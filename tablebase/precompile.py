@@ -117,15 +117,22 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
 
     def kill():
         for child, _ in children:
-            child.kill()
+            _kill_group(child)
         shutil.rmtree(work, ignore_errors=True)
 
     token = interrupt.at_exit(kill)  # a process ended by a signal leaves no child and no file
     try:
         for part in PARTS:
             err = tempfile.TemporaryFile("w+")
-            child = subprocess.Popen(_child_command(os.path.join(work, part), part), stdin=subprocess.PIPE,
-                                     stdout=subprocess.DEVNULL, stderr=err, text=True, env=env)
+            try:
+                # (a session of its own: a Ctrl-C at the terminal is the parent's to act on, through
+                # ``check``, and the child's own children go with it: _kill_group)
+                child = subprocess.Popen(_child_command(os.path.join(work, part), part), stdin=subprocess.PIPE,
+                                         stdout=subprocess.DEVNULL, stderr=err, text=True, env=env,
+                                         start_new_session=True)
+            except BaseException:
+                err.close()
+                raise
             children.append((child, err))
             try:
                 child.stdin.write(request)
@@ -138,13 +145,17 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
             except subprocess.TimeoutExpired:
                 if check is not None:
                     check()
+        if check is not None:
+            check()  # (a signal that came as the children ended)
     except BaseException:
         for child, _ in children:
-            child.kill()
+            _kill_group(child)
             child.wait()
         raise
     finally:
         interrupt.forget(token)
+        for child, _ in children:  # a grandchild left by a child that was killed
+            _kill_group(child)
         shutil.rmtree(work, ignore_errors=True)
         failed = [_failure(child, err) for child, err in children if child.returncode != 0]
         for _, err in children:
@@ -153,10 +164,24 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
         if log is not None:
             log(f"warning: compiling the kernels in a child process failed ({failed[0]}); compiling them in this one")
         return False
-    Path(folder, MARK).touch()
-    if _wide(game):
-        Path(folder, WIDE_MARK).touch()
+    try:
+        Path(folder, MARK).touch()
+        if _wide(game):
+            Path(folder, WIDE_MARK).touch()
+    except OSError:  # (no room for the mark: the build loads what it can and compiles the rest)
+        return False
     return kernels_cached(game)
+
+
+def _kill_group(child: subprocess.Popen) -> None:
+    """Kill a child and every process of its session (its own children)."""
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(child.pid, signal.SIGKILL)
+        else:  # pragma: no cover - not POSIX
+            child.kill()
+    except (ProcessLookupError, PermissionError):  # (all gone already)
+        pass
 
 
 def _failure(child: subprocess.Popen, err) -> str:
@@ -234,6 +259,8 @@ def _main(work: str, part: str) -> None:
     does not take: one ply of the analysis from the start (a game of royal pieces alone may have no
     decided position to start from), the terminal positions of the second partition counted, the
     records made in three key ranges and the keys of positions without a move."""
+    from dobutsu_tb.encoding.jit import saves_failed
+
     text, variant, start = _read_request()
     os.makedirs(work, exist_ok=True)
     if part == "enumeration":
@@ -242,6 +269,8 @@ def _main(work: str, part: str) -> None:
         _compile_analysis(text, variant, start, work)
     else:
         sys.exit(f"no such share of the kernels: {part!r}")
+    if saves_failed():  # (the mark would say that kernels are cached which are not)
+        sys.exit("the kernel cache could not save every kernel")
 
 
 def _compile_enumeration(start) -> None:
@@ -262,8 +291,12 @@ def _compile_enumeration(start) -> None:
     game.jitted(enumeration)._keep_partition_zero(game.rules_array, terminal.buf, terminal.layout, smaller.buf,
                                                   smaller.layout, smaller.counts, 1, np.zeros(CLASS_MASK + 1, np.int64))
     del enum, terminal, smaller
-    if _narrow_expected(game):
-        enumerate_positions(game, start.state(), expected=(_narrow_expected(game), 1))
+    expected = _narrow_expected(game)
+    if expected:  # a big table's uint32 slots, grown; and a table of uint64 slots grown into them
+        enum = enumerate_positions(game, start.state(), expected=(expected, 1))
+        enum.table.grow(2 * enum.table.capacity)
+        enum = enumerate_positions(game, start.state())
+        enum.table.grow(expected)
 
 
 def _narrow_expected(game) -> int | None:
@@ -348,6 +381,8 @@ def _compile_analysis(text: str, variant, start, work: str) -> None:
         solution.values = retrograde.contiguous_values(solution.values)
         for _ in record_blocks(enum.table, solution, shift, RECORD_VALUE_BITS, 1).blocks():
             pass
+        build.value_histogram(enum.table, solution, RECORD_VALUE_BITS)
+        _keys_with_value(enum.table.slots, enum.table.layout, solution.values, 1, np.zeros(1, np.int64))
         del enum, solution
     if fits_record(game.layout["MAX_KEY_BITS"], WIDE_VALUE_BITS):  # (wider keys have no room for them: refused)
         retrograde.LONG_DTM = 3  # two-byte values (what a DTM of 254 plies or more needs)

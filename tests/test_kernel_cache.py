@@ -299,6 +299,70 @@ def test_a_failed_or_interrupted_precompile_leaves_the_build_to_compile(monkeypa
 
 
 
+GRANDPARENT = textwrap.dedent("""
+    import subprocess, sys, time
+    sys.stdin.read()
+    grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    open(sys.argv[1], "w").write(str(grandchild.pid))
+    time.sleep(60)
+""")
+
+
+def test_an_interrupt_kills_the_children_and_theirs(monkeypatch, tmp_path):
+    """The children run in sessions of their own, killed whole: the analysis child's child (the
+    enumeration without the JIT) outlived a build stopped by SIGTERM, and a Ctrl-C reached the
+    children before the parent, which then warned that they had failed before it stopped (the
+    hostile check of the two children)."""
+    import time
+
+    from dobutsu_tb.tablebase import precompile
+    from dobutsu_tb.tablebase.game.game import game_of
+    from dobutsu_tb.tablebase.game.variant import standard_variant
+
+    monkeypatch.setattr(precompile, "kernels_cached", lambda g: False)
+    monkeypatch.setattr(precompile, "_child_command",
+                        lambda work, part: [sys.executable, "-c", GRANDPARENT, str(tmp_path / part)])
+
+    class Stop(Exception):
+        pass
+
+    def check():
+        if all((tmp_path / part).exists() and (tmp_path / part).read_text() for part in precompile.PARTS):
+            raise Stop
+
+    with pytest.raises(Stop):
+        precompile.compile_kernels(game_of(standard_variant()), None, check)
+    for part in precompile.PARTS:
+        pid = int((tmp_path / part).read_text())
+        for _ in range(50):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"the grandchild {pid} of the {part} child is still running")
+
+
+def test_no_room_for_the_mark_leaves_the_build_to_compile(monkeypatch):
+    """A cache folder out of inodes: the mark could not be made, and every build stopped with
+    ``error: ...compiled-by-precompile: No space left on device``."""
+    import errno
+
+    from dobutsu_tb.tablebase import precompile
+    from dobutsu_tb.tablebase.game.game import game_of
+    from dobutsu_tb.tablebase.game.variant import standard_variant
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+
+    monkeypatch.setattr(precompile, "kernels_cached", lambda g: False)
+    monkeypatch.setattr(precompile, "_child_command",
+                        lambda work, part: [sys.executable, "-c", "import sys; sys.stdin.read()"])
+    monkeypatch.setattr(precompile.Path, "touch", full)
+    assert precompile.compile_kernels(game_of(standard_variant())) is False
+
+
 def test_the_child_compiles_the_kernels_of_keys_too_wide_for_two_byte_values(monkeypatch):
     """Its tiny build with two-byte values is left out for keys of more than 48 bits, which leave
     them no room in a sort record (such a build is refused): the child failed on it for every
