@@ -71,10 +71,10 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
     already.
 
     One child compiles the enumeration's kernels, the other those of the analysis, the sort and
-    the write (:func:`_main`), each on a core of its own (module docstring). Nothing happens in the child of such a
-    process, with numba's JIT disabled, or when the cache folder cannot be written (the kernels are
-    then compiled where they run, as before). A child that fails costs nothing but its time: the
-    build compiles what it needs itself.
+    the write (:func:`_main`), each on a core of its own (module docstring). Nothing happens in
+    the child of such a process, with numba's JIT disabled, or when the cache folder cannot be
+    written (the kernels are then compiled where they run, as before). A child that fails costs
+    nothing but its time: the build compiles what it needs itself.
 
     Parameters
     ----------
