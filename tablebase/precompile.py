@@ -207,8 +207,13 @@ _CHILD = ("import os, sys; sys.path[:] = sys.argv[1].split(os.pathsep); "
           "from dobutsu_tb.tablebase import precompile; getattr(precompile, sys.argv[2])(*sys.argv[3:])")
 
 
+def _python_command(function: str, *args: str) -> list:
+    """The command that runs this module's ``function(*args)`` in a new Python (:data:`_CHILD`)."""
+    return [sys.executable, "-c", _CHILD, os.pathsep.join(p for p in sys.path if p), function, *args]
+
+
 def _child_command(work: str, part: str) -> list:
-    return [sys.executable, "-c", _CHILD, os.pathsep.join(p for p in sys.path if p), "_main", work, part]
+    return _python_command("_main", work, part)
 
 
 def tiny_start(variant, start=None):
@@ -327,8 +332,8 @@ def _enumerate_plainly(work: str) -> None:
     from dobutsu_tb.tablebase.enumeration import enumerate_positions
 
     _, _, start = _read_request()
+    expected = _narrow_expected(start.game)
     for name, (parts, narrow) in _PLAIN.items():
-        expected = _narrow_expected(start.game)
         if narrow and expected is None:
             continue
         enum = enumerate_positions(start.game, start.state(), expected=(expected, 1) if narrow else None,
@@ -348,8 +353,7 @@ def _compile_analysis(text: str, variant, start, work: str) -> None:
     from dobutsu_tb.tablebase.enumeration import Enumeration, count_terminal_partitions
     from dobutsu_tb.tablebase.writer import RECORD_VALUE_BITS, WIDE_VALUE_BITS, fits_record
 
-    command = [sys.executable, "-c", _CHILD, os.pathsep.join(p for p in sys.path if p), "_enumerate_plainly", work]
-    plain = subprocess.run(command, input=text, text=True, capture_output=True,
+    plain = subprocess.run(_python_command("_enumerate_plainly", work), input=text, text=True, capture_output=True,
                            env={**os.environ, "NUMBA_DISABLE_JIT": "1"}, check=False)
     if plain.returncode != 0:
         lines = [line for line in plain.stderr.splitlines() if line.strip()]
@@ -360,6 +364,16 @@ def _compile_analysis(text: str, variant, start, work: str) -> None:
         with open(os.path.join(work, name), "rb") as f:
             return Enumeration(game=game, **pickle.load(f))
 
+    def solved_and_recorded(enum: Enumeration, passes: int) -> None:
+        """Solve ``enum``, then make its records in ``passes`` key ranges, its values' histogram and
+        the keys of its positions without a move."""
+        solution = retrograde.solve(enum)
+        solution.values = retrograde.contiguous_values(solution.values)
+        for _ in record_blocks(enum.table, solution, shift, RECORD_VALUE_BITS, passes).blocks():
+            pass
+        build.value_histogram(enum.table, solution, RECORD_VALUE_BITS)
+        _keys_with_value(enum.table.slots, enum.table.layout, solution.values, 1, np.zeros(1, np.int64))
+
     # The builds' enumeration is the one made without the JIT (what a build of this start enumerates)
     build.enumerate_positions = lambda *args, **kwargs: enumerated()
     build_tablebase(Path(work) / "plain.h5", start, progress=False, variant=variant, memory_check=False)
@@ -369,21 +383,10 @@ def _compile_analysis(text: str, variant, start, work: str) -> None:
     retrograde.propagate_ply(enum, cells, 1, slot.astype(retrograde.slot_dtype(enum.table.capacity)))
     enum = enumerated("two-partitions.pickle")
     count_terminal_partitions(enum)
-    solution = retrograde.solve(enum)
-    solution.values = retrograde.contiguous_values(solution.values)
-    for _ in record_blocks(enum.table, solution, shift, RECORD_VALUE_BITS, 3).blocks():
-        pass
-    _keys_with_value(enum.table.slots, enum.table.layout, solution.values, 1, np.zeros(1, np.int64))
-    del enum, cells, solution
+    solved_and_recorded(enum, 3)
     if _narrow_expected(game):  # the tiny builds' tables had uint64 slots: a big table's are uint32
-        enum = enumerated("narrow-slots.pickle")
-        solution = retrograde.solve(enum)
-        solution.values = retrograde.contiguous_values(solution.values)
-        for _ in record_blocks(enum.table, solution, shift, RECORD_VALUE_BITS, 1).blocks():
-            pass
-        build.value_histogram(enum.table, solution, RECORD_VALUE_BITS)
-        _keys_with_value(enum.table.slots, enum.table.layout, solution.values, 1, np.zeros(1, np.int64))
-        del enum, solution
+        solved_and_recorded(enumerated("narrow-slots.pickle"), 1)
+    del enum, cells
     if fits_record(game.layout["MAX_KEY_BITS"], WIDE_VALUE_BITS):  # (wider keys have no room for them: refused)
         retrograde.LONG_DTM = 3  # two-byte values (what a DTM of 254 plies or more needs)
         build_tablebase(Path(work) / "wide.h5", start, progress=False, variant=variant, memory_check=False)
