@@ -8,7 +8,11 @@ with the slot's distance from home. Slot and entry together give back the hash, 
 the key (quotienting, as in Cleary's compact hash tables), so nothing is lost.
 
 - :class:`CompactTable` (linear probing, uint32 slots): a key never moves once inserted, so its
-  slot indexes value arrays that run alongside (a tag, a counter, a value per position);
+  slot indexes value arrays that run alongside (a tag, a counter, a value per position). A
+  *dense* table has any number of slots a shard, not a power of two (a memory plan sizes it to
+  its positions): its homes are spread as a set's buckets are, each slot keeps a preimage bit
+  above the remainder, and its slots are signed (int32, int64: :func:`is_dense`), so that its
+  kernels compile apart;
 - :class:`~dobutsu_tb.encoding.compact_set.CompactSet` (buckets of one cache line, entries of
   1 to 8 bytes): a set that only counts and answers membership, as small as the remainder
   allows (21 entries of 3 bytes a bucket at ``2**23`` buckets).
@@ -31,6 +35,8 @@ kernel serves every size; the layout, the hash and the sizes are in
 from __future__ import annotations
 
 import numpy as np
+from numba.core import types
+from numba.extending import overload
 
 from dobutsu_tb.encoding import compact_layout
 from dobutsu_tb.encoding.atomics import prefetch
@@ -39,10 +45,14 @@ from dobutsu_tb.encoding.compact_layout import (
     L_R,
     L_REM_MASK,
     L_SHARD_BITS,
+    L_SHARD_SLOTS,
+    L_TAG_BITS,
     CompactTableFullError,
     hash_key,
     hash_keys,
+    home_slot,
     make_layout,
+    make_table_layout,
     shard_of,
     shards_for,
     slot_bits_for,
@@ -60,9 +70,101 @@ FULL = -1
 # --- kernels -------------------------------------------------------------------------------
 
 
+def is_dense(slots) -> bool:
+    """Whether ``slots`` are a dense table's (:func:`~dobutsu_tb.encoding.compact_layout.make_table_layout`):
+    its slots are signed (int32 or int64), a power of two's unsigned. In a kernel the answer is a
+    constant of the slots' type, so that the kernels of a power-of-two table compile without the
+    dense table's branches (a branch on the layout instead made a table's keys 2.7 to 4.4 times
+    slower to read: the loops no longer vectorized)."""
+    return np.dtype(slots.dtype).kind == "i"
+
+
+@overload(is_dense, inline="always")
+def _is_dense_in_a_kernel(slots):
+    dense = isinstance(slots, types.Array) and isinstance(slots.dtype, types.Integer) and slots.dtype.signed
+    return lambda slots: dense
+
+
+@njit(inline="always")
+def _dense_home(h, layout):
+    """(first slot of the shard, slots a shard, home slot, the entry's low bits: the remainder and
+    the preimage bit) of hash ``h`` in a dense table (:func:`~dobutsu_tb.encoding.compact_layout.make_table_layout`)."""
+    r, k, per = layout[L_R], layout[L_SHARD_BITS], layout[L_SHARD_SLOTS]
+    rem = h & layout[L_REM_MASK]
+    t = (h >> r) & ((np.int64(1) << k) - 1)
+    local = (t * per) >> k
+    if t > 0 and ((t - 1) * per) >> k == local:
+        rem |= np.int64(1) << r  # the second t of this home
+    base = (h >> (r + k)) * per
+    return base, per, base + local, rem
+
+
+@njit
+def _dense_find(slots, layout, h):
+    base, per, s, low = _dense_home(h, layout)
+    tag_bits = layout[L_TAG_BITS]
+    end = base + per
+    d = np.int64(0)
+    while d <= layout[L_DISP_MAX]:
+        v = np.int64(slots[s])
+        if v == 0:
+            return np.int64(-1)
+        if v == (((d + 1) << tag_bits) | low):
+            return s
+        d += 1
+        s += 1
+        if s == end:
+            s = base
+    return np.int64(-1)
+
+
+@njit
+def _dense_insert(slots, layout, h):
+    base, per, s, low = _dense_home(h, layout)
+    tag_bits = layout[L_TAG_BITS]
+    end = base + per
+    d = np.int64(0)
+    while d <= layout[L_DISP_MAX]:
+        v = np.int64(slots[s])
+        entry = ((d + 1) << tag_bits) | low
+        if v == 0:
+            slots[s] = entry
+            return s
+        if v == entry:
+            return -s - 2
+        d += 1
+        s += 1
+        if s == end:
+            s = base
+    return np.int64(FULL)
+
+
+@njit
+def _dense_hash_at(slots, layout, s):
+    r, k, per = layout[L_R], layout[L_SHARD_BITS], layout[L_SHARD_SLOTS]
+    tag_bits = layout[L_TAG_BITS]
+    v = np.int64(slots[s])
+    shard = s // per
+    local = s - shard * per - ((v >> tag_bits) - 1)
+    if local < 0:
+        local += per
+    t = ((local << k) + per - 1) // per + ((v >> r) & 1)  # the smallest t of this home, or the next
+    return (((shard << k) | t) << r) | (v & layout[L_REM_MASK])
+
+
+@njit
+def table_home(slots, layout, h):
+    """The home slot of hash ``h`` in a :class:`CompactTable` (to prefetch)."""
+    if is_dense(slots):
+        return _dense_home(h, layout)[2]
+    return home_slot(h, layout)
+
+
 @njit
 def table_find(slots, layout, h):
     """Slot of the key with hash ``h`` in a :class:`CompactTable`'s ``slots``, or -1 when absent."""
+    if is_dense(slots):
+        return _dense_find(slots, layout, h)
     r = layout[L_R]
     rem = h & layout[L_REM_MASK]
     home = h >> r
@@ -86,6 +188,8 @@ def table_insert(slots, layout, h):
     """Insert the key with hash ``h``: its new slot, ``-slot - 2`` if it was there, or
     :data:`FULL` when its displacement would not fit (grow the table and insert again).
     Only the owner of the key's shard (:func:`shard_of`) may call this."""
+    if is_dense(slots):
+        return _dense_insert(slots, layout, h)
     r = layout[L_R]
     rem = h & layout[L_REM_MASK]
     home = h >> r
@@ -109,6 +213,8 @@ def table_insert(slots, layout, h):
 @njit
 def table_hash_at(slots, layout, s):
     """The hash of the key in (occupied) slot ``s``."""
+    if is_dense(slots):
+        return _dense_hash_at(slots, layout, s)
     r = layout[L_R]
     v = np.int64(slots[s])
     size_mask = (np.int64(1) << layout[L_SHARD_BITS]) - 1
@@ -226,17 +332,57 @@ def block_offsets(slots: np.ndarray) -> np.ndarray:
 # --- the classes -----------------------------------------------------------------------------
 
 
-def table_nbytes(expected: int, code_bits: int, load_factor: float = LOAD_FACTOR, n_shards: int = 1) -> int:
+#: A dense table's slots a shard are a multiple of this (:func:`dense_table_slots`).
+TABLE_SLOT_GRAIN = 1 << 12
+
+
+def dense_table_slots(expected: int, load_factor: float, n_shards: int, code_bits: int) -> int:
+    """Slots of a dense :class:`CompactTable` (:func:`~dobutsu_tb.encoding.compact_layout.make_table_layout`)
+    for ``expected`` keys under ``load_factor``: the fewest multiple of :data:`TABLE_SLOT_GRAIN`
+    a shard, at least ``2**MIN_SLOT_BITS``.
+
+    Raises
+    ------
+    CompactTableFullError
+        If a shard would need more than ``2**31`` slots, or the hash cannot address them.
+    """
+    n_shards = shards_for(n_shards)
+    need = max(1 << compact_layout.MIN_SLOT_BITS, int(np.ceil(max(expected, 1) / load_factor)))
+    per = -(-need // (n_shards * TABLE_SLOT_GRAIN)) * TABLE_SLOT_GRAIN
+    if per > 1 << 31 or (per - 1).bit_length() + n_shards.bit_length() - 1 > code_bits:
+        raise CompactTableFullError(f"hash table is full: {expected:,} keys would need {per * n_shards:,} slots")
+    return per * n_shards
+
+
+def _layout_dtype(layout: np.ndarray) -> np.dtype:
+    """The dtype of the slots of a table of this layout (dense when a slot keeps a preimage bit)."""
+    return np.dtype(slot_dtype(int(layout[L_TAG_BITS]), bool(layout[L_TAG_BITS] != layout[L_R])))
+
+
+def table_slot_dtype(capacity: int, code_bits: int, n_shards: int) -> np.dtype:
+    """The dtype of the slots of a table of ``capacity`` slots (:class:`CompactTable` with
+    ``capacity``): int32 or int64 for a dense one, uint32 or uint64 for a power of two a shard."""
+    return _layout_dtype(make_table_layout(code_bits, 0, capacity, shards_for(n_shards)))
+
+
+def table_nbytes(expected: int, code_bits: int, load_factor: float = LOAD_FACTOR, n_shards: int = 1,
+                 dense: bool = False) -> int:
     """Bytes of the slots of a :class:`CompactTable` made for ``expected`` keys (its other arrays
-    take a few bytes a shard), for memory estimates; raises :class:`CompactTableFullError` if no
-    table can hold that many keys."""
+    take a few bytes a shard), a power of two of them or (``dense``) :func:`dense_table_slots`,
+    for memory estimates; raises :class:`CompactTableFullError` if no table can hold that many keys."""
+    if dense:
+        slots = dense_table_slots(expected, load_factor, n_shards, code_bits)
+        return table_slot_dtype(slots, code_bits, n_shards).itemsize * slots
     bits = min(slot_bits_for(expected, load_factor, shards_for(n_shards), code_bits), code_bits)
     return slot_dtype(code_bits - bits)(0).nbytes << bits
 
 
-def slot_dtype(remainder_bits: int):
+def slot_dtype(remainder_bits: int, dense: bool = False):
     """The dtype of a table's slots for a remainder this wide
-    (:func:`~dobutsu_tb.encoding.compact_layout.table_slot_bits`)."""
+    (:func:`~dobutsu_tb.encoding.compact_layout.table_slot_bits`): uint32 or uint64, or for a
+    dense table (``remainder_bits`` its tag: the remainder and the preimage bit) int32 or int64."""
+    if dense:
+        return np.int32 if table_slot_bits(remainder_bits, True) == 31 else np.int64
     return np.uint32 if table_slot_bits(remainder_bits) == 32 else np.uint64
 
 
@@ -297,6 +443,11 @@ class CompactTable(ShardedKeys):
         Most keys per slot (default :data:`~dobutsu_tb.encoding.config.LOAD_FACTOR`).
     n_shards : int, optional
         Threads that may insert at once; rounded up to a power of two.
+    slot_bits : int, optional
+        log2 of the slots, instead of what ``expected`` and ``load_factor`` ask for.
+    capacity : int, optional
+        The slots of a dense table (:func:`dense_table_slots`: any multiple of ``n_shards``),
+        instead of a power of two; the table grows only past ``load_factor``, to a power of two.
 
     Attributes
     ----------
@@ -314,14 +465,19 @@ class CompactTable(ShardedKeys):
     """
 
     def __init__(self, expected: int, code_bits: int, shift: int, load_factor: float = LOAD_FACTOR,
-                 n_shards: int = 1, slot_bits: int | None = None):
+                 n_shards: int = 1, slot_bits: int | None = None, capacity: int | None = None):
         if not 0.0 < load_factor < 1.0:
             raise ValueError(f"load factor must be in (0, 1), got {load_factor}")
         self.code_bits, self.shift, self.load_factor = int(code_bits), int(shift), float(load_factor)
         self.n_shards = shards_for(n_shards)
-        bits = slot_bits if slot_bits is not None else slot_bits_for(expected, load_factor, self.n_shards, code_bits)
-        self.layout = make_layout(self.code_bits, self.shift, min(bits, self.code_bits), self.n_shards)
-        self.slots = np.zeros(1 << int(self.code_bits - self.layout[L_R]), slot_dtype(int(self.layout[L_R])))
+        if capacity is not None:
+            self.layout = make_table_layout(self.code_bits, self.shift, int(capacity), self.n_shards)
+            self.slots = np.zeros(int(capacity), _layout_dtype(self.layout))  # (unsigned for a power of two a shard)
+        else:
+            bits = slot_bits if slot_bits is not None else slot_bits_for(expected, load_factor, self.n_shards,
+                                                                         code_bits)
+            self.layout = make_layout(self.code_bits, self.shift, min(bits, self.code_bits), self.n_shards)
+            self.slots = np.zeros(1 << int(self.code_bits - self.layout[L_R]), slot_dtype(int(self.layout[L_R])))
         self.counts = np.zeros(self.n_shards, np.int64)
 
     @property

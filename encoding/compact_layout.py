@@ -92,10 +92,57 @@ def make_layout(code_bits: int, shift: int, slot_bits: int, n_shards: int, disp_
     return layout
 
 
-def table_slot_bits(remainder_bits: int) -> int:
+def make_table_layout(code_bits: int, shift: int, slots: int, n_shards: int) -> np.ndarray:
+    """The layout of a table of ``slots`` slots, any multiple of ``n_shards`` (a *dense* table,
+    sized to the keys it will hold rather than to the next power of two).
+
+    Each shard's hashes go to its ``m = slots / n_shards`` slots as a set's go to its buckets
+    (:func:`make_set_layout`): the ``k = ceil(log2 m)`` hash bits below the shard bits pick the
+    home ``(t * m) >> k``, and when ``m`` is not a power of two a slot stores one preimage bit
+    above the remainder, saying which of the two ``t`` of its home it holds. With ``m`` a power
+    of two the layout is :func:`make_layout`'s.
+
+    Parameters
+    ----------
+    code_bits, shift : int
+        As for :func:`make_layout`.
+    slots : int
+        Slots of the table, a multiple of ``n_shards`` with at most ``2**31`` a shard when that is
+        not a power of two (so that ``t * m`` fits 62 bits).
+    n_shards : int
+        A power of two.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (LAYOUT_FIELDS,)
+
+    Raises
+    ------
+    ValueError
+        If the sizes are inconsistent.
+    """
+    if n_shards < 1 or n_shards & (n_shards - 1) or slots < n_shards or slots % n_shards:
+        raise ValueError(f"a table's slots must be a positive multiple of its shards, got {slots} for {n_shards}")
+    per = slots // n_shards
+    k = (per - 1).bit_length()
+    if per == 1 << k:
+        return make_layout(code_bits, shift, k + n_shards.bit_length() - 1, n_shards)
+    if k > 31:
+        raise ValueError(f"a dense table has at most 2**31 slots a shard, got {per:,}")
+    r = code_bits - k - (n_shards.bit_length() - 1)
+    tag = r + 1
+    layout = make_layout(code_bits, shift, k + n_shards.bit_length() - 1, n_shards, table_slot_bits(tag, True) - tag)
+    layout[L_TAG_BITS], layout[L_SHARD_SLOTS] = tag, per
+    return layout
+
+
+def table_slot_bits(remainder_bits: int, dense: bool = False) -> int:
     """The bits of a compact table's slot for a remainder this wide: 32 (uint32 slots) up to
     :data:`MAX_NARROW_REMAINDER`, else 63 (uint64 slots, the top bit unused, so that an entry is a
-    positive int64)."""
+    positive int64). A dense table's slots are signed (int32, int64: :func:`make_table_layout`),
+    so 31 bits up to a tag (remainder and preimage bit) of ``MAX_NARROW_REMAINDER - 1``, else 63."""
+    if dense:
+        return 31 if remainder_bits <= MAX_NARROW_REMAINDER - 1 else 63
     return 32 if remainder_bits <= MAX_NARROW_REMAINDER else 63
 
 
@@ -179,7 +226,8 @@ def hash_key(h, layout):
 
 @njit
 def home_slot(h, layout):
-    """The home slot of a hash (its top bits)."""
+    """The home slot of a hash in a table of a power of two of slots (its top bits; a dense
+    table's: :func:`~dobutsu_tb.encoding.compact.table_home`)."""
     return h >> layout[L_R]
 
 

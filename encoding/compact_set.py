@@ -52,6 +52,14 @@ from dobutsu_tb.encoding.jit import njit, prange
 
 #: Fewest bits of an entry's displacement field (in buckets: up to 7 before the stash).
 SET_DISP_BITS = 3
+#: The same where it makes the set smaller: up to 3 buckets before the stash. Halving a set (the
+#: terminal positions counted in two partitions) lengthens the remainder by a bit, and a
+#: preimage bit, the remainder and 3 bits of displacement no longer fit 3 bytes; with 2 they do
+#: (the 5x3 game's half set: 3.3 GiB instead of 4.1).
+SET_DISP_BITS_SHORT = 2
+#: ... but only where it saves at least this share of the bytes (the standard game's set would
+#: save 1.5 %, for more keys in the stash).
+SHORT_DISP_SAVING = 0.125
 #: A set's buckets are a multiple of this many a shard (sizes are rounded up to it).
 SET_BUCKET_GRAIN = 1 << 8
 #: The fewest buckets of a set (256 KiB).
@@ -285,11 +293,13 @@ def _set_rehash(old, old_layout, new, new_layout, counts):
     return failed
 
 
-def set_buckets_for(expected: int, load_factor: float, n_shards: int, code_bits: int) -> int:
-    """Buckets of a set for ``expected`` keys under ``load_factor``: the fewest bytes among the
-    bucket counts that keep it below the load factor (a multiple of :data:`SET_BUCKET_GRAIN` a
-    shard, or a power of two a shard, whose entries have no preimage bit and may be a byte
-    shorter), at least :data:`MIN_SET_BUCKETS`.
+def set_geometry(expected: int, load_factor: float, n_shards: int, code_bits: int) -> tuple[int, int]:
+    """Buckets and displacement bits of a set for ``expected`` keys under ``load_factor``: the
+    fewest bytes among the bucket counts that keep it below the load factor (a multiple of
+    :data:`SET_BUCKET_GRAIN` a shard, or a power of two a shard, whose entries have no preimage
+    bit and may be a byte shorter), at least :data:`MIN_SET_BUCKETS`, and the displacement fields
+    of :data:`SET_DISP_BITS` bits or, where that saves :data:`SHORT_DISP_SAVING` of the bytes,
+    :data:`SET_DISP_BITS_SHORT`.
 
     Raises
     ------
@@ -299,23 +309,32 @@ def set_buckets_for(expected: int, load_factor: float, n_shards: int, code_bits:
     need = max(1, int(np.ceil(max(expected, 1) / load_factor)))
     grain = SET_BUCKET_GRAIN * n_shards
     most = 1 << min(code_bits, MAX_SLOT_BITS)
-    best = None
-    for nbytes in range(1, 9):
-        buckets = max(MIN_SET_BUCKETS, -(-need // ((BUCKET_BYTES - 1) // nbytes)))
-        buckets = -(-buckets // grain) * grain
-        whole = n_shards << max(0, (buckets // n_shards - 1).bit_length())  # the next power of two a shard
-        for b in (buckets, whole):
-            if b > most:
-                continue
-            layout = make_set_layout(code_bits, 0, b, n_shards, SET_DISP_BITS)
-            if layout[L_ENTRY] > nbytes:
-                continue  # these entries are wider: fewer a bucket than counted
-            size = 8 * _words(layout, n_shards)
-            if best is None or size < best[0]:
-                best = (size, b)
-    if best is None:
+    best = {}
+    for disp_bits in (SET_DISP_BITS, SET_DISP_BITS_SHORT):
+        for nbytes in range(1, 9):
+            buckets = max(MIN_SET_BUCKETS, -(-need // ((BUCKET_BYTES - 1) // nbytes)))
+            buckets = -(-buckets // grain) * grain
+            whole = n_shards << max(0, (buckets // n_shards - 1).bit_length())  # the next power of two a shard
+            for b in (buckets, whole):
+                if b > most:
+                    continue
+                layout = make_set_layout(code_bits, 0, b, n_shards, disp_bits)
+                if layout[L_ENTRY] > nbytes:
+                    continue  # these entries are wider: fewer a bucket than counted
+                size = 8 * _words(layout, n_shards)
+                if disp_bits not in best or size < best[disp_bits][0]:
+                    best[disp_bits] = (size, b)
+    if not best:
         raise CompactTableFullError(f"hash table is full: {expected:,} keys would need more than {most:,} buckets")
-    return best[1]
+    usual, short = best.get(SET_DISP_BITS), best.get(SET_DISP_BITS_SHORT)
+    if usual is None or short is not None and short[0] <= usual[0] * (1 - SHORT_DISP_SAVING):
+        return short[1], SET_DISP_BITS_SHORT
+    return usual[1], SET_DISP_BITS
+
+
+def set_buckets_for(expected: int, load_factor: float, n_shards: int, code_bits: int) -> int:
+    """The buckets of :func:`set_geometry`."""
+    return set_geometry(expected, load_factor, n_shards, code_bits)[0]
 
 
 class CompactSet(ShardedKeys):
@@ -355,14 +374,15 @@ class CompactSet(ShardedKeys):
                  n_shards: int = 1):
         self.code_bits, self.shift, self.load_factor = int(code_bits), int(shift), float(load_factor)
         self.n_shards = shards_for(n_shards)
-        self._allocate(set_buckets_for(expected, load_factor, self.n_shards, self.code_bits))
+        buckets, self.disp_bits = set_geometry(expected, load_factor, self.n_shards, self.code_bits)
+        self._allocate(buckets)
 
     def _allocate(self, buckets: int) -> None:
-        self.layout, self.buf, self.counts = self._empty(buckets)
+        self.layout, self.buf, self.counts = self._empty(buckets, self.disp_bits)
 
-    def _empty(self, buckets: int):
+    def _empty(self, buckets: int, disp_bits: int):
         """The layout, buffer and counts of an empty set of ``buckets`` buckets."""
-        layout = make_set_layout(self.code_bits, self.shift, buckets, self.n_shards, SET_DISP_BITS)
+        layout = make_set_layout(self.code_bits, self.shift, buckets, self.n_shards, disp_bits)
         words = _words(layout, self.n_shards)
         raw = np.zeros(words + _BUCKET_WORDS, np.uint64)
         skip = (-raw.ctypes.data % BUCKET_BYTES) // 8  # buckets on cache lines
@@ -432,21 +452,23 @@ class CompactSet(ShardedKeys):
             If numpy cannot allocate the new buckets.
         """
         most = 1 << min(self.code_bits, MAX_SLOT_BITS)
-        buckets = 2 * self.buckets
+        buckets, disp_bits = 2 * self.buckets, SET_DISP_BITS
         try:
-            buckets = max(buckets, set_buckets_for(max(int(expected), 2 * len(self)), self.load_factor,
-                                                   self.n_shards, self.code_bits))
+            sized, sized_disp = set_geometry(max(int(expected), 2 * len(self)), self.load_factor, self.n_shards,
+                                             self.code_bits)
+            if sized > buckets:
+                buckets, disp_bits = sized, sized_disp
         except CompactTableFullError:
             buckets = most + 1
         while True:
             if buckets > most:
                 raise CompactTableFullError(f"hash table is full: {len(self):,} keys, and it cannot grow beyond "
                                             f"{most:,} buckets")
-            layout, buf, counts = self._empty(buckets)
+            layout, buf, counts = self._empty(buckets, disp_bits)
             if _set_rehash(self.buf, self.layout, buf, layout, counts) == 0:
-                self.layout, self.buf, self.counts = layout, buf, counts
+                self.layout, self.buf, self.counts, self.disp_bits = layout, buf, counts, disp_bits
                 return
-            buckets *= 2
+            buckets, disp_bits = 2 * buckets, SET_DISP_BITS
 
 
 def set_nbytes(expected: int, code_bits: int, shift: int, load_factor: float = SET_LOAD_FACTOR,
@@ -460,5 +482,5 @@ def set_nbytes(expected: int, code_bits: int, shift: int, load_factor: float = S
         If no set can hold that many keys.
     """
     shards = shards_for(n_shards)
-    buckets = set_buckets_for(expected, load_factor, shards, code_bits)
-    return 8 * _words(make_set_layout(code_bits, shift, buckets, shards, SET_DISP_BITS), shards)
+    buckets, disp_bits = set_geometry(expected, load_factor, shards, code_bits)
+    return 8 * _words(make_set_layout(code_bits, shift, buckets, shards, disp_bits), shards)

@@ -24,8 +24,10 @@ With ``--peer`` (R. Clausecker's ``gentb``, built from github.com/clausecker/dob
 and prints both wall times, both peak RSS and the ratio ours/peer of each pair.
 
 Each build's report ends with its profile: the wall seconds of the phases' parts (children
-generated and inserted, predecessors propagated, ...). ``--scaling`` builds with 1 thread, then
-with every CPU (``NUMBA_NUM_THREADS``), and prints each phase's and part's speed-up.
+generated and inserted, predecessors propagated, ...). ``--scaling`` builds with 1 thread pinned
+to one CPU, with 1 thread unpinned, then with every CPU (``NUMBA_NUM_THREADS``), and prints each
+phase's and part's speed-up over both one-thread builds (unpinned, the build's threads besides
+numba's run on the CPU numba leaves idle).
 
 ``--enumeration`` runs only the enumeration (``enumerate_positions`` with the known counts, as
 the build calls it, then the terminal partitions), ``--runs`` times, each in a process of its
@@ -250,22 +252,36 @@ def print_phases(report: dict, wall: float, peak: int) -> None:
                   f"{w['peak_rss'] / 2**30:>14.2f}")
 
 
+#: Set in a build's environment: the CPU to pin the whole process to (``--scaling``'s one-CPU build).
+PIN_ENV = "BENCH_BUILD_PIN_CPU"
+
+
 def scaling(variant: str, start: str | None, out: str) -> None:
-    """Build with one thread, then with every CPU; print each phase's and part's speed-up."""
+    """Build with one numba thread on one CPU, with one numba thread free to use every CPU, then
+    with every CPU; print each phase's and part's speed-up over both one-thread builds.
+
+    The build has threads besides numba's (the main thread, which makes HDF5's chunk writes
+    while the pool compresses; the pools that sort the records): with one numba thread and two
+    CPUs they run on the CPU numba leaves idle, so that the one-thread build is not one CPU's."""
     cpus = os.cpu_count() or 1
     runs = {}
-    for threads in (1, cpus):
+    for name, threads, pin in (("1 CPU", 1, True), ("1 thread", 1, False), (f"{cpus} threads", cpus, False)):
         env = dict(os.environ, NUMBA_NUM_THREADS=str(threads))
-        runs[threads] = ours(start, out, env, variant)
-        wall, peak, _ = runs[threads]
-        print(f"{threads} thread(s): {wall:.1f} s wall, {peak / 2**30:.2f} GiB peak", flush=True)
-    one, many = runs[1][2], runs[cpus][2]
-    rows = [(name, one["phases"][name]["seconds"], many["phases"][name]["seconds"]) for name in one["phases"]]
-    rows += [(name, one["profile"][name], many["profile"][name]) for name in one["profile"]]
-    rows.append(("process", runs[1][0], runs[cpus][0]))
-    print(f"{'part':<24}{'1 thread s':>12}{f'{cpus} threads s':>14}{'speed-up':>10}")
-    for name, a, b in rows:
-        print(f"{name:<24}{a:>12.1f}{b:>14.1f}{a / b if b else float('nan'):>10.2f}")
+        env.pop(PIN_ENV, None)
+        if pin:
+            env[PIN_ENV] = str(min(os.sched_getaffinity(0)))
+        runs[name] = ours(start, out, env, variant)
+        wall, peak, _ = runs[name]
+        print(f"{name}: {wall:.1f} s wall, {peak / 2**30:.2f} GiB peak", flush=True)
+    one_cpu, one, many = (runs[name] for name in runs)
+    rows = [(name, *(r[2]["phases"][name]["seconds"] for r in (one_cpu, one, many))) for name in many[2]["phases"]]
+    rows += [(name, *(r[2]["profile"][name] for r in (one_cpu, one, many))) for name in many[2]["profile"]]
+    rows.append(("process", one_cpu[0], one[0], many[0]))
+    print(f"{'part':<24}{'1 CPU s':>10}{'1 thread s':>12}{f'{cpus} threads s':>14}"
+          f"{'speed-up':>10}{'over 1 thread':>15}")
+    for name, a, b, c in rows:
+        print(f"{name:<24}{a:>10.1f}{b:>12.1f}{c:>14.1f}{a / c if c else float('nan'):>10.2f}"
+              f"{b / c if c else float('nan'):>15.2f}")
 
 
 def compile_time() -> float:
@@ -301,6 +317,8 @@ def main() -> None:
     parser.add_argument("--child-write", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child-enumeration", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if os.environ.get(PIN_ENV):  # a build on one CPU: before numba's threads and the pools start
+        os.sched_setaffinity(0, {int(os.environ[PIN_ENV])})
     if args.child:
         child(args.variant, args.start, args.out, args.cluster, args.workers, args.worker_threads)
         return

@@ -16,7 +16,7 @@ import numpy as np
 from tqdm import tqdm
 
 from dobutsu_tb.encoding import config, interrupt
-from dobutsu_tb.encoding.compact import BLOCKS, table_key_at
+from dobutsu_tb.encoding.compact import BLOCKS, table_key_at, table_slot_dtype
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.encoding.words import counted
 from dobutsu_tb.tablebase import retrograde
@@ -550,7 +550,9 @@ def build_tablebase(out, start=None, progress: bool | None = None,
                     meta, report, no_move_keys = build_on_cluster(target.tmp, game, start, expected, progress,
                                                                   on_phase or (lambda name: None), cluster, out)
                 else:
-                    compile_kernels(game, _log if progress is not False else None, interrupt.check, start)
+                    dense = "" if plan.table_load is None else \
+                        table_slot_dtype(plan.table_slots, game.layout["MAX_KEY_BITS"], config.THREADS).name
+                    compile_kernels(game, _log if progress is not False else None, interrupt.check, start, dense)
                     with WorkFolder(base, plan.spill) as folder:
                         meta, plan, profile, no_move_keys = _build(target.tmp, game, start, expected, progress,
                                                                    on_phase or (lambda name: None), plan, sizes,
@@ -614,7 +616,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
             if log_due(bar):
                 _log(f"enumeration: {counted(expanded, 'position')} expanded, {queued:,} non-terminal ones found")
         enum = enumerate_positions(game, start.state(), expected, on_batch, budget, plan.terminal_parts,
-                                   plan.set_load_factor)
+                                   plan.set_load_factor, plan.table_load)
     if enum.terminal_parts > 1:
         phase("terminal")
         if not quiet:
@@ -635,6 +637,8 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     if not quiet:
         _log(f"enumerated {enum.reachable:,} positions ({enum.nonterminal:,} non-terminal) "
              f"in {enum.seconds:.1f} s; {_peak_memory()}")
+    if enum.table.capacity == plan.table_slots:  # still the dense table it was made as
+        sizes = dataclasses.replace(sizes, table_load=plan.table_load)
     check_plan = make_plan(sizes, enum.nonterminal, enum.reachable - enum.nonterminal, plan.budget, plan.work_dir,
                            True if plan.spill else None, known=False)
     check_plan = dataclasses.replace(check_plan, terminal_parts=enum.terminal_parts)

@@ -33,13 +33,12 @@ from dobutsu_tb.encoding import config, interrupt
 from dobutsu_tb.encoding.atomics import prefetch
 from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.encoding.bits import find_bytes
-from dobutsu_tb.encoding.compact import FULL, CompactTable, table_insert, table_key_at
+from dobutsu_tb.encoding.compact import FULL, CompactTable, dense_table_slots, table_home, table_insert, table_key_at
 from dobutsu_tb.encoding.compact_layout import (
     L_BUCKET_ENTRIES,
     L_ENTRY,
     CompactTableFullError,
     hash_key,
-    home_slot,
     key_hash,
     shard_of,
 )
@@ -58,7 +57,7 @@ from dobutsu_tb.tablebase.game.game import Game
 from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import CATCH, MAX_MOVES, NONTERMINAL, TRY
 from dobutsu_tb.tablebase.game.rules import child_keys, classify
-from dobutsu_tb.tablebase.memory import MAX_TERMINAL_PARTS, InsufficientMemoryError, Sizes, gib
+from dobutsu_tb.tablebase.memory import DENSE_FILL_LIMIT, MAX_TERMINAL_PARTS, InsufficientMemoryError, Sizes, gib
 
 #: Tags (one byte per table slot). Below TAG_NO_MOVES a tag is the position's counter.
 TAG_FRESH = 255
@@ -207,7 +206,7 @@ def insert_run(slots, layout, hashes, lo, hi, fresh, added):
     bad = 0
     for i in range(lo, hi):
         if i + _PREFETCH_AHEAD < hi:
-            prefetch(slots, home_slot(hashes[i + _PREFETCH_AHEAD], layout))
+            prefetch(slots, table_home(slots, layout, hashes[i + _PREFETCH_AHEAD]))
         s = table_insert(slots, layout, hashes[i])
         if s >= 0:
             fresh[added + new] = s
@@ -454,7 +453,8 @@ def _regrow_tags(tags: np.ndarray, remap: np.ndarray, size: int) -> np.ndarray:
 
 def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | None = None,
                         progress: Callable[[int, int], None] | None = None, budget: int | None = None,
-                        terminal_parts: int = 1, set_load_factor: float = config.SET_LOAD_FACTOR) -> Enumeration:
+                        terminal_parts: int = 1, set_load_factor: float = config.SET_LOAD_FACTOR,
+                        table_load: float | None = None) -> Enumeration:
     """Enumerate every position reachable from a start.
 
     Parameters
@@ -477,6 +477,10 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
         the set counts only the first; :func:`count_terminal_partitions` counts the others.
     set_load_factor : float, optional
         How full the set of terminal positions may get.
+    table_load : float, optional
+        With ``expected``: a dense table sized for its non-terminal count at this load
+        (:func:`~dobutsu_tb.encoding.compact.dense_table_slots`), which grows, to a power of two of
+        slots, only past :data:`~.memory.DENSE_FILL_LIMIT`. Default: a power of two of slots.
 
     Returns
     -------
@@ -509,7 +513,12 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     bits, shift = game.layout["MAX_KEY_BITS"], game.layout["KEY_SHIFT"]
     sizes = Sizes(bits, shift)
     parts = terminal_parts
-    table = CompactTable(n_nt, bits, shift, config.LOAD_FACTOR, threads)
+    dense = table_load is not None and bool(expected)
+    if dense:
+        table = CompactTable(n_nt, bits, shift, DENSE_FILL_LIMIT, threads,
+                             capacity=dense_table_slots(n_nt, table_load, threads, bits))
+    else:
+        table = CompactTable(n_nt, bits, shift, config.LOAD_FACTOR, threads)
     terminal = CompactSet(max(1, n_t // parts), bits, shift, set_load_factor, threads)
     tags = np.zeros(table.capacity, np.uint8)
     slots, _ = table.insert([game.key_of(start_state)])
@@ -535,7 +544,11 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
         terminal = smaller
 
     def over(nt, t):
-        return budget is not None and sizes.enumeration(nt, t, set_load_factor) > budget
+        if budget is None:
+            return False
+        if dense and nt <= len(table) + table.room():  # the dense table as it was made, once
+            return table.nbytes + table.capacity + sizes.terminal_set(t, set_load_factor) > budget
+        return sizes.enumeration(nt, t, set_load_factor) > budget
 
     def check_table(grown_nt):
         while over(grown_nt, len(terminal)) and parts < MAX_TERMINAL_PARTS and len(terminal) > 1:
@@ -580,8 +593,9 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
             expand_seconds += t_insert - t_expand
             expanded += n
             n_nt, n_term = int(counts[:, :, 0].sum()), int(counts[:, :, 1].sum())
+            most_in_a_shard = int(counts[:, :, 0].sum(axis=0).max())  # the room asked is a shard's
             while True:
-                if table.room() < n_nt:
+                if table.room() < most_in_a_shard:
                     grown = len(table) + max(n_nt, len(table))
                     check_table(grown)
                     tags = _regrow_tags(tags, table.grow(grown), table.capacity)

@@ -19,6 +19,7 @@ None of these changes a result: the file is the same byte for byte.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dobutsu_tb.encoding import config
-from dobutsu_tb.encoding.compact import table_nbytes
+from dobutsu_tb.encoding.compact import dense_table_slots, table_nbytes
 from dobutsu_tb.encoding.compact_layout import CompactTableFullError, shards_for, slot_bits_for
 from dobutsu_tb.encoding.compact_set import set_nbytes
 
@@ -46,6 +47,14 @@ GIB = 1 << 30
 #: 14,982,595,110); and the share of the reachable positions that are non-terminal (40 % and 43 %).
 REACHABLE_SHARE = (0.157, 0.224)
 NONTERMINAL_SHARE = 0.43
+#: How full a dense table (:func:`~dobutsu_tb.encoding.compact.dense_table_slots`) is sized, in the
+#: order the plan tries them when a power of two of slots does not fit the budget, or costs more
+#: passes: at the table's usual load, then fuller (a linear probe's unsuccessful search is about
+#: 4 times longer at 85 % than at 67 %, but a pass over the table costs more).
+DENSE_TABLE_LOADS = (config.LOAD_FACTOR, 0.85)
+#: How full a dense table may get before it grows: a table made for a known count at its load
+#: must not grow for a few keys more in one shard.
+DENSE_FILL_LIMIT = 0.92
 
 
 class InsufficientMemoryError(MemoryError):
@@ -145,18 +154,26 @@ def gib(n: int) -> str:
 
 @dataclass(frozen=True)
 class Sizes:
-    """Bytes of the builder's structures for a number of positions, by a variant's key width."""
+    """Bytes of the builder's structures for a number of positions, by a variant's key width and
+    the table's sizing: a power of two of slots at most
+    :data:`~dobutsu_tb.encoding.config.LOAD_FACTOR` full, or (``table_load``) a dense table sized
+    to its positions at that load."""
 
     code_bits: int
     shift: int
+    table_load: float | None = None
 
     def table(self, nonterminal: int) -> int:
         """The table's slots (4 bytes each; 8 for a small table of long keys) for this many
         non-terminal positions."""
+        if self.table_load is not None:
+            return table_nbytes(max(1, nonterminal), self.code_bits, self.table_load, config.THREADS, dense=True)
         return table_nbytes(max(1, nonterminal), self.code_bits, config.LOAD_FACTOR, config.THREADS)
 
     def slots(self, nonterminal: int) -> int:
         """The table's slots for this many non-terminal positions."""
+        if self.table_load is not None:
+            return dense_table_slots(max(1, nonterminal), self.table_load, config.THREADS, self.code_bits)
         return 1 << slot_bits_for(max(1, nonterminal), config.LOAD_FACTOR, shards_for(config.THREADS),
                                   self.code_bits)
 
@@ -210,6 +227,10 @@ class BuildPlan:
         The estimated peak memory in bytes.
     disk : int
         The estimated most bytes in ``work_dir`` at once.
+    table_load : float or None
+        The load a dense table is sized for (None: a power of two of slots).
+    table_slots : int
+        The dense table's slots (0 without one).
     """
 
     budget: int | None
@@ -220,11 +241,15 @@ class BuildPlan:
     peak: int
     disk: int
     set_load_factor: float = config.SET_LOAD_FACTOR
+    table_load: float | None = None
+    table_slots: int = 0
 
     def describe(self) -> str:
         """One line for people: the estimate and how the build fits it."""
         parts = [f"memory: about {gib(self.peak)} at the peak"
                  + (f" (budget {gib(self.budget)})" if self.budget is not None else "")]
+        if self.table_load is not None:
+            parts.append(f"a dense table of {self.table_slots:,} slots ({self.table_load:.0%} full)")
         if self.terminal_parts > 1:
             parts.append(f"terminal positions counted in {self.terminal_parts} passes")
         if self.record_passes > 1:
@@ -239,7 +264,10 @@ class BuildPlan:
 def make_plan(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None, work_dir: Path,
               spill: bool | None = None, known: bool = True, source: str = "--max-memory") -> BuildPlan:
     """The cheapest plan that fits ``budget``: the fewest terminal partitions and record passes,
-    spilling lists only when needed (or as ``spill`` says).
+    spilling lists only when needed (or as ``spill`` says). When the counts are known and a
+    power of two of the table's slots does not fit, or needs more terminal passes, the table is
+    dense (:data:`DENSE_TABLE_LOADS`): the plan with the fewest terminal passes, and of those the
+    smallest peak.
 
     Parameters
     ----------
@@ -266,11 +294,31 @@ def make_plan(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
     InsufficientMemoryError
         If no plan fits: the table with its value and counter bytes alone exceeds the budget.
     """
+    if budget is None or not known or sizes.table_load is not None:
+        return _plan_for(sizes, nonterminal, terminal, budget, work_dir, spill, known, source)
+    plans, refused = [], None
+    for candidate in (sizes, *(dataclasses.replace(sizes, table_load=load) for load in DENSE_TABLE_LOADS)):
+        try:
+            plans.append(_plan_for(candidate, nonterminal, terminal, budget, work_dir, spill, known, source))
+        except (InsufficientMemoryError, CompactTableFullError) as exc:
+            refused = exc
+        if plans and plans[-1].terminal_parts == 1:
+            break  # no plan has fewer passes (a power of two of slots first, as before dense tables)
+    if not plans:
+        raise refused
+    return min(plans, key=lambda plan: (plan.terminal_parts, plan.peak))
+
+
+def _plan_for(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None, work_dir: Path,
+              spill: bool | None, known: bool, source: str) -> BuildPlan:
+    """:func:`make_plan` for one sizing of the table."""
+    dense = {} if sizes.table_load is None else dict(table_load=sizes.table_load,
+                                                     table_slots=sizes.slots(nonterminal))
     first = record_passes(sizes, nonterminal)
     if budget is None:
         peak = BASE_MEMORY + max(sizes.enumeration(nonterminal, terminal), sizes.retrograde(nonterminal),
                                  sizes.records(nonterminal, first))
-        return BuildPlan(None, 1, first, bool(spill), work_dir, peak, 0)
+        return BuildPlan(None, 1, first, bool(spill), work_dir, peak, 0, **dense)
     room = budget - BASE_MEMORY
     floor = sizes.table(nonterminal) + 2 * sizes.slots(nonterminal)
     if floor > room:
@@ -303,7 +351,7 @@ def make_plan(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
     peak = BASE_MEMORY + max(sizes.enumeration(nonterminal, terminal // parts, load),
                              sizes.retrograde(nonterminal, spill), sizes.records(nonterminal, passes))
     disk = int(LIST_SHARE * nonterminal) * 4 * 2 if spill else 0
-    return BuildPlan(budget, parts, passes, spill, work_dir, peak, disk, load)
+    return BuildPlan(budget, parts, passes, spill, work_dir, peak, disk, load, **dense)
 
 
 def position_bound(variant, start) -> int:

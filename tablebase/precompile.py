@@ -41,6 +41,9 @@ from dobutsu_tb.encoding import interrupt
 #: (:func:`~dobutsu_tb.encoding.compact.slot_dtype`).
 MARK = "compiled-by-precompile"
 WIDE_MARK = "compiled-by-precompile-wide-slots"
+#: The mark of a dense table's kernels (a build whose memory plan sizes the table to its count:
+#: :func:`~dobutsu_tb.encoding.compact.dense_table_slots`), by the dtype of its slots.
+DENSE_MARK = "compiled-by-precompile-dense-{}"
 #: Set in the child's environment: a build there compiles its own kernels (no grandchild).
 CHILD_ENV = "DOBUTSU_TB_PRECOMPILING"
 
@@ -58,15 +61,17 @@ def _wide(game) -> bool:
     return game.layout["MAX_KEY_BITS"] - (MIN_SLOT_BITS + 1) > MAX_NARROW_REMAINDER
 
 
-def kernels_cached(game) -> bool:
+def kernels_cached(game, dense: str = "") -> bool:
     """Whether a child process has compiled ``game``'s build kernels into the kernel cache (those of
-    its board's shape, for the slots its tables have)."""
+    its board's shape, for the slots its tables have; and with ``dense``, the name of a dtype, those
+    of a dense table of such slots)."""
     marks = (MARK, WIDE_MARK) if _wide(game) else (MARK,)
+    marks += (DENSE_MARK.format(dense),) if dense else ()
     return all(os.path.exists(os.path.join(_folder(game), mark)) for mark in marks)
 
 
 def compile_kernels(game, log: Callable[[str], None] | None = None, check: Callable[[], None] | None = None,
-                    start=None) -> bool:
+                    start=None, dense: str = "") -> bool:
     """Compile ``game``'s build kernels in two child processes at once, unless they are cached
     already.
 
@@ -88,6 +93,10 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
     start : Position, optional
         The build's start: its royal pieces are the tiny builds' start when the variant's own
         start would give a terminal one.
+    dense : str, optional
+        The dtype of a dense table's slots (``"int32"`` or ``"int64"``), when the build's memory
+        plan has one: the children compile its kernels too (once per shape and dtype: a kernel
+        compiles for each dtype of the slots it is given).
 
     Returns
     -------
@@ -96,7 +105,7 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
     """
     import numba
 
-    if os.environ.get(CHILD_ENV) or numba.config.DISABLE_JIT or kernels_cached(game):
+    if os.environ.get(CHILD_ENV) or numba.config.DISABLE_JIT or kernels_cached(game, dense):
         return False
     folder = _folder(game)
     try:
@@ -107,10 +116,11 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
         return False
     if log is not None:
         v = game.variant
-        log(f"compiling the kernels for boards of {v.files} files x {v.ranks} ranks (once per version of the program "
-            f"and board shape, about 20 seconds)")
+        table = f", with a dense table of {dense} slots," if dense else ""
+        log(f"compiling the kernels for boards of {v.files} files x {v.ranks} ranks{table} (once per version of the "
+            f"program and board shape, about 20 seconds)")
     work = tempfile.mkdtemp(prefix="dobutsu-tb-precompile-")  # the children's builds: ours to remove, killed or not
-    request = game.variant.to_json() + "\n" + (start.text() if start is not None else "")
+    request = game.variant.to_json() + "\n" + (start.text() if start is not None else "") + "\n" + dense
     env = {**os.environ, CHILD_ENV: "1",  # the same folder, whatever the environment
            "DOBUTSU_TB_CACHE": os.path.dirname(numba.config.CACHE_DIR)}
     children = []
@@ -168,9 +178,11 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
         Path(folder, MARK).touch()
         if _wide(game):
             Path(folder, WIDE_MARK).touch()
+        if dense:
+            Path(folder, DENSE_MARK.format(dense)).touch()
     except OSError:  # (no room for the mark: the build loads what it can and compiles the rest)
         return False
-    return kernels_cached(game)
+    return kernels_cached(game, dense)
 
 
 def _kill_group(child: subprocess.Popen) -> None:
@@ -233,7 +245,8 @@ def tiny_start(variant, start=None):
 
 def _read_request():
     """The variant and the tiny builds' start, read from stdin (``Variant.to_json``, then a line
-    with the build's start): (the request's text, the variant, the start)."""
+    with the build's start, then one with the dtype of a dense table's slots or nothing): (the
+    request's text, the variant, the start)."""
     from dobutsu_tb.tablebase.game.position import Position
     from dobutsu_tb.tablebase.game.variant import variant_from_json
 
@@ -244,6 +257,35 @@ def _read_request():
     if start is None:
         sys.exit("no start of the royal pieces alone that is not terminal")
     return text, variant, start
+
+
+def _dense_request(text: str) -> str:
+    """The dtype of a dense table's slots that the request asks for, or ``""``."""
+    lines = text.split("\n")
+    return lines[2].strip() if len(lines) > 2 else ""
+
+
+def _dense_expected(game, dtype: str) -> int | None:
+    """Non-terminal positions to expect for a dense table (85 % full) whose slots have ``dtype``
+    (int32 or int64): the smallest such table that is not a power of two a shard; None where it
+    would have more than 2**25 slots (its kernels compile in the build then)."""
+    import numpy as np
+
+    from dobutsu_tb.encoding import config
+    from dobutsu_tb.encoding.compact import TABLE_SLOT_GRAIN, dense_table_slots, slot_dtype
+    from dobutsu_tb.encoding.compact_layout import L_TAG_BITS, make_table_layout, shards_for
+
+    bits, shards = game.layout["MAX_KEY_BITS"], shards_for(config.THREADS)
+    for k in range(14, 26):
+        per = (1 << (k - 1)) + TABLE_SLOT_GRAIN
+        if per * shards > 1 << 25 or k + shards.bit_length() - 1 > bits:
+            return None
+        layout = make_table_layout(bits, 0, per * shards, shards)
+        if np.dtype(slot_dtype(int(layout[L_TAG_BITS]), True)).name == dtype:
+            expected = int(per * shards * 0.85) - shards * TABLE_SLOT_GRAIN // 2
+            if dense_table_slots(expected, 0.85, shards, bits) == per * shards:
+                return expected
+    return None
 
 
 def _main(work: str, part: str) -> None:
@@ -269,7 +311,7 @@ def _main(work: str, part: str) -> None:
     text, variant, start = _read_request()
     os.makedirs(work, exist_ok=True)
     if part == "enumeration":
-        _compile_enumeration(start)
+        _compile_enumeration(start, _dense_request(text))
     elif part == "analysis":
         _compile_analysis(text, variant, start, work)
     else:
@@ -278,7 +320,7 @@ def _main(work: str, part: str) -> None:
         sys.exit("the kernel cache could not save every kernel")
 
 
-def _compile_enumeration(start) -> None:
+def _compile_enumeration(start, dense: str = "") -> None:
     import numpy as np
 
     from dobutsu_tb.encoding import config
@@ -302,6 +344,9 @@ def _compile_enumeration(start) -> None:
         enum.table.grow(2 * enum.table.capacity)
         enum = enumerate_positions(game, start.state())
         enum.table.grow(expected)
+    expected = _dense_expected(game, dense) if dense else None
+    if expected:  # a dense table, its terminal positions in two partitions
+        enumerate_positions(game, start.state(), expected=(expected, 1), terminal_parts=2, table_load=0.85)
 
 
 def _narrow_expected(game) -> int | None:
@@ -319,7 +364,8 @@ def _narrow_expected(game) -> int | None:
 #: The enumerations that :func:`_enumerate_plainly` makes: a file name, and
 #: :func:`~dobutsu_tb.tablebase.enumeration.enumerate_positions`'s ``terminal_parts`` and whether
 #: the table has a big one's uint32 slots (:func:`_narrow_expected`; only where it says so).
-_PLAIN = {"one-partition.pickle": (1, False), "two-partitions.pickle": (2, False), "narrow-slots.pickle": (1, True)}
+_PLAIN = {"one-partition.pickle": (1, False), "two-partitions.pickle": (2, False), "narrow-slots.pickle": (1, True),
+          "dense.pickle": (2, "dense")}
 
 
 def _enumerate_plainly(work: str) -> None:
@@ -331,13 +377,15 @@ def _enumerate_plainly(work: str) -> None:
 
     from dobutsu_tb.tablebase.enumeration import enumerate_positions
 
-    _, _, start = _read_request()
-    expected = _narrow_expected(start.game)
+    text, _, start = _read_request()
+    dense = _dense_request(text)
     for name, (parts, narrow) in _PLAIN.items():
+        expected = (_dense_expected(start.game, dense) if dense else None) if narrow == "dense" else \
+            _narrow_expected(start.game)
         if narrow and expected is None:
             continue
         enum = enumerate_positions(start.game, start.state(), expected=(expected, 1) if narrow else None,
-                                   terminal_parts=parts)
+                                   terminal_parts=parts, table_load=0.85 if narrow == "dense" else None)
         fields = {f.name: getattr(enum, f.name) for f in dataclasses.fields(enum) if f.name != "game"}
         with open(os.path.join(work, name), "wb") as f:
             pickle.dump(fields, f, protocol=pickle.HIGHEST_PROTOCOL)
@@ -386,6 +434,10 @@ def _compile_analysis(text: str, variant, start, work: str) -> None:
     solved_and_recorded(enum, 3)
     if _narrow_expected(game):  # the tiny builds' tables had uint64 slots: a big table's are uint32
         solved_and_recorded(enumerated("narrow-slots.pickle"), 1)
+    if os.path.exists(os.path.join(work, "dense.pickle")):  # a dense table, its terminal positions in two passes
+        enum = enumerated("dense.pickle")
+        count_terminal_partitions(enum)
+        solved_and_recorded(enum, 2)
     del enum, cells
     if fits_record(game.layout["MAX_KEY_BITS"], WIDE_VALUE_BITS):  # (wider keys have no room for them: refused)
         retrograde.LONG_DTM = 3  # two-byte values (what a DTM of 254 plies or more needs)

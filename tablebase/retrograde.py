@@ -31,8 +31,8 @@ from dobutsu_tb.encoding import config, interrupt
 from dobutsu_tb.encoding.atomics import atomic_cas, atomic_sub, prefetch
 from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.encoding.bits import sort_prefix
-from dobutsu_tb.encoding.compact import table_find
-from dobutsu_tb.encoding.compact_layout import home_slot, key_hash
+from dobutsu_tb.encoding.compact import table_find, table_home
+from dobutsu_tb.encoding.compact_layout import key_hash
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.encoding.routing import owner_of
 from dobutsu_tb.tablebase.enumeration import TAG_NO_MOVES, TAG_WIN1, Enumeration, sort_shares
@@ -135,7 +135,7 @@ def group_parents(rules, layout, slots, frontier, lo, hi, preds, hashes, home):
             if key != prev:
                 h = key_hash(key, layout)
                 if home:
-                    prefetch(slots, home_slot(h, layout))
+                    prefetch(slots, table_home(slots, layout, h))
                 hashes[m] = h
                 m += 1
                 prev = key
@@ -253,7 +253,7 @@ def apply_predecessors(slots, layout, values, counters, hashes, lost, code, n_th
         for g in range(lo, hi, _APPLY_GROUP):
             end = min(hi, g + _APPLY_GROUP)
             for k in range(g, end):
-                prefetch(slots, home_slot(hashes[k], layout))
+                prefetch(slots, table_home(slots, layout, hashes[k]))
             decided = apply_group(slots, layout, values, counters, hashes, g, end, found, lost, code, out[lo:],
                                   decided)
         out_n[t] = decided

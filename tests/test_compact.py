@@ -45,6 +45,48 @@ def test_table_holds_exactly_the_inserted_keys(shards):
     assert (table.lookup(keys) == slots).all()
 
 
+@pytest.mark.parametrize("capacity,shards,bits", [(3 << 16, 1, 34), (5 << 14, 2, 34), (100_000 // 4096 * 4096, 4, 34),
+                                                  (3 << 16, 2, 50), (1 << 17, 2, 34)])
+def test_a_dense_table_holds_exactly_the_inserted_keys(capacity, shards, bits):
+    """A table of any number of slots a shard (short codes, for displacement fields wide enough
+    for 85 %; the 50-bit codes take uint64 slots): filled to 85 %, every key in its slot, the slot
+    giving back the key, the home slot where its probe starts, absent keys absent."""
+    rng = np.random.default_rng(capacity + shards)
+    codes = np.unique(rng.integers(1, 1 << bits, int(capacity * 0.85), dtype=np.int64))
+    shift = 63 - bits - 1
+    keys = codes << shift
+    table = compact.CompactTable(1, bits, shift, 0.95, shards, capacity=capacity)
+    layout = table.layout
+    assert table.capacity == capacity
+    dense = capacity // shards & (capacity // shards - 1) != 0
+    assert (layout[compact_layout.L_TAG_BITS] == layout[compact_layout.L_R] + 1) == dense
+    assert compact.is_dense(table.slots) == dense
+    slots, new = (np.concatenate(parts) for parts in zip(*(table.insert(keys[i:i + 1000])
+                                                          for i in range(0, keys.size, 1000))))
+    assert table.capacity == capacity and new.all() and len(table) == keys.size  # it did not grow
+    assert len(np.unique(slots)) == keys.size
+    assert sorted(table.keys().tolist()) == sorted(keys.tolist())
+    assert (table.keys_at(slots) == keys).all()
+    hashes = table.hashes(keys)
+    homes = np.array([compact.table_home(table.slots, layout, h) for h in hashes[:5000]])
+    per = capacity // shards
+    assert ((homes // per) == np.array([compact_layout.shard_of(h, layout) for h in hashes[:5000]])).all()
+    assert ((slots[:5000] - homes) % per < 5000).all()  # probing starts at home, wraps in the shard
+    absent = (np.unique(rng.integers(1, 1 << bits, 5000, dtype=np.int64)) << shift)
+    absent = absent[~np.isin(absent, keys)]
+    assert (table.lookup(absent) == -1).all()
+    remap = table.grow(2 * keys.size)
+    assert (remap[slots] == table.lookup(keys)).all() and table.capacity & (table.capacity - 1) == 0
+
+
+def test_dense_table_sizes():
+    assert compact.dense_table_slots(1_000_000, 0.85, 2, BITS) == 1_179_648  # 2 x 144 x 4096
+    assert compact.table_nbytes(1_000_000, BITS, 0.85, 2, dense=True) == 4 * 1_179_648
+    assert compact.table_nbytes(1_000_000, BITS, 0.75, 2) == 4 << 21
+    with pytest.raises(ValueError):
+        compact_layout.make_table_layout(BITS, SHIFT, 3 << 32, 1)
+
+
 def test_table_grows_when_displacements_overflow():
     # 2**16 slots with 28-bit remainders leave 4 bits of displacement: runs overflow early.
     table = compact.CompactTable(10, BITS, SHIFT, slot_bits=16)
@@ -81,9 +123,14 @@ def test_set_entry_width_follows_the_remainder():
     assert s.entry_bytes == 3 and s.buckets == 2**23 and s.capacity == 21 * 2**23
     assert s.nbytes == 2**29 + 2 * 2**20 * 8  # and a stash of 2**20 slots a shard
     assert s.buf.ctypes.data % 64 == 0  # buckets on cache lines
-    # 100 M keys at 75 %: 8.4 M buckets, not a power of two (a preimage bit: 4 bytes, 15 a
-    # bucket) would take more bytes than 2**23 of 3
-    assert compact_set.CompactSet(100_000_000, BITS, SHIFT, load_factor=0.75).buckets == 2**23
+    # 100 M keys at 75 %: 6.3 M buckets, not a power of two: a preimage bit, 21 remainder bits and
+    # 3 of displacement would take 4 bytes (15 a bucket, more bytes than 2**23 buckets of 3), so
+    # the displacement takes 2 bits (up to 3 buckets on; 21 % fewer bytes)
+    s = compact_set.CompactSet(100_000_000, BITS, SHIFT, load_factor=0.75)
+    assert (s.buckets, s.entry_bytes, s.disp_bits) == (6_349_312, 3, compact_set.SET_DISP_BITS_SHORT)
+    # half the 5x3 game's terminal positions (two partitions): 3.3 GiB, not 4.1 (2**26 buckets)
+    assert compact_set.set_geometry(958_977_116, 0.85, 2, 47) == (53_724_672, compact_set.SET_DISP_BITS_SHORT)
+    assert compact_set.set_geometry(1_917_954_233, 0.85, 2, 47) == (107_448_832, compact_set.SET_DISP_BITS)
     assert compact_set.CompactSet(1000, BITS, SHIFT).entry_bytes == 5  # 2**12 buckets: 32 + 3 bits
 
 
@@ -94,8 +141,10 @@ def test_a_set_of_any_size_gives_back_its_hashes(buckets, shards):
     give back exactly the hashes added, from each entry's bucket, displacement, preimage bit and
     remainder; full to 93 %, so that many keys land past their home bucket."""
     buckets -= buckets % shards
-    layout = compact_layout.make_set_layout(BITS, SHIFT, buckets, shards, compact_set.SET_DISP_BITS)
+    disp_bits = compact_set.SET_DISP_BITS_SHORT if buckets % 3 == 0 else compact_set.SET_DISP_BITS
+    layout = compact_layout.make_set_layout(BITS, SHIFT, buckets, shards, disp_bits)
     s = compact_set.CompactSet(1, BITS, SHIFT, load_factor=0.95, n_shards=shards)
+    s.disp_bits = disp_bits
     s._allocate(buckets)
     assert (s.layout == layout).all() and s.buckets == buckets
     keys = np.unique(random_keys(int(0.93 * s.capacity), seed=buckets + shards, dup=0))
@@ -148,7 +197,7 @@ def test_a_set_that_cannot_grow_is_unchanged(monkeypatch):
     s.add(keys)
     before = (s.buckets, len(s), sorted(s.hashes().tolist()))
 
-    def no_memory(buckets):
+    def no_memory(buckets, disp_bits):
         raise MemoryError
     with monkeypatch.context() as m:
         m.setattr(s, "_empty", no_memory)

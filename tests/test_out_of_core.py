@@ -2,12 +2,14 @@
 partitions, lists spilled to disk, records sorted and written by key range, two-byte values. Each
 path, forced on a small build, must give the same file (keys and values) as the plain build."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from conftest import LION_CHICK
-from dobutsu_tb.encoding import compact_layout, compact_set, config
-from dobutsu_tb.tablebase import memory, retrograde, writer
+from dobutsu_tb.encoding import compact_layout, compact_set, config, jit
+from dobutsu_tb.tablebase import memory, precompile, retrograde, writer
 from dobutsu_tb.tablebase.build import build_tablebase, record_blocks
 from dobutsu_tb.tablebase.enumeration import enumerate_positions
 from dobutsu_tb.tablebase.game.game import game_of
@@ -110,6 +112,37 @@ def test_the_work_folders_the_build_made_are_removed_and_others_kept(tmp_path):
     build_tablebase(tmp_path / "b.h5", LION_CHICK, progress=False, work_dir=tmp_path / "kept", spill=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.h5", "b.h5", "kept"]
     assert list((tmp_path / "kept").iterdir()) == []
+
+
+def test_a_dense_table_gives_the_same_file(tmp_path, monkeypatch):
+    """A budget that a power of two of slots does not fit, but a table sized to the known count
+    does (85 % full; the 5x3 game in 12 GiB): the same keys and values as the plain build, and
+    the table did not grow."""
+    from dobutsu_tb.tablebase import build
+
+    variant = get_variant("dobutsu-nodrops")
+    start = Position.start(variant).text()
+    plain = build_tablebase(tmp_path / "plain.h5", start, variant=variant, progress=False)
+    meta = plain.metadata
+    counts = (meta.nonterminal, meta.reachable - meta.nonterminal)
+    monkeypatch.setitem(build.KNOWN_COUNTS, (variant.name, start), counts)
+    monkeypatch.setattr(config, "ENUM_BATCH", 2048)  # a batch's children fit the last 7 % of a shard
+    budget = memory.BASE_MEMORY + 2_900_000
+    pow2 = memory.Sizes(44, 19)
+    assert pow2.table(meta.nonterminal) + 2 * pow2.slots(meta.nonterminal) > budget - memory.BASE_MEMORY
+    cache = Path(jit.cache_root())
+    before = {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()}
+    result = build_tablebase(tmp_path / "dense.h5", start, variant=variant, progress=False, max_memory=budget,
+                             work_dir=tmp_path)
+    assert result.plan.table_load == 0.85 and result.plan.table_slots == 458_752  # the table as it was made
+    # Its kernels (int32 slots) compiled in the precompile children, or were cached: none in the build.
+    [mark] = cache.glob(f"numba-*/shape-3x4/{precompile.DENSE_MARK.format('int32')}")
+    late = [p.name for p in cache.rglob("*") if p.is_file() and before.get(p) != p.stat().st_mtime_ns
+            and p.stat().st_mtime_ns > mark.stat().st_mtime_ns]
+    assert late == [], late
+    keys, values, _ = _contents(result.path)
+    want_keys, want_values, _ = _contents(plain.path)
+    assert np.array_equal(keys, want_keys) and np.array_equal(values, want_values)
 
 
 def test_windows_in_key_order_give_the_same_file(tmp_path, monkeypatch, small_tables, lion_chick_tb):
