@@ -101,6 +101,9 @@ def _dense_home(h, layout):
 
 @njit
 def _dense_find(slots, layout, h):
+    """:func:`table_find` in a dense table. (Its loop and :func:`_dense_insert`'s are the power of
+    two's but for the wrap at the shard's end: one loop for both, wrapping as these do, made the
+    power of two's look-ups 8-10 % slower.)"""
     base, per, s, low = _dense_home(h, layout)
     tag_bits = layout[L_TAG_BITS]
     end = base + per

@@ -92,6 +92,14 @@ def make_layout(code_bits: int, shift: int, slot_bits: int, n_shards: int, disp_
     return layout
 
 
+def _per_shard(count: int, n_shards: int, what: str) -> int:
+    """``count`` (slots or buckets) a shard; ValueError unless ``n_shards`` is a power of two and
+    ``count`` a positive multiple of it."""
+    if n_shards < 1 or n_shards & (n_shards - 1) or count < n_shards or count % n_shards:
+        raise ValueError(f"{what} must be a positive multiple of its shards, got {count} for {n_shards}")
+    return count // n_shards
+
+
 def make_table_layout(code_bits: int, shift: int, slots: int, n_shards: int) -> np.ndarray:
     """The layout of a table of ``slots`` slots, any multiple of ``n_shards`` (a *dense* table,
     sized to the keys it will hold rather than to the next power of two).
@@ -121,9 +129,7 @@ def make_table_layout(code_bits: int, shift: int, slots: int, n_shards: int) -> 
     ValueError
         If the sizes are inconsistent.
     """
-    if n_shards < 1 or n_shards & (n_shards - 1) or slots < n_shards or slots % n_shards:
-        raise ValueError(f"a table's slots must be a positive multiple of its shards, got {slots} for {n_shards}")
-    per = slots // n_shards
+    per = _per_shard(slots, n_shards, "a table's slots")
     k = (per - 1).bit_length()
     if per == 1 << k:
         return make_layout(code_bits, shift, k + n_shards.bit_length() - 1, n_shards)
@@ -179,9 +185,7 @@ def make_set_layout(code_bits: int, shift: int, buckets: int, n_shards: int, dis
     ValueError
         If the sizes are inconsistent.
     """
-    if n_shards < 1 or n_shards & (n_shards - 1) or buckets < n_shards or buckets % n_shards:
-        raise ValueError(f"a set's buckets must be a positive multiple of its shards, got {buckets} for {n_shards}")
-    per = buckets // n_shards
+    per = _per_shard(buckets, n_shards, "a set's buckets")
     k = max(1, (per - 1).bit_length())
     layout = make_layout(code_bits, shift, k + n_shards.bit_length() - 1, n_shards, disp_bits)
     r = int(layout[L_R])
