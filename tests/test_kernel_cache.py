@@ -274,7 +274,7 @@ def test_a_failed_or_interrupted_precompile_leaves_the_build_to_compile(monkeypa
     from dobutsu_tb.tablebase.game.variant import standard_variant
 
     game = game_of(standard_variant())
-    monkeypatch.setattr(precompile, "kernels_cached", lambda g: False)
+    monkeypatch.setattr(precompile, "kernels_cached", lambda g, dense="": False)
     failing = [sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit('no compiler here')"]
     monkeypatch.setattr(precompile, "_child_command", lambda work, part: failing)
     said = []
@@ -319,7 +319,7 @@ def test_an_interrupt_kills_the_children_and_theirs(monkeypatch, tmp_path):
     from dobutsu_tb.tablebase.game.game import game_of
     from dobutsu_tb.tablebase.game.variant import standard_variant
 
-    monkeypatch.setattr(precompile, "kernels_cached", lambda g: False)
+    monkeypatch.setattr(precompile, "kernels_cached", lambda g, dense="": False)
     monkeypatch.setattr(precompile, "_child_command",
                         lambda work, part: [sys.executable, "-c", GRANDPARENT, str(tmp_path / part)])
 
@@ -356,7 +356,7 @@ def test_no_room_for_the_mark_leaves_the_build_to_compile(monkeypatch):
     def full(self, *args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device", str(self))
 
-    monkeypatch.setattr(precompile, "kernels_cached", lambda g: False)
+    monkeypatch.setattr(precompile, "kernels_cached", lambda g, dense="": False)
     monkeypatch.setattr(precompile, "_child_command",
                         lambda work, part: [sys.executable, "-c", "import sys; sys.stdin.read()"])
     monkeypatch.setattr(precompile.Path, "touch", full)
@@ -378,7 +378,7 @@ def test_the_child_compiles_the_kernels_of_keys_too_wide_for_two_byte_values(mon
     game = game_of(parse_variant({"name": "wide", "files": 3, "ranks": 4, "start": "S/elB/EBC/--L/ceD/-",
                                   "drops": False, "pieces": pieces}))
     assert game.layout["MAX_KEY_BITS"] == 50
-    monkeypatch.setattr(precompile, "kernels_cached", lambda g: False)
+    monkeypatch.setattr(precompile, "kernels_cached", lambda g, dense="": False)
     said = []
     precompile.compile_kernels(game, said.append)
     assert len(said) == 1 and said[0].startswith("compiling the kernels for boards of 3 files x 4 ranks"), said
