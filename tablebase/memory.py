@@ -36,6 +36,10 @@ from dobutsu_tb.encoding.compact_set import set_nbytes
 BASE_MEMORY = 320 << 20
 #: The most terminal partitions (passes over the table).
 MAX_TERMINAL_PARTS = 64
+#: The most key ranges the records are made in (each a scan of the table): a budget within a few
+#: MiB of the table's floor asked for 1024, and the standard game's build in 990 MiB ran for more
+#: than 17 minutes; such a budget is refused instead.
+MAX_RECORD_PASSES = 64
 #: The share of the positions that one ply's lists (frontier, decisions, seeds) hold at most,
 #: for the estimate (the standard game's largest ply holds 9 %).
 LIST_SHARE = 0.35
@@ -346,8 +350,13 @@ def _plan_for(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
     if spill is None:
         spill = sizes.retrograde(nonterminal) > room
     passes = first
-    while sizes.records(nonterminal, passes) > room and passes < 1024:
+    while sizes.records(nonterminal, passes) > room and passes < MAX_RECORD_PASSES:
         passes *= 2
+    if sizes.records(nonterminal, passes) > room and known:
+        raise InsufficientMemoryError(
+            f"the build needs about {gib(sizes.records(nonterminal, passes) + BASE_MEMORY)} of memory for "
+            f"{nonterminal + terminal:,} positions (their sort records in {passes} key ranges, each a scan of the "
+            f"table), but the budget is {gib(budget)} ({source}); free some memory or raise --max-memory")
     peak = BASE_MEMORY + max(sizes.enumeration(nonterminal, terminal // parts, load),
                              sizes.retrograde(nonterminal, spill), sizes.records(nonterminal, passes))
     disk = int(LIST_SHARE * nonterminal) * 4 * 2 if spill else 0

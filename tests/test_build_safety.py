@@ -257,6 +257,11 @@ def test_too_little_memory_is_said_before_the_build(cli, tmp_path, monkeypatch):
                                  "(MemAvailable in /proc/meminfo); free some memory or raise --max-memory\n")
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "900M")
         assert result.exit_code == 1 and "but the budget is 900 MiB (--max-memory)" in result.output
+        # Within a few MiB of the table's floor: not 1024 scans of the table for the records
+        result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "990M")
+        assert result.exit_code == 1 and result.output.count("\n") == 1 and \
+            "(their sort records in 64 key ranges, each a scan of the table), but the budget is 990 MiB" in \
+            result.output, result.output
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "lots")
         assert result.exit_code == 2 and "'lots' is not a size like 20G" in result.output
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "1000T")
