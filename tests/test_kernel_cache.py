@@ -264,7 +264,7 @@ def test_a_build_with_the_cache_empty_has_a_child_compile_its_kernels(tmp_path):
     assert contents[0] == contents[1] and len(contents[0][0]) == 11_711
 
 
-def test_a_failed_or_interrupted_precompile_leaves_the_build_to_compile(monkeypatch):
+def test_a_failed_or_interrupted_precompile_leaves_the_build_to_compile(monkeypatch, tmp_path):
     """A child that fails says why in one line and the build compiles its kernels itself; an
     interrupt while the child runs kills it and goes on up."""
     import time
@@ -275,6 +275,7 @@ def test_a_failed_or_interrupted_precompile_leaves_the_build_to_compile(monkeypa
 
     game = game_of(standard_variant())
     monkeypatch.setattr(precompile, "kernels_cached", lambda g, dense="": False)
+    monkeypatch.setattr(precompile, "_folder", lambda g: str(tmp_path / "shape"))  # (not the current folder)
     failing = [sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit('no compiler here')"]
     monkeypatch.setattr(precompile, "_child_command", lambda work, part: failing)
     said = []
@@ -320,6 +321,7 @@ def test_an_interrupt_kills_the_children_and_theirs(monkeypatch, tmp_path):
     from dobutsu_tb.tablebase.game.variant import standard_variant
 
     monkeypatch.setattr(precompile, "kernels_cached", lambda g, dense="": False)
+    monkeypatch.setattr(precompile, "_folder", lambda g: str(tmp_path / "shape"))  # (not the current folder)
     monkeypatch.setattr(precompile, "_child_command",
                         lambda work, part: [sys.executable, "-c", GRANDPARENT, str(tmp_path / part)])
 
@@ -344,7 +346,7 @@ def test_an_interrupt_kills_the_children_and_theirs(monkeypatch, tmp_path):
             pytest.fail(f"the grandchild {pid} of the {part} child is still running")
 
 
-def test_no_room_for_the_mark_leaves_the_build_to_compile(monkeypatch):
+def test_no_room_for_the_mark_leaves_the_build_to_compile(monkeypatch, tmp_path):
     """A cache folder out of inodes: the mark could not be made, and every build stopped with
     ``error: ...compiled-by-precompile: No space left on device``."""
     import errno
@@ -357,13 +359,14 @@ def test_no_room_for_the_mark_leaves_the_build_to_compile(monkeypatch):
         raise OSError(errno.ENOSPC, "No space left on device", str(self))
 
     monkeypatch.setattr(precompile, "kernels_cached", lambda g, dense="": False)
+    monkeypatch.setattr(precompile, "_folder", lambda g: str(tmp_path / "shape"))  # (not the current folder)
     monkeypatch.setattr(precompile, "_child_command",
                         lambda work, part: [sys.executable, "-c", "import sys; sys.stdin.read()"])
     monkeypatch.setattr(precompile.Path, "touch", full)
     assert precompile.compile_kernels(game_of(standard_variant())) is False
 
 
-def test_the_child_compiles_the_kernels_of_keys_too_wide_for_two_byte_values(monkeypatch):
+def test_the_child_compiles_the_kernels_of_keys_too_wide_for_two_byte_values(monkeypatch, tmp_path):
     """Its tiny build with two-byte values is left out for keys of more than 48 bits, which leave
     them no room in a sort record (such a build is refused): the child failed on it for every
     such variant ('keys must be strictly ascending', or 'the start position ... is not stored' for
@@ -379,6 +382,7 @@ def test_the_child_compiles_the_kernels_of_keys_too_wide_for_two_byte_values(mon
                                   "drops": False, "pieces": pieces}))
     assert game.layout["MAX_KEY_BITS"] == 50
     monkeypatch.setattr(precompile, "kernels_cached", lambda g, dense="": False)
+    monkeypatch.setattr(precompile, "_folder", lambda g: str(tmp_path / "shape"))  # (not the current folder)
     said = []
     precompile.compile_kernels(game, said.append)
     assert len(said) == 1 and said[0].startswith("compiling the kernels for boards of 3 files x 4 ranks"), said
