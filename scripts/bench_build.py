@@ -157,17 +157,18 @@ def write_child(source: str, out: str) -> None:
     """Rewrite the tablebase ``source`` into ``out`` in this process; print the seconds as JSON."""
     from dobutsu_tb.tablebase.game.game import game_of
     from dobutsu_tb.tablebase.reader import TablebaseFile
-    from dobutsu_tb.tablebase.writer import pack_records, reserve_output, write_file
+    from dobutsu_tb.tablebase.writer import long_values, pack_records, reserve_output, write_file
 
     with TablebaseFile(source) as f:
         keys, values = f.read_all()
         meta = f.metadata
-    value_bits = 8 * values.dtype.itemsize
-    records = pack_records(keys, values, game_of(meta.variant).layout["KEY_SHIFT"], value_bits)
+    shift = game_of(meta.variant).layout["KEY_SHIFT"]
+    records = pack_records(keys, values, shift)
+    longs = long_values(keys, values, shift) if values.dtype.itemsize == 2 else None  # a file of two-byte values
     del keys, values
     with reserve_output(out, force=True) as reserved:
         t = time.perf_counter()
-        write_file(reserved.tmp, records, meta, value_bits=value_bits)
+        write_file(reserved.tmp, records, meta, longs=longs)
         seconds = time.perf_counter() - t
         reserved.commit()
     print(json.dumps({"seconds": seconds, "records": int(records.shape[0])}))

@@ -42,8 +42,8 @@ from dobutsu_tb.tablebase.values import LONG, describe_value
 from dobutsu_tb.tablebase.writer import (
     RECORD_VALUE_BITS,
     WIDE_VALUE_BITS,
+    LongValues,
     RecordBlocks,
-    check_record_room,
     reserve_output,
     write_file,
 )
@@ -123,12 +123,11 @@ def expected_counts(variant: Variant, start: Position) -> tuple[int, int] | None
 
 
 @njit(parallel=True)
-def _records_kernel(slots, layout, values, long_slots, long_dtm, key_shift, value_bits, bounds, offsets, out,
-                    counts):
+def _records_kernel(slots, layout, values, key_shift, bounds, offsets, out, counts):
     """The sort records of the occupied slots whose code lies in ``[bounds[0], bounds[-1])``: those
     of block b of the slots and sub-range r (``[bounds[r], bounds[r + 1])``) into
-    ``out[offsets[b, r]:]``, their number into ``counts[b, r]``. A value byte LONG takes its
-    DTM from ``long_slots``/``long_dtm``."""
+    ``out[offsets[b, r]:]``, their number into ``counts[b, r]``. A value byte LONG stays LONG
+    (:func:`long_values_of` gives those values)."""
     size = slots.shape[0]
     n_blocks, n_ranges = offsets.shape[0], offsets.shape[1]
     lo, hi = bounds[0], bounds[n_ranges]
@@ -144,10 +143,7 @@ def _records_kernel(slots, layout, values, long_slots, long_dtm, key_shift, valu
             r = 0
             while code >= bounds[r + 1]:
                 r += 1
-            v = np.int64(values[s])
-            if v == LONG and value_bits > 8:
-                v = long_dtm[np.searchsorted(long_slots, s)] + 1
-            out[offsets[b, r] + made[r]] = np.uint64((code << value_bits) | v)
+            out[offsets[b, r] + made[r]] = np.uint64((code << RECORD_VALUE_BITS) | np.int64(values[s]))
             made[r] += 1
         counts[b, :] = made
 
@@ -205,7 +201,7 @@ def range_counts(table, key_shift: int, bounds: list[int]) -> np.ndarray:
     return counts
 
 
-def records_between(table, solution, key_shift: int, value_bits: int, lo: int, hi: int,
+def records_between(table, solution, key_shift: int, lo: int, hi: int,
                     counts: np.ndarray | None = None) -> np.ndarray:
     """The sort records of the positions of a solved table whose code lies in ``[lo, hi)``, sorted
     (uint64, shape (n,)); arguments as for :func:`record_blocks`; ``counts`` (int64, shape
@@ -213,11 +209,17 @@ def records_between(table, solution, key_shift: int, value_bits: int, lo: int, h
     :func:`range_counts`), else counted here in a scan of the table."""
     if counts is None:
         counts = range_counts(table, key_shift, [lo, hi])[:, 0]
-    return _records_in(table, solution, key_shift, value_bits, [lo, hi], counts[:, None])
+    return _records_in(table, solution, key_shift, [lo, hi], counts[:, None])
 
 
-def _records_in(table, solution, key_shift: int, value_bits: int, bounds: list, counts: np.ndarray,
-                pool=None) -> np.ndarray:
+def long_values_of(table, solution, key_shift: int) -> LongValues:
+    """The values of two bytes of a solved table's positions (those whose value byte is LONG: a
+    DTM of 254 plies or more), by their keys' codes (``key >> key_shift``)."""
+    codes = table.keys_at(solution.long_slots) >> key_shift
+    return LongValues.of(codes, solution.long_dtm + 1)
+
+
+def _records_in(table, solution, key_shift: int, bounds: list, counts: np.ndarray, pool=None) -> np.ndarray:
     """The sort records of the positions whose code lies in ``[bounds[0], bounds[-1])``, sorted
     (uint64, shape (n,)), made in one scan of the table and sorted a sub-range
     ``[bounds[r], bounds[r + 1])`` at a time, each on a thread of ``pool`` (numpy sorts without
@@ -229,8 +231,8 @@ def _records_in(table, solution, key_shift: int, value_bits: int, bounds: list, 
     offsets = np.ascontiguousarray(starts[:-1] + np.cumsum(counts, axis=0) - counts, np.int64)
     made = np.zeros((BLOCKS, n_ranges), np.int64)
     out = np.empty(int(starts[-1]), np.uint64)
-    _records_kernel(table.slots, table.layout, solution.values, solution.long_slots, solution.long_dtm,
-                    key_shift, value_bits, np.asarray(bounds, np.int64), offsets, out, made)
+    _records_kernel(table.slots, table.layout, solution.values, key_shift, np.asarray(bounds, np.int64), offsets, out,
+                    made)
     if not np.array_equal(made, counts):
         raise AssertionError("the records of a key range are not the ones counted")
     parts = [out[starts[r]:starts[r + 1]] for r in range(n_ranges)]
@@ -242,11 +244,12 @@ def _records_in(table, solution, key_shift: int, value_bits: int, bounds: list, 
     return out
 
 
-def record_blocks(table, solution, key_shift: int, value_bits: int, passes: int) -> RecordBlocks:
+def record_blocks(table, solution, key_shift: int, passes: int) -> RecordBlocks:
     """The sort records (:func:`~dobutsu_tb.tablebase.writer.pack_records`) of every position of a
     solved table, in ``passes`` key ranges of about equal size (split at quantiles of a sample of
     the keys), each made in one scan of the table, sorted (a sub-range a thread) and handed over
-    in turn: one pass's records in memory at a time.
+    in turn: one pass's records in memory at a time. With DTMs of 254 plies or more, their
+    ``longs`` hold those values (:func:`long_values_of`), and the file takes two-byte values.
 
     Parameters
     ----------
@@ -256,8 +259,6 @@ def record_blocks(table, solution, key_shift: int, value_bits: int, passes: int)
         The retrograde analysis's values.
     key_shift : int
         The variant's ``KEY_SHIFT``.
-    value_bits : int
-        8, or 16 when some DTM does not fit a byte.
     passes : int
         Key ranges.
 
@@ -277,12 +278,13 @@ def record_blocks(table, solution, key_shift: int, value_bits: int, passes: int)
         with ThreadPoolExecutor(threads) as pool:
             for g, bounds in enumerate(groups):
                 interrupt.check()
-                out = _records_in(table, solution, key_shift, value_bits, bounds,
-                                  counts[:, g * step:g * step + len(bounds) - 1], pool)
+                out = _records_in(table, solution, key_shift, bounds, counts[:, g * step:g * step + len(bounds) - 1],
+                                  pool)
                 yield out
                 del out
 
-    return RecordBlocks(len(table), blocks)
+    longs = long_values_of(table, solution, key_shift) if solution.long_slots.shape[0] else None
+    return RecordBlocks(len(table), blocks, longs)
 
 
 def sorted_records(table, values: np.ndarray, key_shift: int) -> np.ndarray:
@@ -291,7 +293,7 @@ def sorted_records(table, values: np.ndarray, key_shift: int) -> np.ndarray:
     from dobutsu_tb.tablebase.retrograde import Solution
 
     solution = Solution(values, np.zeros(0, np.int64), np.zeros(0, np.int64), 0.0)
-    return next(iter(record_blocks(table, solution, key_shift, RECORD_VALUE_BITS, 1).blocks()))
+    return next(iter(record_blocks(table, solution, key_shift, 1).blocks()))
 
 
 @njit(parallel=True)
@@ -681,8 +683,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
         raise AssertionError("the positions without a move are not the losses in 0")
     no_move_keys.sort()
     value_bits = WIDE_VALUE_BITS if solution.long_slots.shape[0] else RECORD_VALUE_BITS
-    check_record_room(game, value_bits)
-    blocks = record_blocks(table, solution, game.layout["KEY_SHIFT"], value_bits, check_plan.record_passes)
+    blocks = record_blocks(table, solution, game.layout["KEY_SHIFT"], check_plan.record_passes)
     found = value_counts(value_histogram(table, solution, value_bits))
     meta = Metadata(start=start.text(), variant=game.variant, wins=found["wins"], draws=found["draws"],
                     losses=found["losses"], start_wdl=start_wdl, start_dtm=start_dtm, max_dtm=found["max_dtm"],
@@ -692,7 +693,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     t = time.perf_counter()
     with tqdm(total=2 * blocks.n, desc="write", unit=" entries", unit_scale=True,
               disable=disable, file=sys.stderr) as bar:
-        write_file(tmp, blocks, meta, progress=bar.update, value_bits=value_bits)
+        write_file(tmp, blocks, meta, progress=bar.update)
     del blocks, table, solution
     meta.seconds["write"] = time.perf_counter() - t
     if not quiet:

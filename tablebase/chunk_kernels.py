@@ -27,6 +27,8 @@ from dobutsu_tb.encoding import config
 from dobutsu_tb.encoding.checksums import fletcher32
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase.chunks import CHECKSUM_BYTES, stored_bound
+from dobutsu_tb.tablebase.game.layout import RECORD_VALUE_BITS
+from dobutsu_tb.tablebase.values import LONG
 
 #: zlib's constants (zlib.h).
 _Z_OK, _Z_STREAM_END, _Z_FINISH, _Z_DEFLATED, _MAX_WBITS, _MEM_LEVEL = 0, 1, 4, 8, 15, 8
@@ -95,23 +97,29 @@ def _load() -> bytes | None:
 
 _VERSION = _load()
 _VERSION_BYTES = np.frombuffer(_VERSION or b"\0", np.uint8).copy()  # for deflateInit2_
+#: The long values of one-byte /values: none (the kernel's arguments keep their types).
+_NO_LONGS = np.zeros(0, np.int64)
+_NO_LONG_VALUES = np.zeros(0, np.uint16)
 #: Whether :func:`encode_span` can run here (zlib found, 64-bit Linux, numba's JIT on).
 AVAILABLE = _VERSION is not None
 
 
 @njit(parallel=True)
-def _encode_span(records, first, count, chunk, keys, key_shift, value_bits, row, level, version, threads, out, sizes,
-                 crcs):
+def _encode_span(records, first, count, chunk, keys, key_shift, wide, long_codes, long_values, row, level, version,
+                 threads, out, sizes, crcs):
     """Chunks ``first`` .. ``first + count - 1`` of ``records`` into ``out`` (rows 0 .. count - 1):
-    their stored bytes, ``sizes`` their lengths (-1: zlib could not start, -2: deflate failed),
-    ``crcs`` their place CRCs (the row of chunk ``k`` is ``row + k``); ``threads`` share them out
-    (``numba.get_num_threads()`` here would make the kernel uncachable: a ctypes pointer)."""
+    their stored bytes, ``sizes`` their lengths (-1: zlib could not start, -2: deflate failed,
+    -3: a two-byte value not in ``long_codes``), ``crcs`` their place CRCs (the row of chunk ``k``
+    is ``row + k``); ``threads`` share them out (``numba.get_num_threads()`` here would make the
+    kernel uncachable: a ctypes pointer). With ``wide`` the values take two bytes, a byte LONG
+    its value from ``long_values`` at its code's place in ``long_codes``."""
     n = records.shape[0]
-    width = 8 if keys else (1 if value_bits == 8 else 2)
+    width = 8 if keys else (2 if wide else 1)
     raw_bytes = chunk * width
     strategy = 4 if keys else 0  # Z_FIXED for the keys (chunks.encode_chunks says why)
-    shift = np.uint64(value_bits)
+    shift = np.uint64(RECORD_VALUE_BITS)
     left = np.uint64(key_shift)
+    n_long = long_codes.shape[0]
     for t in prange(threads):
         lo, hi = t * count // threads, (t + 1) * count // threads
         stream = np.zeros(_STREAM_BYTES // 8, np.uint64)
@@ -124,6 +132,7 @@ def _encode_span(records, first, count, chunk, keys, key_shift, value_bits, row,
             continue
         for k in range(lo, hi):
             base = (first + k) * chunk
+            missing = False
             for i in range(chunk):
                 r = records[base + i] if base + i < n else np.uint64(0)  # the last chunk is padded
                 if keys:
@@ -133,8 +142,19 @@ def _encode_span(records, first, count, chunk, keys, key_shift, value_bits, row,
                 elif width == 1:
                     raw[i] = np.uint8(r & np.uint64(0xFF))
                 else:
-                    raw[2 * i] = np.uint8(r & np.uint64(0xFF))
-                    raw[2 * i + 1] = np.uint8((r >> np.uint64(8)) & np.uint64(0xFF))
+                    v = np.int64(r & np.uint64(0xFF))
+                    if v == LONG and base + i < n:
+                        code = np.int64(r >> shift)
+                        j = np.searchsorted(long_codes, code)
+                        if j < n_long and long_codes[j] == code:
+                            v = np.int64(long_values[j])
+                        else:
+                            missing = True
+                    raw[2 * i] = np.uint8(v & 0xFF)
+                    raw[2 * i + 1] = np.uint8((v >> 8) & 0xFF)
+            if missing:
+                sizes[k] = -3
+                continue
             _deflate_reset(handle)
             stream[_NEXT_IN] = raw.ctypes.data
             stream[_AVAIL_IN] = raw_bytes
@@ -156,7 +176,7 @@ def _encode_span(records, first, count, chunk, keys, key_shift, value_bits, row,
 
 
 def encode_span(records: np.ndarray, first: int, count: int, chunk: int, keys: bool, key_shift: int,
-                value_bits: int, row: int, level: int = config.GZIP_LEVEL):
+                longs, row: int, level: int = config.GZIP_LEVEL):
     """The stored bytes of chunks ``first`` .. ``first + count - 1`` of ``records`` for /keys
     (shuffled, deflated with fixed Huffman codes) or /values, each followed by its fletcher32,
     with their place CRCs: what :func:`~dobutsu_tb.tablebase.chunks.encode_chunks` and
@@ -170,9 +190,12 @@ def encode_span(records: np.ndarray, first: int, count: int, chunk: int, keys: b
     first, count, chunk : int
         The first chunk, how many, and the entries a chunk.
     keys : bool
-        /keys (int64 keys ``(record >> value_bits) << key_shift``) or /values.
-    key_shift, value_bits : int
-        The variant's ``KEY_SHIFT``; 8 or 16.
+        /keys (int64 keys ``(record >> 8) << key_shift``) or /values.
+    key_shift : int
+        The variant's ``KEY_SHIFT``.
+    longs : LongValues or None
+        For /values of two bytes: the values of the records whose byte is ``LONG``
+        (:class:`~dobutsu_tb.tablebase.writer.LongValues`); None for one-byte values.
     row : int
         The /chunk_table row of chunk ``first`` (the place CRCs cover it).
     level : int, optional
@@ -191,22 +214,30 @@ def encode_span(records: np.ndarray, first: int, count: int, chunk: int, keys: b
     ------
     RuntimeError
         If zlib is not :data:`AVAILABLE`, or fails.
+    ValueError
+        If a record's byte is ``LONG`` and ``longs`` has no value for its code.
     MemoryError
         If zlib cannot allocate its state.
     """
     if not AVAILABLE:
         raise RuntimeError("zlib cannot be called from compiled code here")
-    width = 8 if keys else (1 if value_bits == 8 else 2)
+    wide = longs is not None
+    width = 8 if keys else (2 if wide else 1)
+    long_codes = longs.codes if wide else _NO_LONGS
+    long_values = longs.values if wide else _NO_LONG_VALUES
     out = np.empty((count, stored_bound(chunk * width)), np.uint8)  # zlib's bound and the fletcher32
     sizes = np.zeros(count, np.int64)
     crcs = np.zeros(count, np.int64)
     if count:
         threads = min(numba.get_num_threads(), count)
         _encode_span(np.ascontiguousarray(records, np.uint64), np.int64(first), np.int64(count), np.int64(chunk),
-                     bool(keys), np.int64(key_shift), np.int64(value_bits), np.int64(row), np.int64(level),
-                     _VERSION_BYTES, np.int64(threads), out, sizes, crcs)
+                     bool(keys), np.int64(key_shift), wide, np.ascontiguousarray(long_codes, np.int64),
+                     np.ascontiguousarray(long_values, np.uint16), np.int64(row), np.int64(level), _VERSION_BYTES,
+                     np.int64(threads), out, sizes, crcs)
     if (sizes == -1).any():
         raise MemoryError("zlib could not allocate its state")
+    if (sizes == -3).any():
+        raise ValueError("a record's value needs two bytes, and the long values have none for its key")
     if (sizes < 0).any():
         raise RuntimeError("zlib failed to deflate a chunk")
     return out, sizes, crcs

@@ -58,6 +58,7 @@ from dobutsu_tb.tablebase.build import (
     _keys_with_value,
     _log,
     check_start_value,
+    long_values_of,
     range_bounds,
     records_between,
     sample_codes,
@@ -92,7 +93,7 @@ from dobutsu_tb.tablebase.memory import peak_resident_memory
 from dobutsu_tb.tablebase.retrograde import Solution, apply_predecessors, seed_cells, slot_dtype, value_code
 from dobutsu_tb.tablebase.schema import Metadata, value_counts
 from dobutsu_tb.tablebase.values import LONG
-from dobutsu_tb.tablebase.writer import RECORD_VALUE_BITS, WIDE_VALUE_BITS, RecordBlocks, check_record_room, write_file
+from dobutsu_tb.tablebase.writer import RECORD_VALUE_BITS, WIDE_VALUE_BITS, LongValues, RecordBlocks, write_file
 
 #: Codes each worker samples to split the records into key ranges.
 SAMPLE = 1 << 16
@@ -428,12 +429,19 @@ class ShardWorker:
         """At most ``m`` codes of its positions, sorted (to split the records into ranges)."""
         return sample_codes(self.table, self.shift, m)
 
-    def records(self, lo: int, hi: int, value_bits: int) -> np.ndarray:
+    def records(self, lo: int, hi: int) -> np.ndarray:
         """The sorted records of its positions whose code lies in ``[lo, hi)``."""
         self._threaded()
-        out = records_between(self.table, self.solution, self.shift, value_bits, lo, hi)
+        out = records_between(self.table, self.solution, self.shift, lo, hi)
         self.sent["records"] += out.nbytes
         return out
+
+    def long_values(self) -> tuple[np.ndarray, np.ndarray]:
+        """The codes and values of its positions whose value takes two bytes
+        (:func:`~dobutsu_tb.tablebase.build.long_values_of`), ascending by code."""
+        longs = long_values_of(self.table, self.solution, self.shift)
+        self.sent["records"] += longs.codes.nbytes + longs.values.nbytes
+        return longs.codes, longs.values
 
     def report(self) -> dict:
         """``host``, ``pid``, ``threads``, ``positions``, ``capacity`` (slots of its table),
@@ -564,7 +572,10 @@ def _run(cluster: RayCluster, tmp, game: Game, start: Position, expected, progre
     interrupt.check()
     t0 = time.perf_counter()
     value_bits = WIDE_VALUE_BITS if any(cluster.get(cluster.calls("finish"))) else RECORD_VALUE_BITS
-    check_record_room(game, value_bits)
+    longs = None
+    if value_bits == WIDE_VALUE_BITS:  # each worker's, merged (few: the DTMs of 254 plies or more)
+        parts = cluster.get(cluster.calls("long_values"))
+        longs = LongValues.of(_joined([c for c, _ in parts], np.int64), _joined([v for _, v in parts], np.uint16))
     found = value_counts(sum(cluster.get(cluster.calls("histogram", value_bits))))
     start_wdl, start_dtm = cluster.get(cluster.call(home, "value_of", start_key))
     no_move_keys = np.sort(_joined(cluster.get([cluster.call(i, "no_move_keys", s["no_moves"])
@@ -578,11 +589,11 @@ def _run(cluster: RayCluster, tmp, game: Game, start: Position, expected, progre
     seconds["sort"] = time.perf_counter() - t0
 
     def blocks():
-        upcoming = cluster.calls("records", *ranges[0], value_bits)
+        upcoming = cluster.calls("records", *ranges[0])
         for i in range(len(ranges)):  # the next range is made while this one is written
             interrupt.check()
             pending = upcoming
-            upcoming = cluster.calls("records", *ranges[i + 1], value_bits) if i + 1 < len(ranges) else None
+            upcoming = cluster.calls("records", *ranges[i + 1]) if i + 1 < len(ranges) else None
             block = np.concatenate(cluster.get(pending))
             del pending  # the workers' parts leave the object store
             block.sort(kind="stable")  # sorted runs, one per worker: a merge
@@ -593,8 +604,7 @@ def _run(cluster: RayCluster, tmp, game: Game, start: Position, expected, progre
     t0 = time.perf_counter()
     with tqdm(total=2 * counts["nonterminal"], desc="write", unit=" entries", unit_scale=True,
               disable=disable, file=sys.stderr) as bar:
-        write_file(tmp, RecordBlocks(counts["nonterminal"], blocks), meta, progress=bar.update,
-                   value_bits=value_bits)
+        write_file(tmp, RecordBlocks(counts["nonterminal"], blocks, longs), meta, progress=bar.update)
     seconds["write"] = time.perf_counter() - t0
     report = ClusterReport(cluster.address, cluster.get(cluster.calls("report")), rounds)
     phase("check")

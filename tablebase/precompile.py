@@ -301,9 +301,8 @@ def _main(work: str, part: str) -> None:
 
     ``analysis`` takes the rest, on the same enumerations made without numba's JIT in a
     process of its own (:func:`_enumerate_plainly`: a fraction of a second), so that it need not
-    wait for the other child's kernels: a plain tiny build and one with two-byte values (for keys
-    that leave room for them in a sort record: at most 48 bits), and by hand the paths a tiny game
-    does not take: one ply of the analysis from the start (a game of royal pieces alone may have no
+    wait for the other child's kernels: a plain tiny build and one with two-byte values, and by hand
+    the paths a tiny game does not take: one ply of the analysis from the start (a game of royal pieces alone may have no
     decided position to start from), the terminal positions of the second partition counted, the
     records made in three key ranges and the keys of positions without a move."""
     from dobutsu_tb.encoding.jit import saves_failed
@@ -399,7 +398,7 @@ def _compile_analysis(text: str, variant, start, work: str) -> None:
     from dobutsu_tb.tablebase import build, retrograde
     from dobutsu_tb.tablebase.build import _keys_with_value, build_tablebase, record_blocks
     from dobutsu_tb.tablebase.enumeration import Enumeration, count_terminal_partitions
-    from dobutsu_tb.tablebase.writer import RECORD_VALUE_BITS, WIDE_VALUE_BITS, fits_record
+    from dobutsu_tb.tablebase.writer import RECORD_VALUE_BITS
 
     plain = subprocess.run(_python_command("_enumerate_plainly", work), input=text, text=True, capture_output=True,
                            env={**os.environ, "NUMBA_DISABLE_JIT": "1"}, check=False)
@@ -417,7 +416,7 @@ def _compile_analysis(text: str, variant, start, work: str) -> None:
         the keys of its positions without a move."""
         solution = retrograde.solve(enum)
         solution.values = retrograde.contiguous_values(solution.values)
-        for _ in record_blocks(enum.table, solution, shift, RECORD_VALUE_BITS, passes).blocks():
+        for _ in record_blocks(enum.table, solution, shift, passes).blocks():
             pass
         build.value_histogram(enum.table, solution, RECORD_VALUE_BITS)
         _keys_with_value(enum.table.slots, enum.table.layout, solution.values, 1, np.zeros(1, np.int64))
@@ -439,6 +438,5 @@ def _compile_analysis(text: str, variant, start, work: str) -> None:
         count_terminal_partitions(enum)
         solved_and_recorded(enum, 2)
     del enum, cells
-    if fits_record(game.layout["MAX_KEY_BITS"], WIDE_VALUE_BITS):  # (wider keys have no room for them: refused)
-        retrograde.LONG_DTM = 3  # two-byte values (what a DTM of 254 plies or more needs)
-        build_tablebase(Path(work) / "wide.h5", start, progress=False, variant=variant, memory_check=False)
+    retrograde.LONG_DTM = 3  # two-byte values (what a DTM of 254 plies or more needs)
+    build_tablebase(Path(work) / "wide.h5", start, progress=False, variant=variant, memory_check=False)

@@ -14,6 +14,7 @@ import math
 import os
 import zlib
 from pathlib import Path
+from typing import NamedTuple
 
 import h5py
 import numpy as np
@@ -22,8 +23,7 @@ from dobutsu_tb.encoding import config, interrupt
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.tablebase import chunk_kernels, header
 from dobutsu_tb.tablebase.chunks import encode_chunks, hdf5_chunk_table, place_crc
-from dobutsu_tb.tablebase.game.layout import RECORD_BITS, RECORD_VALUE_BITS, WIDE_VALUE_BITS
-from dobutsu_tb.tablebase.game.variant import VariantError
+from dobutsu_tb.tablebase.game.layout import RECORD_VALUE_BITS, WIDE_VALUE_BITS
 from dobutsu_tb.tablebase.output import OutputError, ReservedOutput, describe_os_error
 from dobutsu_tb.tablebase.schema import (
     COUNT_FIELDS,
@@ -36,60 +36,79 @@ from dobutsu_tb.tablebase.schema import (
     Metadata,
     metadata_crc32,
 )
-from dobutsu_tb.tablebase.values import MAX_STORED_DTM
+from dobutsu_tb.tablebase.values import LONG, MAX_STORED_DTM
 
 
-def fits_record(key_bits: int, value_bits: int) -> bool:
-    """Whether a key's code of ``key_bits`` and a value of ``value_bits`` (8, or 16 for a variant
-    whose longest DTM is 254 plies or more) share a sort record, a uint64 (``code << value_bits |
-    value``; the widths are tablebase/game/layout.py's, which refuses a variant whose keys leave no
-    room for one byte)."""
-    return key_bits + value_bits <= RECORD_BITS
+class LongValues(NamedTuple):
+    """The values of the positions whose DTM needs two bytes (254 plies or more), by key: a sort
+    record's value byte says only :data:`~dobutsu_tb.tablebase.values.LONG` for them, so that a
+    record keeps 56 bits for the key's code whatever the values' width (the analysis keeps
+    these DTMs in a list of its own, too).
 
-
-def check_record_room(game, value_bits: int) -> None:
-    """Refuse a build whose keys leave no room for its values in a sort record.
-
-    A key's code and its value share a uint64 (:func:`pack_records`): every variant's code leaves
-    room for a byte (checked when it is read), but a DTM of 254 plies or more takes two bytes,
-    which a code of more than 48 bits leaves no room for.
-
-    Parameters
+    Attributes
     ----------
-    game : Game
-        The build's game (its variant's name, for the message, and its keys' bits).
-    value_bits : int
-        8 or 16.
+    codes : numpy.ndarray of int64, shape (m,)
+        Their keys' codes (``key >> KEY_SHIFT``), strictly ascending.
+    values : numpy.ndarray of uint16, shape (m,)
+        Their value codes (DTM + 1: at least ``LONG``, save where the tests lower
+        ``retrograde.LONG_DTM``).
+    """
+
+    codes: np.ndarray
+    values: np.ndarray
+
+    @classmethod
+    def of(cls, codes: np.ndarray, values: np.ndarray) -> "LongValues":
+        """From codes and value codes in any order (sorted here)."""
+        codes = np.asarray(codes, np.int64)
+        order = np.argsort(codes, kind="stable")
+        return cls(np.ascontiguousarray(codes[order]), np.ascontiguousarray(np.asarray(values, np.uint16)[order]))
+
+
+def pack_records(keys: np.ndarray, values: np.ndarray, key_shift: int) -> np.ndarray:
+    """Sort records (uint64, shape (n,)) of keys (int64) and value codes: ``code << 8 | byte``,
+    where ``code = key >> key_shift`` (the variant's ``KEY_SHIFT``) and the byte is the value
+    code, or :data:`~dobutsu_tb.tablebase.values.LONG` for one of two bytes (:func:`long_values`
+    gives those)."""
+    keys, values = np.asarray(keys, np.int64), np.asarray(values)
+    if values.dtype != np.uint8:  # (a byte's codes are the bytes: no temporary for the standard game's)
+        values = np.minimum(values, LONG)
+    return ((keys >> key_shift).astype(np.uint64) << np.uint64(RECORD_VALUE_BITS)) | values.astype(np.uint64)
+
+
+def long_values(keys: np.ndarray, values: np.ndarray, key_shift: int) -> LongValues:
+    """The :class:`LongValues` of keys (int64) and value codes (a DTM of 254 plies or more: a
+    value code of ``LONG`` or more)."""
+    long = np.asarray(values) >= LONG
+    return LongValues.of(np.asarray(keys, np.int64)[long] >> key_shift, np.asarray(values)[long])
+
+
+def record_keys(records: np.ndarray, key_shift: int) -> np.ndarray:
+    """The keys (int64) of sort records (``key_shift``: the variant's ``KEY_SHIFT``)."""
+    return (records >> np.uint64(RECORD_VALUE_BITS)).astype(np.int64) << key_shift
+
+
+def record_values(records: np.ndarray, longs: LongValues | None = None) -> np.ndarray:
+    """The value codes of sort records: uint8, or with ``longs`` uint16, the two-byte ones
+    (a byte ``LONG``) taken from it.
 
     Raises
     ------
-    VariantError
-        If the variant's codes and values of ``value_bits`` do not fit 64 bits (:func:`fits_record`).
+    ValueError
+        If a record's byte is ``LONG`` and ``longs`` has no value for its code.
     """
-    key_bits = game.layout["MAX_KEY_BITS"]
-    if not fits_record(key_bits, value_bits):
-        raise VariantError(f"{game.variant.name}: a DTM of 254 plies or more needs two-byte values, and this variant's "
-                           f"{key_bits}-bit keys leave room for one byte beside them (two-byte values: keys of at most "
-                           f"{RECORD_BITS - value_bits} bits); nothing was written")
-
-
-def pack_records(keys: np.ndarray, values: np.ndarray, key_shift: int,
-                 value_bits: int = RECORD_VALUE_BITS) -> np.ndarray:
-    """Sort records (uint64, shape (n,)) of keys (int64) and values: ``code << value_bits | value``,
-    where ``code = key >> key_shift`` (the variant's ``KEY_SHIFT``)."""
-    keys = np.asarray(keys, np.int64)
-    return ((keys >> key_shift).astype(np.uint64) << np.uint64(value_bits)) | np.asarray(values, np.uint64)
-
-
-def record_keys(records: np.ndarray, key_shift: int, value_bits: int = RECORD_VALUE_BITS) -> np.ndarray:
-    """The keys (int64) of sort records (``key_shift``: the variant's ``KEY_SHIFT``)."""
-    return (records >> np.uint64(value_bits)).astype(np.int64) << key_shift
-
-
-def record_values(records: np.ndarray, value_bits: int = RECORD_VALUE_BITS) -> np.ndarray:
-    """The values (uint8, or uint16 for 16-bit values) of sort records."""
-    dtype = np.uint8 if value_bits == RECORD_VALUE_BITS else np.uint16
-    return (records & np.uint64((1 << value_bits) - 1)).astype(dtype)
+    codes = (records & np.uint64(0xFF)).astype(np.uint8)
+    if longs is None:
+        return codes
+    out = codes.astype(np.uint16)
+    at = np.flatnonzero(codes == LONG)
+    if at.shape[0]:
+        wanted = (records[at] >> np.uint64(RECORD_VALUE_BITS)).astype(np.int64)
+        where = np.minimum(np.searchsorted(longs.codes, wanted), max(0, longs.codes.shape[0] - 1))
+        if longs.codes.shape[0] == 0 or not np.array_equal(longs.codes[where], wanted):
+            raise ValueError("a record's value needs two bytes, and the long values have none for its key")
+        out[at] = longs.values[where]
+    return out
 
 
 class RecordBlocks:
@@ -102,33 +121,36 @@ class RecordBlocks:
         Records in all.
     blocks : callable
         ``blocks()`` yields the blocks (uint64 arrays), in order, once.
+    longs : LongValues, optional
+        The values of two bytes: given, the file stores two-byte values (even if it is empty).
     """
 
-    def __init__(self, n: int, blocks):
+    def __init__(self, n: int, blocks, longs: LongValues | None = None):
         self.n = int(n)
         self.blocks = blocks
+        self.longs = longs
 
     @classmethod
-    def of(cls, records: np.ndarray) -> "RecordBlocks":
+    def of(cls, records: np.ndarray, longs: LongValues | None = None) -> "RecordBlocks":
         """One block: a whole array of records."""
         records = np.asarray(records, np.uint64)
-        return cls(records.shape[0], lambda: iter([records]))
+        return cls(records.shape[0], lambda: iter([records]), longs)
 
 
 def _encode_group(records: np.ndarray, first: int, count: int, chunk: int, keys: bool, key_shift: int,
-                  value_bits: int, row: int):
-    """Chunks ``first`` .. ``first + count - 1`` of ``records`` for /keys or /values, stored, with
-    their :func:`place_crc` values (the chunk's row in /chunk_table is ``row + first + k``): the
-    ``(out, sizes, crcs)`` of :func:`~dobutsu_tb.tablebase.chunk_kernels.encode_span`, made by it
-    when it can run here, else by :func:`encode_chunks` (the same bytes)."""
+                  longs: LongValues | None, row: int):
+    """Chunks ``first`` .. ``first + count - 1`` of ``records`` for /keys or /values (of two bytes
+    with ``longs``), stored, with their :func:`place_crc` values (the chunk's row in /chunk_table
+    is ``row + first + k``): the ``(out, sizes, crcs)`` of
+    :func:`~dobutsu_tb.tablebase.chunk_kernels.encode_span`, made by it when it can run here,
+    else by :func:`encode_chunks` (the same bytes)."""
     if chunk_kernels.AVAILABLE:
-        return chunk_kernels.encode_span(records, first, count, chunk, keys, key_shift, value_bits, row + first)
+        return chunk_kernels.encode_span(records, first, count, chunk, keys, key_shift, longs, row + first)
     n = records.shape[0]
     lo, hi = first * chunk, min(n, (first + count) * chunk)
-    dtype = np.int64 if keys else (np.uint8 if value_bits == RECORD_VALUE_BITS else np.uint16)
+    dtype = np.int64 if keys else (np.uint8 if longs is None else np.uint16)
     full = np.zeros(count * chunk, dtype)  # the last chunk is padded
-    full[: hi - lo] = (record_keys(records[lo:hi], key_shift, value_bits) if keys
-                       else record_values(records[lo:hi], value_bits))
+    full[: hi - lo] = record_keys(records[lo:hi], key_shift) if keys else record_values(records[lo:hi], longs)
     stored = encode_chunks(full.reshape(count, chunk), shuffle=keys)
     out = np.zeros((count, max(map(len, stored))), np.uint8)
     for k, data in enumerate(stored):
@@ -163,10 +185,10 @@ class _ChunkWriter:
         self.pool.shutdown(wait=True)
 
     def submit(self, dset, records: np.ndarray, first: int, count: int, chunk: int, keys: bool, key_shift: int,
-               value_bits: int, base: int, row: int, crcs: np.ndarray) -> None:
+               longs: LongValues | None, base: int, row: int, crcs: np.ndarray) -> None:
         """Compress chunks ``first`` .. ``first + count - 1`` of ``records`` (a span that starts at
         chunk ``base`` of ``dset``, whose first chunk is row ``row`` of /chunk_table)."""
-        task = self.pool.submit(_encode_group, records, first, count, chunk, keys, key_shift, value_bits, row + base)
+        task = self.pool.submit(_encode_group, records, first, count, chunk, keys, key_shift, longs, row + base)
         entries = min(count * chunk, records.shape[0] - first * chunk)
         self.pending.append((dset, base + first, chunk, crcs, entries, task))
         while len(self.pending) > self.ahead:
@@ -201,7 +223,8 @@ _TASK_CHUNKS = 256
 _NATIVE_TASK_CHUNKS = 1024
 
 
-def write_tablebase(path, records: np.ndarray, meta: Metadata, progress=None, force: bool = False) -> Path:
+def write_tablebase(path, records: np.ndarray, meta: Metadata, progress=None, force: bool = False,
+                    longs: LongValues | None = None) -> Path:
     """Write a tablebase file atomically (:func:`reserve_output`, then :func:`write_file`).
 
     Parameters
@@ -216,6 +239,9 @@ def write_tablebase(path, records: np.ndarray, meta: Metadata, progress=None, fo
         Called as ``progress(entries)`` as chunks are written (each dataset counts n entries).
     force : bool, optional
         Replace an existing file at ``path`` even if it is not a dobutsu tablebase.
+    longs : LongValues, optional
+        The values of two bytes (the records' bytes ``LONG``): given, the file stores two-byte
+        values.
 
     Returns
     -------
@@ -231,7 +257,7 @@ def write_tablebase(path, records: np.ndarray, meta: Metadata, progress=None, fo
         nothing is written then.
     """
     with reserve_output(path, force) as out:
-        write_file(out.tmp, records, meta, progress)
+        write_file(out.tmp, records, meta, progress, longs)
         return out.commit()
 
 
@@ -294,48 +320,66 @@ def _in_parts(records: np.ndarray) -> tuple:
     return np.ascontiguousarray(records, np.uint64), max(1, min(config.THREADS, records.shape[0]))
 
 
-def value_counts_of(records: np.ndarray, value_bits: int = RECORD_VALUE_BITS) -> np.ndarray:
-    """Records per value, counted on every thread without temporaries.
+def value_counts_of(records: np.ndarray) -> np.ndarray:
+    """Records per value byte, counted on every thread without temporaries.
 
     Parameters
     ----------
     records : numpy.ndarray of uint64, shape (n,)
         Sort records (:func:`pack_records`).
-    value_bits : int, optional
-        8 or 16.
 
     Returns
     -------
-    numpy.ndarray of int64, shape (2**value_bits,)
+    numpy.ndarray of int64, shape (256,)
     """
     records, parts = _in_parts(records)
-    out = np.zeros((parts, 1 << value_bits), np.int64)
-    _value_counts(records, np.int64(value_bits), out)
+    out = np.zeros((parts, 1 << RECORD_VALUE_BITS), np.int64)
+    _value_counts(records, np.int64(RECORD_VALUE_BITS), out)
     return out.sum(axis=0)
 
 
-def check_records(records: np.ndarray, counts: np.ndarray) -> None:
+def check_records(records: np.ndarray, counts: np.ndarray, wide: bool = False) -> None:
     """Refuse sort records that no tablebase may hold.
 
     Parameters
     ----------
     records : numpy.ndarray of uint64, shape (n,)
-    counts : numpy.ndarray of int64, shape (256,) or (65536,)
-        Records per value (a byte, or two bytes).
+    counts : numpy.ndarray of int64, shape (256,)
+        Records per value byte (:func:`value_counts_of`).
+    wide : bool, optional
+        Whether the file stores two-byte values: then a byte ``LONG`` stands for one of them.
 
     Raises
     ------
     ValueError
         If the keys are not strictly ascending or a value byte is out of range.
     """
-    value_bits = RECORD_VALUE_BITS if counts.shape[0] <= 256 else WIDE_VALUE_BITS
     records, parts = _in_parts(records)
-    if _descents(records, np.int64(value_bits), np.int64(parts)):
+    if _descents(records, np.int64(RECORD_VALUE_BITS), np.int64(parts)):
         raise ValueError("keys must be strictly ascending")
-    # Every two-byte code is a DTM of at most MAX_WIDE_DTM plies; a one-byte code above
-    # MAX_STORED_DTM + 1 is LONG, the analysis's mark of a DTM that needs two bytes.
-    if value_bits == RECORD_VALUE_BITS and counts[MAX_STORED_DTM + 2:].any():
+    # A byte above MAX_STORED_DTM + 1 is LONG, the analysis's mark of a DTM that needs two bytes.
+    if not wide and counts[MAX_STORED_DTM + 2:].any():
         raise ValueError(f"a value byte is out of range (above {MAX_STORED_DTM + 1}: a DTM that needs two bytes)")
+
+
+def _wide_counts(counts: np.ndarray, longs: LongValues) -> np.ndarray:
+    """Positions per two-byte value code (int64, shape (65536,)) of records counted per byte
+    (``counts``, shape (256,)) and their long values.
+
+    Raises
+    ------
+    ValueError
+        If the records' bytes ``LONG`` are not as many as the long values, or these are not
+        strictly ascending by key.
+    """
+    if counts[LONG] != longs.codes.shape[0]:
+        raise ValueError(f"{int(counts[LONG]):,} records say their value needs two bytes, and "
+                         f"{longs.codes.shape[0]:,} long values are given")
+    if longs.codes.shape[0] > 1 and (np.diff(longs.codes) <= 0).any():
+        raise ValueError("the long values' keys must be strictly ascending")
+    wide = np.bincount(longs.values.astype(np.int64), minlength=1 << WIDE_VALUE_BITS)
+    wide[:LONG] += counts[:LONG]
+    return wide
 
 
 def _create_hdf5(tmp, user_block: int) -> h5py.File:
@@ -426,16 +470,13 @@ def _write_header(tmp, block: int, payload: dict, data_start: int, data_end: int
         out.write(data)
 
 
-def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RECORD_VALUE_BITS) -> None:
+def write_file(tmp, records, meta: Metadata, progress=None, longs: LongValues | None = None) -> None:
     """Write a tablebase into ``tmp`` (a temporary file that :func:`reserve_output` created);
     the arguments are those of :func:`write_tablebase`, and ``records`` may also be
-    :class:`RecordBlocks`. Stops at :func:`~dobutsu_tb.encoding.interrupt.check` between chunk
-    groups.
+    :class:`RecordBlocks` (whose own ``longs`` then count, unless ``longs`` is given). Stops at
+    :func:`~dobutsu_tb.encoding.interrupt.check` between chunk groups.
 
-    Parameters
-    ----------
-    value_bits : int, optional
-        8 (a value byte per position) or 16 (two bytes, for DTMs of 254 plies or more).
+    The file's values are one byte each, or two (``longs`` given: for DTMs of 254 plies or more).
 
     Raises
     ------
@@ -446,6 +487,10 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
     """
     blocks = records if isinstance(records, RecordBlocks) else RecordBlocks.of(records)
     n = blocks.n
+    longs = blocks.longs if longs is None else longs
+    if longs is not None:
+        longs = LongValues(np.ascontiguousarray(longs.codes, np.int64), np.ascontiguousarray(longs.values, np.uint16))
+    value_bits = RECORD_VALUE_BITS if longs is None else WIDE_VALUE_BITS
     from dobutsu_tb.tablebase.game.game import game_of
 
     key_shift = game_of(meta.variant).layout["KEY_SHIFT"]
@@ -463,7 +508,7 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
                 dsets[name] = f.create_dataset(name, shape=(n,), dtype=dtype, chunks=(max(1, chunk),),
                                                compression="gzip", compression_opts=config.GZIP_LEVEL, shuffle=shuffle,
                                                fletcher32=True)
-            counts = np.zeros(1 << value_bits, np.int64)
+            counts = np.zeros(1 << RECORD_VALUE_BITS, np.int64)
             m_keys, m_values = math.ceil(n / key_chunk), math.ceil(n / value_chunk)
             crcs = {"keys": np.zeros(m_keys, np.int64), "values": np.zeros(m_values, np.int64)}
             rows = {"keys": 0, "values": m_keys}  # each dataset's first row in /chunk_table
@@ -483,9 +528,9 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
                         end = math.ceil(min(span.shape[0], lo + step) / chunk)
                         for first in range(lo // chunk, end, chunks.task_chunks):
                             chunks.submit(dsets[name], span, first, min(chunks.task_chunks, end - first), chunk,
-                                          name == "keys", key_shift, value_bits, written // chunk, rows[name],
+                                          name == "keys", key_shift, longs, written // chunk, rows[name],
                                           crcs[name])
-                index_parts.append(record_keys(span[::key_chunk], key_shift, value_bits).astype("<i8"))
+                index_parts.append(record_keys(span[::key_chunk], key_shift).astype("<i8"))
                 written += span.shape[0]
 
             def take(block):
@@ -493,11 +538,11 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
                 block = np.asarray(block, np.uint64)
                 if block.shape[0] == 0:
                     return
-                counts += value_counts_of(block, value_bits)
-                check_records(block, counts)
-                if last is not None and (block[0] >> np.uint64(value_bits)) <= last:
+                counts += value_counts_of(block)
+                check_records(block, counts, longs is not None)
+                if last is not None and (block[0] >> np.uint64(RECORD_VALUE_BITS)) <= last:
                     raise ValueError("keys must be strictly ascending")
-                last = block[-1] >> np.uint64(value_bits)
+                last = block[-1] >> np.uint64(RECORD_VALUE_BITS)
                 if carry.shape[0]:
                     head = np.concatenate([carry, block[: unit - carry.shape[0]]])
                     block = block[unit - carry.shape[0]:]
@@ -523,6 +568,8 @@ def write_file(tmp, records, meta: Metadata, progress=None, value_bits: int = RE
                 raise
             if written != n:
                 raise ValueError(f"{written:,} records given, {n:,} announced")
+            if longs is not None:
+                counts = _wide_counts(counts, longs)
             dtm_counts = counts[1:]  # counts[d + 1] = positions with DTM d
             dtm_wins = np.where(np.arange(dtm_counts.shape[0]) % 2 == 1, dtm_counts, 0)
             dtm_losses = np.where(np.arange(dtm_counts.shape[0]) % 2 == 0, dtm_counts, 0)

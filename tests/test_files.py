@@ -43,7 +43,7 @@ def truth(path):
 
 def forge(path, records, meta, monkeypatch):
     """Write records that no build would write (the writer's own checks switched off)."""
-    monkeypatch.setattr(writer, "check_records", lambda records, counts: None)
+    monkeypatch.setattr(writer, "check_records", lambda records, counts, wide=False: None)
     with writer.reserve_output(path, force=True) as out:
         writer.write_file(out.tmp, records, meta)
         out.commit()
@@ -605,31 +605,44 @@ def test_a_truncated_file_says_so(cli, lion_chick_tb, tmp_path, keep):
 
 # --- the chunks made in compiled code ------------------------------------------------------
 
-@pytest.mark.parametrize("value_bits", [8, 16])
-def test_compiled_chunks_are_those_of_pythons_zlib(value_bits):
+@pytest.mark.parametrize("wide", [False, True])
+def test_compiled_chunks_are_those_of_pythons_zlib(wide):
     """``chunk_kernels.encode_span`` (zlib called from numba, every thread at once) against the
     slow reference: ``encode_chunks`` in Python's zlib and ``place_crc``, byte for byte, for
-    both datasets, spans that start inside the records and a last chunk padded."""
+    both datasets, spans that start inside the records and a last chunk padded; two-byte values
+    taken from the long values where a record's byte is LONG (one in twenty here), by key."""
     from dobutsu_tb.tablebase import chunk_kernels
     from dobutsu_tb.tablebase.chunks import encode_chunks, place_crc
 
     assert chunk_kernels.AVAILABLE  # 64-bit Linux: the writer's fast path must not vanish unseen
-    rng = np.random.default_rng(value_bits)
+    rng = np.random.default_rng(int(wide))
     n, key_shift = 512 * 21 + 77, 5
-    codes = np.unique(rng.integers(0, 1 << 40, 2 * n))[:n].astype(np.uint64)
-    records = (codes << np.uint64(value_bits)) | rng.integers(0, 1 << value_bits, n).astype(np.uint64)
-    for keys, chunk in ((True, 512), (False, 1024)):
-        dtype = np.int64 if keys else (np.uint8 if value_bits == 8 else np.uint16)
+    keys = np.unique(rng.integers(0, 1 << 40, 2 * n))[:n] << key_shift
+    values = rng.integers(0, 255, n)
+    if wide:
+        values[::20] = rng.integers(255, 1 << 16, values[::20].shape[0])
+    records = writer.pack_records(keys, values, key_shift)
+    longs = writer.long_values(keys, values, key_shift) if wide else None
+    assert not wide or longs.codes.shape[0] >= n // 20
+    for keys_, chunk in ((True, 512), (False, 1024)):
+        dtype = np.int64 if keys_ else (np.uint16 if wide else np.uint8)
         full = np.zeros(-(-n // chunk) * chunk, dtype)
-        full[:n] = writer.record_keys(records, key_shift, value_bits) if keys else writer.record_values(records,
-                                                                                                        value_bits)
-        reference = encode_chunks(full.reshape(-1, chunk), shuffle=keys)
+        full[:n] = keys if keys_ else values  # the slow reference: what the file must hold
+        assert np.array_equal(full[:n], writer.record_keys(records, key_shift) if keys_
+                              else writer.record_values(records, longs))
+        reference = encode_chunks(full.reshape(-1, chunk), shuffle=keys_)
         m = len(reference)
         for first, count in ((0, m), (3, m - 3), (m - 1, 1)):
-            out, sizes, crcs = chunk_kernels.encode_span(records, first, count, chunk, keys, key_shift, value_bits,
+            out, sizes, crcs = chunk_kernels.encode_span(records, first, count, chunk, keys_, key_shift, longs,
                                                          100 + first)
             assert [bytes(out[k, :sizes[k]]) for k in range(count)] == reference[first:first + count]
             assert crcs.tolist() == [place_crc(100 + first + k, reference[first + k]) for k in range(count)]
+    if wide:  # a record whose byte says two bytes, and no long value for its key
+        short = writer.LongValues(longs.codes[1:], longs.values[1:])
+        with pytest.raises(ValueError, match="long values have none for its key"):
+            chunk_kernels.encode_span(records, 0, 1 + n // 1024, 1024, False, key_shift, short, 0)
+        with pytest.raises(ValueError, match="long values have none for its key"):
+            writer.record_values(records, short)
 
 
 def test_a_file_written_without_the_compiled_chunks_is_the_same(lion_chick_tb, tmp_path, monkeypatch):
@@ -670,25 +683,24 @@ def test_a_file_written_without_the_compiled_chunks_is_the_same(lion_chick_tb, t
 def test_record_checks_agree_with_numpy():
     """The writer's compiled counts and order check (every thread, no temporaries) against numpy:
     counts against ``np.bincount``; a descent or a tie is found wherever it lies, at the border
-    between two threads' parts included."""
+    between two threads' parts included; a byte LONG only in a file of two-byte values."""
     rng = np.random.default_rng(7)
-    for value_bits in (8, 16):
-        codes = np.unique(rng.integers(1, 1 << 40, 5000)).astype(np.uint64)
-        values = rng.integers(0, 60, codes.shape[0]).astype(np.uint64)
-        records = (codes << np.uint64(value_bits)) | values
-        counts = writer.value_counts_of(records, value_bits)
-        assert counts.shape == (1 << value_bits,)
-        assert np.array_equal(counts, np.bincount(values.astype(np.int64), minlength=1 << value_bits))
-        writer.check_records(records, counts)  # ascending, values in range: no error
-        if value_bits == 8:  # 255 is LONG, the analysis's mark of a DTM that needs two bytes
-            long = records.copy()
-            long[-1] |= np.uint64(255)
-            with pytest.raises(ValueError, match=r"value byte is out of range \(above 254"):
-                writer.check_records(long, writer.value_counts_of(long, value_bits))
-        n = records.shape[0]
-        for at in (1, n // 2, n // 2 + 1, n - 1):  # n // 2: where the second of two threads starts
-            for fault in ("descent", "tie"):
-                bad = records.copy()
-                bad[at] = bad[at - 1] - np.uint64(1 << value_bits) if fault == "descent" else bad[at - 1] + np.uint64(1)
-                with pytest.raises(ValueError, match="keys must be strictly ascending"):
-                    writer.check_records(bad, counts)
+    codes = np.unique(rng.integers(1, 1 << 40, 5000)).astype(np.uint64)
+    values = rng.integers(0, 60, codes.shape[0]).astype(np.uint64)
+    records = (codes << np.uint64(8)) | values
+    counts = writer.value_counts_of(records)
+    assert counts.shape == (256,)
+    assert np.array_equal(counts, np.bincount(values.astype(np.int64), minlength=256))
+    writer.check_records(records, counts)  # ascending, values in range: no error
+    long = records.copy()
+    long[-1] |= np.uint64(255)  # 255 is LONG, the analysis's mark of a DTM that needs two bytes
+    with pytest.raises(ValueError, match=r"value byte is out of range \(above 254"):
+        writer.check_records(long, writer.value_counts_of(long))
+    writer.check_records(long, writer.value_counts_of(long), wide=True)
+    n = records.shape[0]
+    for at in (1, n // 2, n // 2 + 1, n - 1):  # n // 2: where the second of two threads starts
+        for fault in ("descent", "tie"):
+            bad = records.copy()
+            bad[at] = bad[at - 1] - np.uint64(256) if fault == "descent" else bad[at - 1] + np.uint64(1)
+            with pytest.raises(ValueError, match="keys must be strictly ascending"):
+                writer.check_records(bad, counts)

@@ -2,8 +2,11 @@
 partitions, lists spilled to disk, records sorted and written by key range, two-byte values. Each
 path, forced on a small build, must give the same file (keys and values) as the plain build."""
 
+import dataclasses
 from pathlib import Path
 
+import h5py
+import numba
 import numpy as np
 import pytest
 
@@ -136,7 +139,7 @@ def test_a_dense_table_gives_the_same_file(tmp_path, monkeypatch):
                              work_dir=tmp_path)
     assert result.plan.table_load == 0.85 and result.plan.table_slots == 458_752  # the table as it was made
     # Its kernels (int32 slots) compiled in the precompile children, or were cached: none in the build.
-    [mark] = cache.glob(f"numba-*/shape-3x4/{precompile.DENSE_MARK.format('int32')}")
+    mark = Path(numba.config.CACHE_DIR) / "shape-3x4" / precompile.DENSE_MARK.format("int32")  # (this version's)
     late = [p.name for p in cache.rglob("*") if p.is_file() and before.get(p) != p.stat().st_mtime_ns
             and p.stat().st_mtime_ns > mark.stat().st_mtime_ns]
     assert late == [], late
@@ -200,8 +203,8 @@ def test_records_by_key_range_are_the_records(passes):
     enum = enumerate_positions(game, Position.from_text(LION_CHICK).state())
     solution = retrograde.solve(enum)
     shift = game.layout["KEY_SHIFT"]
-    one = np.concatenate(list(record_blocks(enum.table, solution, shift, 8, 1).blocks()))
-    blocks = list(record_blocks(enum.table, solution, shift, 8, passes).blocks())
+    one = np.concatenate(list(record_blocks(enum.table, solution, shift, 1).blocks()))
+    blocks = list(record_blocks(enum.table, solution, shift, passes).blocks())
     assert len(blocks) == passes or passes > 8  # sample quantiles may coincide on tiny tables
     assert np.array_equal(np.concatenate(blocks), one) and one.shape[0] == len(enum.table)
     slots = enum.table.occupied()  # the slow reference: every slot's record, sorted by numpy at once
@@ -230,6 +233,40 @@ def test_the_writer_takes_uneven_blocks(tmp_path, monkeypatch, lion_chick_tb):
     assert made == cuts[:-1]
     k, v, m = _contents(tmp_path / "blocks.h5")
     assert np.array_equal(k, keys) and np.array_equal(v, values) and m == meta
+
+
+def test_two_byte_values_by_key_range(tmp_path, monkeypatch, lion_chick_tb):
+    """With DTMs too long for a byte (5 plies or more stand for them here), the records of every
+    key range carry the byte LONG for those, and the writer takes their values from the long
+    values, by key, across blocks: the file's values are the one-byte file's, in two bytes."""
+    monkeypatch.setattr(retrograde, "LONG_DTM", 5)
+    game = game_of()
+    shift = game.layout["KEY_SHIFT"]
+    enum = enumerate_positions(game, Position.from_text(LION_CHICK).state())
+    solution = retrograde.solve(enum)
+    solution.values = retrograde.contiguous_values(solution.values)
+    keys, values, meta = _contents(lion_chick_tb.path)
+    blocks = record_blocks(enum.table, solution, shift, 4)
+    long = values >= 6  # value code DTM + 1
+    assert np.array_equal(blocks.longs.codes, keys[long] >> shift) and np.array_equal(blocks.longs.values, values[long])
+    with writer.reserve_output(tmp_path / "wide.h5") as out:
+        writer.write_file(out.tmp, blocks, meta)
+        out.commit()
+    k, v, m = _contents(tmp_path / "wide.h5")
+    assert v.dtype == np.dtype("<u2") and np.array_equal(k, keys) and np.array_equal(v, values)
+    assert m == dataclasses.replace(meta, value_bits=16)
+    wrong = writer.LongValues(blocks.longs.codes, blocks.longs.values[::-1].copy())  # (the values of other keys)
+    with writer.reserve_output(tmp_path / "wrong.h5") as out:
+        writer.write_file(out.tmp, record_blocks(enum.table, solution, shift, 4), meta, longs=wrong)
+        out.commit()
+    with h5py.File(tmp_path / "wrong.h5", "r") as f:  # (so the first check can fail; the reader refuses it)
+        assert not np.array_equal(f["values"][()], values)
+    for bad, message in ((writer.LongValues(wrong.codes[1:], wrong.values[1:]), "long values have none for its key"),
+                         (writer.LongValues(np.append(wrong.codes, 1 << 40), np.append(wrong.values, 300)),
+                          r"records say their value needs two bytes, and [\d,]+ long values are given")):
+        with pytest.raises(ValueError, match=message), writer.reserve_output(tmp_path / "bad.h5") as out:
+            writer.write_file(out.tmp, record_blocks(enum.table, solution, shift, 4), meta, longs=bad)
+    assert not (tmp_path / "bad.h5").exists()
 
 
 def test_dtms_too_long_for_a_byte_take_two(tmp_path, monkeypatch, lion_chick_tb):

@@ -138,21 +138,31 @@ def test_a_key_too_wide_for_a_sort_record_is_refused_when_read(cli, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["wide.toml"]
 
 
-def test_two_byte_values_with_keys_too_wide_for_them_are_one_error(tmp_path, monkeypatch):
-    """A DTM of 254 plies or more takes two-byte values, which leave a key 48 bits in a sort record:
-    a build of wider keys that needs them stops with one error and writes nothing (it died with
-    'keys must be strictly ascending'). Positions of DTM 3 or more stand for the long ones."""
+@pytest.mark.parametrize("files, ranks, start, kinds, bits", [
+    (3, 4, "S/elB/EBC/--L/ceD/-", "ABCDEF", 50),
+    (4, 5, "S/aBaB/-l--/aC--/--L-/BaBa/-", "ABC", 56),
+])
+def test_two_byte_values_with_the_widest_keys(tmp_path, monkeypatch, files, ranks, start, kinds, bits):
+    """A DTM of 254 plies or more takes two-byte values, whatever the keys' width up to the 56 bits
+    a sort record holds beside a byte (its byte says LONG; the value goes in a list of its own):
+    such a build of 50-bit keys stopped with an error ('a DTM of 254 plies or more needs two-byte
+    values ...'), and before that died with 'keys must be strictly ascending'. Positions of DTM 3
+    or more stand for the long ones: the file's values are the plain build's, in two bytes."""
     from dobutsu_tb.tablebase import retrograde
+    from dobutsu_tb.tablebase.reader import TablebaseFile
 
-    v = parse_variant(_immobile("wide", 3, 4, "S/elB/EBC/--L/ceD/-", "ABCDEF"))
-    assert game_of(v).layout["MAX_KEY_BITS"] == 50
-    assert build_tablebase(tmp_path / "a.h5", v.start, progress=False, variant=v).metadata.max_dtm > 3
+    v = parse_variant(_immobile("wide", files, ranks, start, kinds))
+    assert game_of(v).layout["MAX_KEY_BITS"] == bits
+    plain = build_tablebase(tmp_path / "a.h5", v.start, progress=False, variant=v)
+    assert plain.metadata.max_dtm > 3
     monkeypatch.setattr(retrograde, "LONG_DTM", 3)
-    with pytest.raises(VariantError, match=r"^wide: a DTM of 254 plies or more needs two-byte values, and this "
-                                           r"variant's 50-bit keys leave room for one byte beside them \(two-byte "
-                                           r"values: keys of at most 48 bits\); nothing was written$"):
-        build_tablebase(tmp_path / "b.h5", v.start, progress=False, variant=v)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.h5"]
+    wide = build_tablebase(tmp_path / "b.h5", v.start, progress=False, variant=v)
+    with TablebaseFile(plain.path) as a, TablebaseFile(wide.path) as b:
+        (ka, va), (kb, vb) = a.read_all(), b.read_all()
+        assert a.value_dtype == np.dtype("u1") and b.value_dtype == np.dtype("<u2")
+    assert np.array_equal(ka, kb) and np.array_equal(va, vb) and (va > 4).any()
+    assert wide.metadata.max_dtm == plain.metadata.max_dtm and wide.metadata.wins == plain.metadata.wins
+
 
 def test_bad_variant_files_get_one_error_line(cli, tmp_path):
     cases = {

@@ -95,9 +95,9 @@ MAX_TABLE_FILES = 4
 #: The most squares and files of a board (20 squares: 4x5, 5x4, 6x3, 3x6 ...).
 MAX_CELLS = 20
 MAX_FILES = 6
-#: A build's sort records (tablebase/writer.py) hold a key's code and its value in one uint64,
-#: ``code << value_bits | value``: a value of one byte, or of two when a DTM reaches 254 plies. So a
-#: code is at most RECORD_BITS - RECORD_VALUE_BITS bits (56), and at most 48 beside two-byte values.
+#: A build's sort records (tablebase/writer.py) hold a key's code and its value byte in one uint64,
+#: ``code << 8 | byte`` (a value of two bytes, for a DTM of 254 plies or more, is the byte LONG and a
+#: list of its own). So a code is at most RECORD_BITS - RECORD_VALUE_BITS bits (56).
 RECORD_BITS = 64
 RECORD_VALUE_BITS = 8
 WIDE_VALUE_BITS = 16
