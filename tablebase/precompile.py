@@ -301,10 +301,10 @@ def _main(work: str, part: str) -> None:
 
     ``analysis`` takes the rest, on the same enumerations made without numba's JIT in a
     process of its own (:func:`_enumerate_plainly`: a fraction of a second), so that it need not
-    wait for the other child's kernels: a plain tiny build and one with two-byte values, and by hand
-    the paths a tiny game does not take: one ply of the analysis from the start (a game of royal pieces alone may have no
-    decided position to start from), the terminal positions of the second partition counted, the
-    records made in three key ranges and the keys of positions without a move."""
+    wait for the other child's kernels: a plain tiny build and one with two-byte values, and by
+    hand the paths a tiny game does not take: one ply of the analysis from the start (a game of
+    royal pieces alone may have no decided position to start from), the terminal positions of the
+    second partition counted, the records made in three key ranges and the keys of positions without a move."""
     from dobutsu_tb.encoding.jit import saves_failed
 
     text, variant, start = _read_request()
