@@ -195,8 +195,10 @@ class Sizes:
         return self.table(nonterminal) + 2 * self.slots(nonterminal) + lists
 
     def records(self, nonterminal: int, passes: int) -> int:
-        """The table, the value bytes and one pass's sort records (8 bytes a position)."""
-        return self.table(nonterminal) + 2 * self.slots(nonterminal) + 8 * math.ceil(nonterminal / passes)
+        """The table, the value bytes and one pass's sort records (8 bytes a position): the
+        counters are gone by then (the value bytes are moved into the first half of the analysis's
+        cells, whose second half goes back to the system: retrograde.contiguous_values)."""
+        return self.table(nonterminal) + self.slots(nonterminal) + 8 * math.ceil(nonterminal / passes)
 
 
 def record_passes(sizes: Sizes, nonterminal: int) -> int:

@@ -257,10 +257,15 @@ def test_too_little_memory_is_said_before_the_build(cli, tmp_path, monkeypatch):
                                  "(MemAvailable in /proc/meminfo); free some memory or raise --max-memory\n")
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "900M")
         assert result.exit_code == 1 and "but the budget is 900 MiB (--max-memory)" in result.output
-        # Within a few MiB of the table's floor: not 1024 scans of the table for the records
+        # Within a few MiB of the table's floor: not 1024 scans of the table for the records. The
+        # records share the table with one value byte a slot (the counters' half of the cells given
+        # back), so 990 MiB plans 8 ranges; with fewer allowed it is refused in one line.
+        plan = memory.make_plan(memory.Sizes(44, 19), 99_485_568, 147_317_599, 990 << 20, tmp_path)
+        assert (plan.terminal_parts, plan.record_passes, plan.table_load) == (8, 8, 0.85)
+        m.setattr(memory, "MAX_RECORD_PASSES", 4)
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "990M")
         assert result.exit_code == 1 and result.output.count("\n") == 1 and \
-            "(their sort records in 64 key ranges, each a scan of the table), but the budget is 990 MiB" in \
+            "(their sort records in 4 key ranges, each a scan of the table), but the budget is 990 MiB" in \
             result.output, result.output
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "lots")
         assert result.exit_code == 2 and "'lots' is not a size like 20G" in result.output

@@ -3,6 +3,7 @@ partitions, lists spilled to disk, records sorted and written by key range, two-
 path, forced on a small build, must give the same file (keys and values) as the plain build."""
 
 import dataclasses
+import os
 from pathlib import Path
 
 import h5py
@@ -286,3 +287,31 @@ def test_dtms_too_long_for_a_byte_take_two(tmp_path, monkeypatch, lion_chick_tb)
     with open_tablebase(result.path) as tb:
         assert tb.probe_dtm(LION_CHICK) == 15
         assert [m.move for m in tb.principal_variation(LION_CHICK)][:2] == ["Lb4-a3", "Cb2xb3"]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 64, 4096 * 3 + 5, (1 << 20) + 17])
+def test_value_bytes_are_moved_in_place(n):
+    """The analysis's value bytes leave its cells in place (their first half), against numpy's
+    copy of the strided bytes; the cells' memory is used, so no second array is held."""
+    rng = np.random.default_rng(n)
+    cells = rng.integers(0, 1 << 16, n).astype(np.uint16)
+    want = cells.view(np.uint8)[0::2].copy()
+    out = retrograde.contiguous_values(retrograde.value_bytes(cells))
+    assert out.flags.c_contiguous and np.shares_memory(out, cells) and np.array_equal(out, want)
+    other = rng.integers(0, 256, 2 * n).astype(np.uint8)[::2]  # strided, but no cells: copied
+    copied = retrograde.contiguous_values(other)
+    assert np.array_equal(copied, other) and (n == 1 or not np.shares_memory(copied, other))  # (one byte: contiguous)
+
+
+def test_the_counters_half_goes_back_to_the_system():
+    """Once the value bytes are moved, the cells' second half leaves the process's resident
+    memory (what lets a build's records count one byte a slot for the values, not three)."""
+    def resident() -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    cells = np.ones(64 << 20, np.uint16)  # 128 MiB, every page touched
+    before = resident()
+    values = retrograde.contiguous_values(retrograde.value_bytes(cells))
+    assert before - resident() > 48 << 20, (before, resident())
+    assert values.shape == (64 << 20,) and values[0] == 1 and values[-1] == 1
