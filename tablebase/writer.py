@@ -470,6 +470,39 @@ def _write_header(tmp, block: int, payload: dict, data_start: int, data_end: int
         out.write(data)
 
 
+def checked_longs(longs) -> LongValues:
+    """``longs`` as the writer takes them (int64 codes, uint16 values, contiguous), refused
+    before anything is written if they cannot be a file's long values.
+
+    Raises
+    ------
+    ValueError
+        If the codes and values are not integer arrays of one dimension and one length, a code
+        is negative or wider than a sort record holds (56 bits), a value is not in 1 .. 65535,
+        or the codes are not strictly ascending.
+    """
+    try:
+        codes, values = longs.codes, longs.values
+    except AttributeError:
+        raise ValueError("the long values must be a LongValues (their codes and values)") from None
+    codes, values = np.asarray(codes), np.asarray(values)
+    if codes.ndim != 1 or values.ndim != 1 or codes.shape != values.shape:
+        raise ValueError(f"the long values' codes and values must be two arrays of one length; "
+                         f"shapes {codes.shape} and {values.shape} given")
+    for name, a in (("codes", codes), ("values", values)):
+        if a.shape[0] and not np.issubdtype(a.dtype, np.integer):
+            raise ValueError(f"the long values' {name} must be integers, not {a.dtype}")
+    if codes.shape[0]:
+        if int(codes.min()) < 0 or int(codes.max()) >= 1 << (64 - RECORD_VALUE_BITS):
+            raise ValueError(f"a long value's code is out of range (0 .. 2**{64 - RECORD_VALUE_BITS} - 1)")
+        if int(values.min()) < 1 or int(values.max()) >= 1 << WIDE_VALUE_BITS:
+            raise ValueError(f"a long value is out of range (a value code 1 .. {(1 << WIDE_VALUE_BITS) - 1})")
+    codes, values = np.ascontiguousarray(codes, np.int64), np.ascontiguousarray(values, np.uint16)
+    if codes.shape[0] > 1 and (np.diff(codes) <= 0).any():
+        raise ValueError("the long values' keys must be strictly ascending")
+    return LongValues(codes, values)
+
+
 def write_file(tmp, records, meta: Metadata, progress=None, longs: LongValues | None = None) -> None:
     """Write a tablebase into ``tmp`` (a temporary file that :func:`reserve_output` created);
     the arguments are those of :func:`write_tablebase`, and ``records`` may also be
@@ -481,7 +514,8 @@ def write_file(tmp, records, meta: Metadata, progress=None, longs: LongValues | 
     Raises
     ------
     ValueError
-        If the keys are not strictly ascending or a value is out of range.
+        If the keys are not strictly ascending, a value is out of range, or ``longs`` cannot be
+        long values (:func:`checked_longs`: before anything is written).
     OutputError
         If HDF5 cannot write the file (a full disk: its message, in one line).
     """
@@ -489,7 +523,7 @@ def write_file(tmp, records, meta: Metadata, progress=None, longs: LongValues | 
     n = blocks.n
     longs = blocks.longs if longs is None else longs
     if longs is not None:
-        longs = LongValues(np.ascontiguousarray(longs.codes, np.int64), np.ascontiguousarray(longs.values, np.uint16))
+        longs = checked_longs(longs)
     value_bits = RECORD_VALUE_BITS if longs is None else WIDE_VALUE_BITS
     from dobutsu_tb.tablebase.game.game import game_of
 

@@ -263,11 +263,43 @@ def test_two_byte_values_by_key_range(tmp_path, monkeypatch, lion_chick_tb):
     with h5py.File(tmp_path / "wrong.h5", "r") as f:  # (so the first check can fail; the reader refuses it)
         assert not np.array_equal(f["values"][()], values)
     for bad, message in ((writer.LongValues(wrong.codes[1:], wrong.values[1:]), "long values have none for its key"),
-                         (writer.LongValues(np.append(wrong.codes, 1 << 40), np.append(wrong.values, 300)),
+                         (writer.LongValues(np.append(wrong.codes, 1 << 50), np.append(wrong.values, 300)),
                           r"records say their value needs two bytes, and [\d,]+ long values are given")):
         with pytest.raises(ValueError, match=message), writer.reserve_output(tmp_path / "bad.h5") as out:
             writer.write_file(out.tmp, record_blocks(enum.table, solution, shift, 4), meta, longs=bad)
     assert not (tmp_path / "bad.h5").exists()
+
+
+def test_long_values_that_cannot_be_are_refused_before_writing(tmp_path, lion_chick_tb):
+    """Long values of the wrong shape, type or range, or out of order, are refused with one
+    ValueError before anything is written, and leave no file: values above 65,535 or negative
+    were cast to uint16 and written as other values, lengths that differ read past the values'
+    end, a 2-D array failed in the compiled chunks with a numba traceback, and unsorted codes
+    said 'the long values have none for its key'."""
+    keys, values, meta = _contents(lion_chick_tb.path)
+    codes = keys >> 19
+    long = values >= 6
+    records = writer.pack_records(keys, np.where(long, 255, values).astype(np.uint8), 19)
+    lc, lv = codes[long], values[long]
+    assert lc.shape[0] >= 2
+    bad = {
+        "big": (writer.LongValues(lc, lv.astype(np.int64) + 70_000), "a long value is out of range"),
+        "negative": (writer.LongValues(lc, -lv.astype(np.int64)), "a long value is out of range"),
+        "zero": (writer.LongValues(lc, np.zeros_like(lv)), "a long value is out of range"),
+        "short": (writer.LongValues(lc, lv[:-1]), "two arrays of one length"),
+        "2-D": (writer.LongValues(lc[:, None], lv[:, None]), "two arrays of one length"),
+        "float": (writer.LongValues(lc + 0.5, lv), "codes must be integers"),
+        "unsorted": (writer.LongValues(lc[::-1].copy(), lv[::-1].copy()), "must be strictly ascending"),
+        "negative codes": (writer.LongValues(-lc, lv), "code is out of range"),
+        "tuple of one": ((lc,), "must be a LongValues"),
+    }
+    for name, (longs, message) in bad.items():
+        with pytest.raises(ValueError, match=message):
+            writer.write_tablebase(tmp_path / "bad.h5", records, meta, longs=longs)
+        assert os.listdir(tmp_path) == [], name
+    writer.write_tablebase(tmp_path / "good.h5", records, meta, longs=writer.LongValues(list(lc), list(lv)))
+    k, v, _ = _contents(tmp_path / "good.h5")
+    assert np.array_equal(k, keys) and np.array_equal(v, values) and v.dtype == np.dtype("<u2")
 
 
 def test_dtms_too_long_for_a_byte_take_two(tmp_path, monkeypatch, lion_chick_tb):
