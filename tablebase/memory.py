@@ -34,6 +34,11 @@ from dobutsu_tb.encoding.compact_set import set_nbytes
 #: Bytes a build holds besides its tables: the interpreter, numpy, numba and its compiled
 #: kernels, thread buffers (measured: about 0.25 GiB).
 BASE_MEMORY = 320 << 20
+#: What the retrograde analysis holds beyond BASE_MEMORY besides the table and its cells: a
+#: window of frontier keys sorted (4 Mi keys), each thread's row of decisions, the resident pages
+#: of spilled lists. Measured: the standard game within 990 MiB, planned without it at 990 MiB,
+#: peaked at 1,032,904 kB during its analysis (19 MiB over; 2026-12-06).
+ANALYSIS_BUFFERS = 32 << 20
 #: The most terminal partitions (passes over the table).
 MAX_TERMINAL_PARTS = 64
 #: The most key ranges the records are made in (each a scan of the table): a budget within a few
@@ -190,9 +195,12 @@ class Sizes:
         return self.table(nonterminal) + self.slots(nonterminal) + self.terminal_set(terminal_in_memory, load)
 
     def retrograde(self, nonterminal: int, spilled: bool = False) -> int:
-        """The table, a value and a counter byte a slot, and (unless spilled) the lists."""
+        """The table, a value and a counter byte a slot, the analysis's buffers
+        (:data:`ANALYSIS_BUFFERS`, at most 8 bytes a position: a small game's window is its
+        frontier) and (unless spilled) the lists."""
         lists = 0 if spilled else int(LIST_SHARE * nonterminal) * 4 * 2
-        return self.table(nonterminal) + 2 * self.slots(nonterminal) + lists
+        buffers = min(ANALYSIS_BUFFERS, 8 * nonterminal)
+        return self.table(nonterminal) + 2 * self.slots(nonterminal) + buffers + lists
 
     def records(self, nonterminal: int, passes: int) -> int:
         """The table, the value bytes and one pass's sort records (8 bytes a position): the
@@ -326,12 +334,12 @@ def _plan_for(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
                                  sizes.records(nonterminal, first))
         return BuildPlan(None, 1, first, bool(spill), work_dir, peak, 0, **dense)
     room = budget - BASE_MEMORY
-    floor = sizes.table(nonterminal) + 2 * sizes.slots(nonterminal)
+    floor = sizes.retrograde(nonterminal, spilled=True)
     if floor > room:
         what = (f"its {nonterminal + terminal:,} positions: {gib(floor)} for the table of the {nonterminal:,} "
-                f"non-terminal ones and their values" if known else
-                f"its first tables: {gib(floor)} for a table of {nonterminal:,} non-terminal positions and their "
-                f"values, before their count is known")
+                f"non-terminal ones, their values and the analysis's buffers" if known else
+                f"its first tables: {gib(floor)} for a table of {nonterminal:,} non-terminal positions, their "
+                f"values and the analysis's buffers, before their count is known")
         raise InsufficientMemoryError(
             f"the build needs at least {gib(floor + BASE_MEMORY)} of memory for {what}, and {gib(BASE_MEMORY)} for "
             f"the interpreter and the kernels; but the budget is {gib(budget)} ({source}); free some memory or "
