@@ -157,7 +157,7 @@ def write_child(source: str, out: str) -> None:
     """Rewrite the tablebase ``source`` into ``out`` in this process; print the seconds as JSON."""
     from dobutsu_tb.tablebase.game.game import game_of
     from dobutsu_tb.tablebase.reader import TablebaseFile
-    from dobutsu_tb.tablebase.writer import long_values, pack_records, reserve_output, write_file
+    from dobutsu_tb.tablebase.writer import RecordBlocks, long_values, pack_records, reserve_output, write_file
 
     with TablebaseFile(source) as f:
         keys, values = f.read_all()
@@ -168,7 +168,7 @@ def write_child(source: str, out: str) -> None:
     del keys, values
     with reserve_output(out, force=True) as reserved:
         t = time.perf_counter()
-        write_file(reserved.tmp, records, meta, longs=longs)
+        write_file(reserved.tmp, RecordBlocks.of(records, longs), meta)
         seconds = time.perf_counter() - t
         reserved.commit()
     print(json.dumps({"seconds": seconds, "records": int(records.shape[0])}))

@@ -682,8 +682,8 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
                                                no_move_keys) != counts["no_moves"]:
         raise AssertionError("the positions without a move are not the losses in 0")
     no_move_keys.sort()
-    value_bits = WIDE_VALUE_BITS if solution.long_slots.shape[0] else RECORD_VALUE_BITS
     blocks = record_blocks(table, solution, game.layout["KEY_SHIFT"], check_plan.record_passes)
+    value_bits = RECORD_VALUE_BITS if blocks.longs is None else WIDE_VALUE_BITS
     found = value_counts(value_histogram(table, solution, value_bits))
     meta = Metadata(start=start.text(), variant=game.variant, wins=found["wins"], draws=found["draws"],
                     losses=found["losses"], start_wdl=start_wdl, start_dtm=start_dtm, max_dtm=found["max_dtm"],

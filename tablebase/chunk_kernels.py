@@ -143,7 +143,7 @@ def _encode_span(records, first, count, chunk, keys, key_shift, wide, long_codes
                     raw[i] = np.uint8(r & np.uint64(0xFF))
                 else:
                     v = np.int64(r & np.uint64(0xFF))
-                    if v == LONG and base + i < n:
+                    if v == LONG:
                         code = np.int64(r >> shift)
                         j = np.searchsorted(long_codes, code)
                         if j < n_long and long_codes[j] == code:

@@ -308,24 +308,24 @@ def _compact_in_place(buf, n, n_blocks):
         lo = hi
 
 
-def _give_back(buf: np.ndarray, start: int) -> bool:
+def _give_back(buf: np.ndarray, start: int) -> None:
     """Give the whole pages of ``buf[start:]`` (uint8, its own memory) back to the system
     (``madvise(MADV_DONTNEED)``: the process's resident memory drops by them; reading them again
-    would give zeros). Returns whether the system took them."""
+    would give zeros). Where the system has no ``madvise`` the memory stays until the cells are
+    freed."""
     import ctypes
     import mmap
 
     try:
         madvise = ctypes.CDLL(None, use_errno=True).madvise
-    except (OSError, AttributeError):  # (not Linux: the memory stays until the cells are freed)
-        return False
+    except (OSError, AttributeError):  # (not Linux)
+        return
     page = mmap.PAGESIZE
     lo = -(-(buf.ctypes.data + start) // page) * page
     hi = (buf.ctypes.data + buf.shape[0]) // page * page
-    if hi <= lo:
-        return True
-    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    return madvise(lo, hi - lo, mmap.MADV_DONTNEED) == 0
+    if hi > lo:
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        madvise(lo, hi - lo, mmap.MADV_DONTNEED)
 
 
 def contiguous_values(values: np.ndarray) -> np.ndarray:

@@ -257,7 +257,7 @@ def write_tablebase(path, records: np.ndarray, meta: Metadata, progress=None, fo
         nothing is written then.
     """
     with reserve_output(path, force) as out:
-        write_file(out.tmp, records, meta, progress, longs)
+        write_file(out.tmp, RecordBlocks.of(records, longs), meta, progress)
         return out.commit()
 
 
@@ -288,23 +288,23 @@ def reserve_output(path, force: bool = False) -> ReservedOutput:
 
 
 @njit(parallel=True)
-def _value_counts(records, value_bits, out):
+def _value_counts(records, out):
     """``out[p, v]``: the records of part p of ``records`` (``out.shape[0]`` equal parts, a thread
-    each) whose value is ``v``."""
+    each) whose value byte is ``v``."""
     n = records.shape[0]
     parts = out.shape[0]
-    mask = np.uint64((1 << value_bits) - 1)
+    mask = np.uint64((1 << RECORD_VALUE_BITS) - 1)
     for p in prange(parts):
         for i in range(p * n // parts, (p + 1) * n // parts):
             out[p, np.int64(records[i] & mask)] += 1
 
 
 @njit(parallel=True)
-def _descents(records, value_bits, parts):
+def _descents(records, parts):
     """How many parts of ``records`` (``parts`` equal ones, a thread each) hold a record whose
     code is not above the one before it (0: the codes strictly ascend)."""
     n = records.shape[0]
-    shift = np.uint64(value_bits)
+    shift = np.uint64(RECORD_VALUE_BITS)
     bad = 0
     for p in prange(parts):
         for i in range(max(1, p * n // parts), (p + 1) * n // parts):
@@ -334,7 +334,7 @@ def value_counts_of(records: np.ndarray) -> np.ndarray:
     """
     records, parts = _in_parts(records)
     out = np.zeros((parts, 1 << RECORD_VALUE_BITS), np.int64)
-    _value_counts(records, np.int64(RECORD_VALUE_BITS), out)
+    _value_counts(records, out)
     return out.sum(axis=0)
 
 
@@ -355,7 +355,7 @@ def check_records(records: np.ndarray, counts: np.ndarray, wide: bool = False) -
         If the keys are not strictly ascending or a value byte is out of range.
     """
     records, parts = _in_parts(records)
-    if _descents(records, np.int64(RECORD_VALUE_BITS), np.int64(parts)):
+    if _descents(records, np.int64(parts)):
         raise ValueError("keys must be strictly ascending")
     # A byte above MAX_STORED_DTM + 1 is LONG, the analysis's mark of a DTM that needs two bytes.
     if not wide and counts[MAX_STORED_DTM + 2:].any():
@@ -369,14 +369,12 @@ def _wide_counts(counts: np.ndarray, longs: LongValues) -> np.ndarray:
     Raises
     ------
     ValueError
-        If the records' bytes ``LONG`` are not as many as the long values, or these are not
-        strictly ascending by key.
+        If the records' bytes ``LONG`` are not as many as the long values (checked otherwise by
+        :func:`checked_longs`).
     """
     if counts[LONG] != longs.codes.shape[0]:
         raise ValueError(f"{int(counts[LONG]):,} records say their value needs two bytes, and "
                          f"{longs.codes.shape[0]:,} long values are given")
-    if longs.codes.shape[0] > 1 and (np.diff(longs.codes) <= 0).any():
-        raise ValueError("the long values' keys must be strictly ascending")
     wide = np.bincount(longs.values.astype(np.int64), minlength=1 << WIDE_VALUE_BITS)
     wide[:LONG] += counts[:LONG]
     return wide
@@ -503,13 +501,14 @@ def checked_longs(longs) -> LongValues:
     return LongValues(codes, values)
 
 
-def write_file(tmp, records, meta: Metadata, progress=None, longs: LongValues | None = None) -> None:
+def write_file(tmp, records, meta: Metadata, progress=None) -> None:
     """Write a tablebase into ``tmp`` (a temporary file that :func:`reserve_output` created);
     the arguments are those of :func:`write_tablebase`, and ``records`` may also be
-    :class:`RecordBlocks` (whose own ``longs`` then count, unless ``longs`` is given). Stops at
-    :func:`~dobutsu_tb.encoding.interrupt.check` between chunk groups.
+    :class:`RecordBlocks`. Stops at :func:`~dobutsu_tb.encoding.interrupt.check` between chunk
+    groups.
 
-    The file's values are one byte each, or two (``longs`` given: for DTMs of 254 plies or more).
+    The file's values are one byte each, or two when the records' :class:`RecordBlocks` carry
+    long values (for DTMs of 254 plies or more).
 
     Raises
     ------
@@ -521,9 +520,7 @@ def write_file(tmp, records, meta: Metadata, progress=None, longs: LongValues | 
     """
     blocks = records if isinstance(records, RecordBlocks) else RecordBlocks.of(records)
     n = blocks.n
-    longs = blocks.longs if longs is None else longs
-    if longs is not None:
-        longs = checked_longs(longs)
+    longs = None if blocks.longs is None else checked_longs(blocks.longs)
     value_bits = RECORD_VALUE_BITS if longs is None else WIDE_VALUE_BITS
     from dobutsu_tb.tablebase.game.game import game_of
 

@@ -236,6 +236,11 @@ def test_the_writer_takes_uneven_blocks(tmp_path, monkeypatch, lion_chick_tb):
     assert np.array_equal(k, keys) and np.array_equal(v, values) and m == meta
 
 
+def _with_longs(blocks, longs):
+    """The same record blocks with other long values."""
+    return writer.RecordBlocks(blocks.n, blocks.blocks, longs)
+
+
 def test_two_byte_values_by_key_range(tmp_path, monkeypatch, lion_chick_tb):
     """With DTMs too long for a byte (5 plies or more stand for them here), the records of every
     key range carry the byte LONG for those, and the writer takes their values from the long
@@ -258,7 +263,7 @@ def test_two_byte_values_by_key_range(tmp_path, monkeypatch, lion_chick_tb):
     assert m == dataclasses.replace(meta, value_bits=16)
     wrong = writer.LongValues(blocks.longs.codes, blocks.longs.values[::-1].copy())  # (the values of other keys)
     with writer.reserve_output(tmp_path / "wrong.h5") as out:
-        writer.write_file(out.tmp, record_blocks(enum.table, solution, shift, 4), meta, longs=wrong)
+        writer.write_file(out.tmp, _with_longs(record_blocks(enum.table, solution, shift, 4), wrong), meta)
         out.commit()
     with h5py.File(tmp_path / "wrong.h5", "r") as f:  # (so the first check can fail; the reader refuses it)
         assert not np.array_equal(f["values"][()], values)
@@ -266,7 +271,7 @@ def test_two_byte_values_by_key_range(tmp_path, monkeypatch, lion_chick_tb):
                          (writer.LongValues(np.append(wrong.codes, 1 << 50), np.append(wrong.values, 300)),
                           r"records say their value needs two bytes, and [\d,]+ long values are given")):
         with pytest.raises(ValueError, match=message), writer.reserve_output(tmp_path / "bad.h5") as out:
-            writer.write_file(out.tmp, record_blocks(enum.table, solution, shift, 4), meta, longs=bad)
+            writer.write_file(out.tmp, _with_longs(record_blocks(enum.table, solution, shift, 4), bad), meta)
     assert not (tmp_path / "bad.h5").exists()
 
 
