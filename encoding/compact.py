@@ -565,6 +565,24 @@ class CompactTable(ShardedKeys):
         """Slots in use, ascending (int64, shape (len(self),))."""
         return np.flatnonzero(self.slots)
 
+    def grown_size(self, expected: int) -> tuple[int, int]:
+        """The slots and bytes of the table :meth:`grow` makes for ``expected`` keys (the first
+        size it tries; only a rehash that finds no room tries a larger one).
+
+        Returns
+        -------
+        (int, int)
+            Slots, and bytes their array holds.
+
+        Raises
+        ------
+        CompactTableFullError
+            If the table cannot grow.
+        """
+        bits = next(self._grown_bits(expected))
+        layout = make_layout(self.code_bits, self.shift, bits, self.n_shards)
+        return 1 << bits, (1 << bits) * np.dtype(slot_dtype(int(layout[L_R]))).itemsize
+
     def grow(self, expected: int) -> np.ndarray:
         """Rehash into a table sized for ``max(expected, 2 * len(self))`` keys, at least twice as many slots.
 

@@ -82,6 +82,7 @@ from dobutsu_tb.tablebase.enumeration import (
     CLASS_MASK,
     add_terminals_grouped,
     insert_grouped,
+    regrow_tags,
     sort_shares,
     thread_counters,
 )
@@ -283,10 +284,7 @@ class ShardWorker:
 
     def _grow_table(self, expected: int) -> None:
         remap = self.table.grow(expected)
-        tags = np.zeros(self.table.capacity, np.uint8)
-        used = remap >= 0
-        tags[remap[used]] = self.tags[used]
-        self.tags = tags
+        self.tags = regrow_tags(self.tags, remap, self.table.capacity)
         self.fresh = [remap[a].astype(slot_dtype(self.table.capacity)) for a in self.fresh]
 
     def _insert_nonterminal(self, hashes: np.ndarray) -> None:

@@ -444,11 +444,40 @@ def thread_counters(threads: int, groups: int) -> np.ndarray:
     return np.zeros((threads, groups, COUNTER_WORDS), np.int64)
 
 
-def _regrow_tags(tags: np.ndarray, remap: np.ndarray, size: int) -> np.ndarray:
+@njit
+def _move_tags(tags, remap, out):
+    for s in range(remap.shape[0]):
+        if remap[s] >= 0:
+            out[remap[s]] = tags[s]
+
+
+def regrow_tags(tags: np.ndarray, remap: np.ndarray, size: int) -> np.ndarray:
+    """The tags of a table that grew (uint8, shape (size,)): each old slot's tag at its new slot.
+
+    Parameters
+    ----------
+    tags : numpy.ndarray of uint8, shape (old capacity,)
+    remap : numpy.ndarray of int64, shape (old capacity,)
+        Each old slot's new slot, -1 for an empty one (:meth:`CompactTable.grow`).
+    size : int
+        The grown table's capacity.
+
+    Returns
+    -------
+    numpy.ndarray of uint8, shape (size,)
+        Made with no temporaries beside it: a table's growth holds its old tags, the new ones and
+        ``remap`` at once, which the memory budget counts (:data:`GROWTH_BYTES_PER_OLD_SLOT`).
+    """
     out = np.zeros(size, np.uint8)
-    used = remap >= 0
-    out[remap[used]] = tags[used]
+    _move_tags(tags, remap, out)
     return out
+
+
+#: The bytes a table's growth holds, beside the grown table and tags, per slot of the old table
+#: while it grows: the old slot's new place (int64, :meth:`CompactTable.grow`) and its tag, kept
+#: until :func:`regrow_tags` has moved it; and the old slots themselves until the new ones are
+#: filled (counted apart: they are given back before the new tags are made).
+GROWTH_BYTES_PER_OLD_SLOT = 8 + 1
 
 
 def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | None = None,
@@ -543,24 +572,34 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
             raise CompactTableFullError("the terminal set could not be rebuilt")  # pragma: no cover
         terminal = smaller
 
-    def over(nt, t):
+    def over(nt, t, growing=None):
+        """Whether ``nt`` positions in the table and ``t`` in the set break the budget; and, with
+        ``growing`` ("table" or "set"), while that one grows to hold them (its old memory too)."""
         if budget is None:
             return False
         if dense and nt <= len(table) + table.room():  # the dense table as it was made, once
             return table.nbytes + table.capacity + sizes.terminal_set(t, set_load_factor) > budget
-        return sizes.enumeration(nt, t, set_load_factor) > budget
+        if growing == "table":  # the new slots are filled while the old ones are held; then the new tags are made
+            slots, nbytes = table.grown_size(nt)  # (the set as it is: t is what it holds)
+            held = (nbytes + slots + terminal.nbytes + GROWTH_BYTES_PER_OLD_SLOT * table.capacity
+                    + max(0, table.nbytes - slots))
+        else:
+            held = sizes.enumeration(nt, t, set_load_factor)
+            if growing == "set":  # the new buckets are filled while the old ones are held
+                held += terminal.nbytes
+        return held > budget
 
     def check_table(grown_nt):
-        while over(grown_nt, len(terminal)) and parts < MAX_TERMINAL_PARTS and len(terminal) > 1:
+        while over(grown_nt, len(terminal), "table") and parts < MAX_TERMINAL_PARTS and len(terminal) > 1:
             halve_set()
-        if over(grown_nt, 0):
+        if over(grown_nt, len(terminal), "table"):
             raise InsufficientMemoryError(
                 f"the enumeration needs more memory than the budget ({gib(budget)} for its tables): it has found "
                 f"{len(table):,} non-terminal positions so far; free some memory or raise --max-memory")
 
     def grow_set(grown_t):
         """Grow the terminal set, or (when that would break the budget) halve what it holds."""
-        while over(len(table), grown_t) and parts < MAX_TERMINAL_PARTS:
+        while over(len(table), grown_t, "set") and parts < MAX_TERMINAL_PARTS:
             halve_set()
             grown_t = len(terminal) + max(0, grown_t - 2 * len(terminal))
         if terminal.room() < grown_t - len(terminal):
@@ -598,7 +637,7 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
                 if table.room() < most_in_a_shard:
                     grown = len(table) + max(n_nt, len(table))
                     check_table(grown)
-                    tags = _regrow_tags(tags, table.grow(grown), table.capacity)
+                    tags = regrow_tags(tags, table.grow(grown), table.capacity)
                     scan, pending = 0, window[:0]  # slots moved: rescan (expanded positions are no longer fresh)
                 if terminal.room() < n_term:
                     grow_set(len(terminal) + max(n_term, len(terminal)))
@@ -610,7 +649,7 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
                 # A displacement did not fit: grow what overflowed, then insert the batch again.
                 if failed_table:
                     check_table(2 * len(table))
-                    tags = _regrow_tags(tags, table.grow(2 * len(table)), table.capacity)
+                    tags = regrow_tags(tags, table.grow(2 * len(table)), table.capacity)
                     scan, pending = 0, window[:0]
                 if failed_set:
                     grow_set(2 * len(terminal))

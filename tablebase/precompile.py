@@ -329,7 +329,7 @@ def _compile_enumeration(start, dense: str = "") -> None:
 
     game, bits, shift = start.game, start.game.layout["MAX_KEY_BITS"], start.game.layout["KEY_SHIFT"]
     enum = enumerate_positions(game, start.state())
-    enum.table.grow(2 * len(enum.table))
+    enumeration.regrow_tags(enum.tags, enum.table.grow(2 * len(enum.table)), enum.table.capacity)
     enumerate_positions(game, start.state(), terminal_parts=2)
     terminal = CompactSet(1, bits, shift, config.SET_LOAD_FACTOR, config.THREADS)
     terminal.grow(2 * terminal.room() + 2)

@@ -4,6 +4,7 @@ path, forced on a small build, must give the same file (keys and values) as the 
 
 import dataclasses
 import os
+import weakref
 from pathlib import Path
 
 import h5py
@@ -31,7 +32,8 @@ def _contents(path):
 
 @pytest.fixture()
 def small_tables(monkeypatch):
-    """Tables that start tiny and grow, so that a budget of a few hundred KiB bites."""
+    """Tables that start tiny and grow, so that a budget of under a MiB bites (the lion-and-chick
+    game's table and tags take 320 KiB once grown, and growing to them 0.8 MiB)."""
     monkeypatch.setattr(config, "DEFAULT_EXPECTED", 1024)
     monkeypatch.setattr(compact_layout, "MIN_SLOT_BITS", 14)
     monkeypatch.setattr(compact_set, "MIN_SET_BUCKETS", 64)
@@ -40,7 +42,7 @@ def small_tables(monkeypatch):
 
 def test_a_tiny_budget_gives_the_same_file(tmp_path, small_tables, lion_chick_tb):
     work = tmp_path / "work"
-    result = build_tablebase(tmp_path / "small.h5", LION_CHICK, progress=False, max_memory=memory.BASE_MEMORY + 200_000,
+    result = build_tablebase(tmp_path / "small.h5", LION_CHICK, progress=False, max_memory=memory.BASE_MEMORY + 750_000,
                              work_dir=work, spill=True)
     assert result.plan.terminal_parts >= 2 and result.plan.spill
     keys, values, meta = _contents(result.path)
@@ -57,7 +59,7 @@ def test_the_terminal_passes_log_as_the_enumeration_does(tmp_path, small_tables,
     from dobutsu_tb.tablebase import build
 
     monkeypatch.setattr(build, "LOG_EVERY", 0.0)
-    result = build_tablebase(tmp_path / "small.h5", LION_CHICK, progress=None, max_memory=memory.BASE_MEMORY + 200_000,
+    result = build_tablebase(tmp_path / "small.h5", LION_CHICK, progress=None, max_memory=memory.BASE_MEMORY + 750_000,
                              work_dir=tmp_path / "work", spill=True)
     assert result.plan.terminal_parts == 2
     err = capsys.readouterr().err
@@ -196,6 +198,91 @@ def test_terminal_partitions_count_what_one_set_counts(parts):
 
     count_terminal_partitions(split)
     assert (split.catch_terminal, split.try_terminal) == (whole.catch_terminal, whole.try_terminal)
+
+
+class _HeldArrays:
+    """The bytes of the arrays some modules make, held at once now and at most: the slow reference
+    for what an enumeration's tables hold, as numpy allocated them (each array counted until it is
+    freed)."""
+
+    def __init__(self):
+        self.live = self.peak = 0
+        self.paused = False
+
+    def track(self, array):
+        if self.paused:
+            return array
+        self.live += array.nbytes
+        self.peak = max(self.peak, self.live)
+        weakref.finalize(array, self._free, array.nbytes)
+        return array
+
+    def _free(self, nbytes):
+        self.live -= nbytes
+
+    def numpy(self, empty=True):
+        """numpy for a module, whose ``zeros`` (and ``empty``) arrays are counted."""
+        held = self
+
+        class Counted:
+            def __getattr__(self, name):
+                return getattr(np, name)
+
+            def zeros(self, *args, **kwargs):
+                return held.track(np.zeros(*args, **kwargs))
+
+            def empty(self, *args, **kwargs):
+                return held.track(np.empty(*args, **kwargs)) if empty else np.empty(*args, **kwargs)
+
+        return Counted()
+
+
+def test_tables_that_grow_stay_within_the_budget_while_they_grow(small_tables):
+    """A start whose counts nobody knows: the table and the set grow as the enumeration finds
+    positions. While one grows it holds its old memory and the new at once (the table also each
+    old slot's new place and its tag), and the budget must hold that too, not only what is left
+    after: the bytes every array of the table, its tags and the set held at once, counted as numpy
+    made and freed them, never exceed the budget, whether the build fits in one terminal pass, in
+    several or not at all; the terminal positions are still all counted."""
+    from dobutsu_tb.encoding import compact
+    from dobutsu_tb.tablebase import enumeration
+    from dobutsu_tb.tablebase.enumeration import count_terminal_partitions
+
+    game = game_of(get_variant("dobutsu"))
+    start = Position.from_text(LION_CHICK).state()
+    whole = enumerate_positions(game, start)
+    real_keys_at = compact.CompactTable.keys_at
+    passes = []
+    for budget in (500_000, 700_000, 800_000, 1_000_000):
+        held = _HeldArrays()
+
+        def keys_at(table, slots):  # (a window of positions to expand: the base memory's, as the lists are)
+            held.paused = True
+            try:
+                return real_keys_at(table, slots)
+            finally:
+                held.paused = False
+
+        with pytest.MonkeyPatch.context() as counted:
+            counted.setattr(compact, "np", held.numpy())  # the table's slots and each growth's new places
+            counted.setattr(compact_set, "np", held.numpy())  # the set's buckets
+            counted.setattr(enumeration, "np", held.numpy(empty=False))  # the tags (not the lists of children)
+            counted.setattr(compact.CompactTable, "keys_at", keys_at)
+            try:
+                enum = enumerate_positions(game, start, budget=budget)
+            except memory.InsufficientMemoryError as refused:
+                assert "the enumeration needs more memory than the budget" in str(refused)
+                enum = None
+        assert 0 < held.peak <= budget, (budget, held.peak)
+        if enum is None:
+            passes.append(None)
+            continue
+        passes.append(enum.terminal_parts)
+        assert enum.table.capacity > 1 << 14  # the table grew
+        count_terminal_partitions(enum)
+        assert (len(enum.table), enum.catch_terminal, enum.try_terminal) == (
+            len(whole.table), whole.catch_terminal, whole.try_terminal)
+    assert passes[0] is None and passes[-1] == 1 and max(p or 0 for p in passes) > 1, passes
 
 
 @pytest.mark.parametrize("passes", [1, 3, 16])
