@@ -572,30 +572,35 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
             raise CompactTableFullError("the terminal set could not be rebuilt")  # pragma: no cover
         terminal = smaller
 
-    def over(nt, t, growing=None):
-        """Whether ``nt`` positions in the table and ``t`` in the set break the budget; and, with
-        ``growing`` ("table" or "set"), while that one grows to hold them (its old memory too)."""
-        if budget is None:
-            return False
+    def held(nt, t, growing=None):
+        """The bytes the table, its tags and the set hold with ``nt`` positions in the table and ``t``
+        in the set; and, with ``growing`` ("table" or "set"), while that one grows to hold them (its
+        old memory too)."""
         if dense and nt <= len(table) + table.room():  # the dense table as it was made, once
-            return table.nbytes + table.capacity + sizes.terminal_set(t, set_load_factor) > budget
+            return table.nbytes + table.capacity + sizes.terminal_set(t, set_load_factor)
         if growing == "table":  # the new slots are filled while the old ones are held; then the new tags are made
             slots, nbytes = table.grown_size(nt)  # (the set as it is: t is what it holds)
-            held = (nbytes + slots + terminal.nbytes + GROWTH_BYTES_PER_OLD_SLOT * table.capacity
+            need = (nbytes + slots + terminal.nbytes + GROWTH_BYTES_PER_OLD_SLOT * table.capacity
                     + max(0, table.nbytes - slots))
         else:
-            held = sizes.enumeration(nt, t, set_load_factor)
+            need = sizes.enumeration(nt, t, set_load_factor)
             if growing == "set":  # the new buckets are filled while the old ones are held
-                held += terminal.nbytes
-        return held > budget
+                need += terminal.nbytes
+        return need
+
+    def over(nt, t, growing=None):
+        """Whether :func:`held` breaks the budget."""
+        return budget is not None and held(nt, t, growing) > budget
 
     def check_table(grown_nt):
         while over(grown_nt, len(terminal), "table") and parts < MAX_TERMINAL_PARTS and len(terminal) > 1:
             halve_set()
         if over(grown_nt, len(terminal), "table"):
+            need = held(grown_nt, len(terminal), "table")
             raise InsufficientMemoryError(
                 f"the enumeration needs more memory than the budget ({gib(budget)} for its tables): it has found "
-                f"{len(table):,} non-terminal positions so far; free some memory or raise --max-memory")
+                f"{len(table):,} non-terminal positions so far and its table's next growth needs {gib(need)}; "
+                f"free some memory or raise --max-memory by {gib(need - budget)} at least (the table may grow again)")
 
     def grow_set(grown_t):
         """Grow the terminal set, or (when that would break the budget) halve what it holds."""

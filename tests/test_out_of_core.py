@@ -272,6 +272,8 @@ def test_tables_that_grow_stay_within_the_budget_while_they_grow(small_tables):
                 enum = enumerate_positions(game, start, budget=budget)
             except memory.InsufficientMemoryError as refused:
                 assert "the enumeration needs more memory than the budget" in str(refused)
+                assert "its table's next growth needs" in str(refused)  # and how much more: a user's next try
+                assert "raise --max-memory by " in str(refused)
                 enum = None
         assert 0 < held.peak <= budget, (budget, held.peak)
         if enum is None:
