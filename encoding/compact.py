@@ -581,7 +581,7 @@ class CompactTable(ShardedKeys):
         """
         bits = next(self._grown_bits(expected))
         layout = make_layout(self.code_bits, self.shift, bits, self.n_shards)
-        return 1 << bits, (1 << bits) * np.dtype(slot_dtype(int(layout[L_R]))).itemsize
+        return 1 << bits, (1 << bits) * _layout_dtype(layout).itemsize
 
     def grow(self, expected: int) -> np.ndarray:
         """Rehash into a table sized for ``max(expected, 2 * len(self))`` keys, at least twice as many slots.
@@ -598,7 +598,7 @@ class CompactTable(ShardedKeys):
         """
         for bits in self._grown_bits(expected):
             layout = make_layout(self.code_bits, self.shift, bits, self.n_shards)
-            slots = np.zeros(1 << bits, slot_dtype(int(layout[L_R])))
+            slots = np.zeros(1 << bits, _layout_dtype(layout))
             counts = np.zeros(self.n_shards, np.int64)
             remap = np.empty(self.capacity, np.int64)
             if _rehash(self.slots, self.layout, slots, layout, counts, remap) == 0:

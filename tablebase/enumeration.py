@@ -595,8 +595,8 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     def check_table(grown_nt):
         while over(grown_nt, len(terminal), "table") and parts < MAX_TERMINAL_PARTS and len(terminal) > 1:
             halve_set()
-        if over(grown_nt, len(terminal), "table"):
-            need = held(grown_nt, len(terminal), "table")
+        need = held(grown_nt, len(terminal), "table")
+        if budget is not None and need > budget:
             raise InsufficientMemoryError(
                 f"the enumeration needs more memory than the budget ({gib(budget)} for its tables): it has found "
                 f"{len(table):,} non-terminal positions so far and its table's next growth needs {gib(need)}; "

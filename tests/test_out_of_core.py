@@ -432,12 +432,8 @@ def test_value_bytes_are_moved_in_place(n):
 def test_the_counters_half_goes_back_to_the_system():
     """Once the value bytes are moved, the cells' second half leaves the process's resident
     memory (what lets a build's records count one byte a slot for the values, not three)."""
-    def resident() -> int:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
     cells = np.ones(64 << 20, np.uint16)  # 128 MiB, every page touched
-    before = resident()
+    before = memory.resident_memory()
     values = retrograde.contiguous_values(retrograde.value_bytes(cells))
-    assert before - resident() > 48 << 20, (before, resident())
+    assert before - memory.resident_memory() > 48 << 20, (before, memory.resident_memory())
     assert values.shape == (64 << 20,) and values[0] == 1 and values[-1] == 1
