@@ -380,6 +380,13 @@ def table_nbytes(expected: int, code_bits: int, load_factor: float = LOAD_FACTOR
     return slot_dtype(code_bits - bits)(0).nbytes << bits
 
 
+def remap_dtype(capacity: int):
+    """The dtype of :meth:`CompactTable.grow`'s new place of each old slot, for a grown table of
+    ``capacity`` slots: int32 while its slots (and -1, an empty old slot's) fit, else int64 (half
+    the bytes a growth holds beside the tables, for tables of up to ``2**31`` slots)."""
+    return np.int32 if capacity <= 1 << 31 else np.int64
+
+
 def slot_dtype(remainder_bits: int, dense: bool = False):
     """The dtype of a table's slots for a remainder this wide
     (:func:`~dobutsu_tb.encoding.compact_layout.table_slot_bits`): uint32 or uint64, or for a
@@ -588,7 +595,7 @@ class CompactTable(ShardedKeys):
 
         Returns
         -------
-        numpy.ndarray of int64, shape (old capacity,)
+        numpy.ndarray of int32 or int64 (:func:`remap_dtype` of the new capacity), shape (old capacity,)
             New slot of each old slot, -1 for empty old slots: move value arrays with it.
 
         Raises
@@ -600,7 +607,7 @@ class CompactTable(ShardedKeys):
             layout = make_layout(self.code_bits, self.shift, bits, self.n_shards)
             slots = np.zeros(1 << bits, _layout_dtype(layout))
             counts = np.zeros(self.n_shards, np.int64)
-            remap = np.empty(self.capacity, np.int64)
+            remap = np.empty(self.capacity, remap_dtype(1 << bits))
             if _rehash(self.slots, self.layout, slots, layout, counts, remap) == 0:
                 break
         self.slots, self.layout, self.counts = slots, layout, counts

@@ -413,6 +413,12 @@ class CompactSet(ShardedKeys):
     def nbytes(self) -> int:
         return self.buf.nbytes
 
+    @property
+    def allocated(self) -> int:
+        """The bytes the set allocated: its buckets (:attr:`nbytes`), their alignment on cache
+        lines and its counts."""
+        return self.buf.nbytes + 8 * (_BUCKET_WORDS + self.n_shards)
+
     def hashes(self) -> np.ndarray:
         """The hashes of the keys held, in entry order (int64, shape (len(self),))."""
         out = np.empty(len(self), np.int64)
@@ -439,6 +445,35 @@ class CompactSet(ShardedKeys):
         """Add keys (array_like of int64, shape (n,)); returns int64 (n,), 1 where a key was new."""
         return self.add_hashes(hash_keys(keys, self.layout))
 
+    def _grown_geometry(self, expected: int) -> tuple[int, int]:
+        """The buckets and displacement bits :meth:`grow` tries first (more buckets than the hash
+        can address when it cannot grow)."""
+        buckets, disp_bits = 2 * self.buckets, SET_DISP_BITS
+        try:
+            sized, sized_disp = set_geometry(max(int(expected), 2 * len(self)), self.load_factor, self.n_shards,
+                                             self.code_bits)
+            if sized > buckets:
+                buckets, disp_bits = sized, sized_disp
+        except CompactTableFullError:
+            buckets = (1 << min(self.code_bits, MAX_SLOT_BITS)) + 1
+        return buckets, disp_bits
+
+    def grown_nbytes(self, expected: int) -> int:
+        """The bytes the set :meth:`grow` makes for ``expected`` keys allocates (the first size it
+        tries; only a rehash that finds no room tries a larger one): its buckets, their alignment
+        on cache lines and the counts.
+
+        Raises
+        ------
+        CompactTableFullError
+            If the set cannot grow.
+        """
+        buckets, disp_bits = self._grown_geometry(expected)
+        if buckets > 1 << min(self.code_bits, MAX_SLOT_BITS):
+            raise CompactTableFullError(f"hash table is full: {len(self):,} keys, and it cannot grow any further")
+        layout = make_set_layout(self.code_bits, self.shift, buckets, self.n_shards, disp_bits)
+        return 8 * (_words(layout, self.n_shards) + _BUCKET_WORDS + self.n_shards)
+
     def grow(self, expected: int) -> None:
         """Rehash into at least twice as many buckets, sized for ``max(expected, 2 * len(self))`` keys.
 
@@ -452,14 +487,7 @@ class CompactSet(ShardedKeys):
             If numpy cannot allocate the new buckets.
         """
         most = 1 << min(self.code_bits, MAX_SLOT_BITS)
-        buckets, disp_bits = 2 * self.buckets, SET_DISP_BITS
-        try:
-            sized, sized_disp = set_geometry(max(int(expected), 2 * len(self)), self.load_factor, self.n_shards,
-                                             self.code_bits)
-            if sized > buckets:
-                buckets, disp_bits = sized, sized_disp
-        except CompactTableFullError:
-            buckets = most + 1
+        buckets, disp_bits = self._grown_geometry(expected)
         while True:
             if buckets > most:
                 raise CompactTableFullError(f"hash table is full: {len(self):,} keys, and it cannot grow beyond "
@@ -469,6 +497,20 @@ class CompactSet(ShardedKeys):
                 self.layout, self.buf, self.counts, self.disp_bits = layout, buf, counts, disp_bits
                 return
             buckets, disp_bits = 2 * buckets, SET_DISP_BITS
+
+
+def set_allocated(expected: int, code_bits: int, shift: int, load_factor: float = SET_LOAD_FACTOR,
+                  n_shards: int = 1) -> int:
+    """Bytes a :class:`CompactSet` made for ``expected`` keys allocates (:attr:`CompactSet.allocated`:
+    :func:`set_nbytes` and a few bytes more), for memory budgets.
+
+    Raises
+    ------
+    CompactTableFullError
+        If no set can hold that many keys.
+    """
+    shards = shards_for(n_shards)
+    return set_nbytes(expected, code_bits, shift, load_factor, shards) + 8 * (_BUCKET_WORDS + shards)
 
 
 def set_nbytes(expected: int, code_bits: int, shift: int, load_factor: float = SET_LOAD_FACTOR,

@@ -33,7 +33,15 @@ from dobutsu_tb.encoding import config, interrupt
 from dobutsu_tb.encoding.atomics import prefetch
 from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.encoding.bits import find_bytes
-from dobutsu_tb.encoding.compact import FULL, CompactTable, dense_table_slots, table_home, table_insert, table_key_at
+from dobutsu_tb.encoding.compact import (
+    FULL,
+    CompactTable,
+    dense_table_slots,
+    remap_dtype,
+    table_home,
+    table_insert,
+    table_key_at,
+)
 from dobutsu_tb.encoding.compact_layout import (
     L_BUCKET_ENTRIES,
     L_ENTRY,
@@ -47,6 +55,7 @@ from dobutsu_tb.encoding.compact_set import (
     CompactSet,
     set_add,
     set_add_sized,
+    set_allocated,
     set_entries,
     set_hash_at,
     set_line,
@@ -57,7 +66,7 @@ from dobutsu_tb.tablebase.game.game import Game
 from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import CATCH, MAX_MOVES, NONTERMINAL, TRY
 from dobutsu_tb.tablebase.game.rules import child_keys, classify
-from dobutsu_tb.tablebase.memory import DENSE_FILL_LIMIT, MAX_TERMINAL_PARTS, InsufficientMemoryError, Sizes, gib
+from dobutsu_tb.tablebase.memory import DENSE_FILL_LIMIT, MAX_TERMINAL_PARTS, InsufficientMemoryError, gib
 
 #: Tags (one byte per table slot). Below TAG_NO_MOVES a tag is the position's counter.
 TAG_FRESH = 255
@@ -457,7 +466,7 @@ def regrow_tags(tags: np.ndarray, remap: np.ndarray, size: int) -> np.ndarray:
     Parameters
     ----------
     tags : numpy.ndarray of uint8, shape (old capacity,)
-    remap : numpy.ndarray of int64, shape (old capacity,)
+    remap : numpy.ndarray of int32 or int64, shape (old capacity,)
         Each old slot's new slot, -1 for an empty one (:meth:`CompactTable.grow`).
     size : int
         The grown table's capacity.
@@ -466,18 +475,20 @@ def regrow_tags(tags: np.ndarray, remap: np.ndarray, size: int) -> np.ndarray:
     -------
     numpy.ndarray of uint8, shape (size,)
         Made with no temporaries beside it: a table's growth holds its old tags, the new ones and
-        ``remap`` at once, which the memory budget counts (:data:`GROWTH_BYTES_PER_OLD_SLOT`).
+        ``remap`` at once, which the memory budget counts (:func:`growth_bytes_per_old_slot`).
     """
     out = np.zeros(size, np.uint8)
     _move_tags(tags, remap, out)
     return out
 
 
-#: The bytes a table's growth holds, beside the grown table and tags, per slot of the old table
-#: while it grows: the old slot's new place (int64, :meth:`CompactTable.grow`) and its tag, kept
-#: until :func:`regrow_tags` has moved it; and the old slots themselves until the new ones are
-#: filled (counted apart: they are given back before the new tags are made).
-GROWTH_BYTES_PER_OLD_SLOT = 8 + 1
+def growth_bytes_per_old_slot(grown_slots: int) -> int:
+    """The bytes a table's growth to ``grown_slots`` slots holds per slot of the old table, beside
+    the grown table and tags: the old slot's new place (:func:`~dobutsu_tb.encoding.compact.remap_dtype`,
+    4 bytes up to ``2**31`` slots, else 8) and its tag, kept until :func:`regrow_tags` has moved
+    it. The old slots themselves, held until the new ones are filled, are counted apart: they are
+    given back before the new tags are made."""
+    return np.dtype(remap_dtype(grown_slots)).itemsize + 1
 
 
 def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | None = None,
@@ -540,7 +551,6 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     n_nt, n_t = expected or (config.DEFAULT_EXPECTED, config.DEFAULT_EXPECTED)
     threads = config.THREADS
     bits, shift = game.layout["MAX_KEY_BITS"], game.layout["KEY_SHIFT"]
-    sizes = Sizes(bits, shift)
     parts = terminal_parts
     dense = table_load is not None and bool(expected)
     if dense:
@@ -563,32 +573,44 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     dropped = np.zeros(CLASS_MASK + 1, np.int64)  # counted, then moved to another partition
 
     def halve_set():
-        """Double the terminal partitions: keep partition 0's half of the set."""
+        """Double the terminal partitions: keep partition 0's half of the set. The smaller set is
+        filled while the whole one is held: when that would break the budget, keep a quarter (an
+        eighth ...) instead, and when no share fits, refuse."""
         nonlocal terminal, parts
-        parts *= 2
-        smaller = CompactSet(max(1, len(terminal) // 2), bits, shift, set_load_factor, threads)
+        factor = 2
+        while budget is not None and held(len(table), len(terminal), "halving", factor) > budget:
+            if parts * factor >= MAX_TERMINAL_PARTS or len(terminal) // factor <= 1:
+                need = held(len(table), len(terminal), "halving", factor)
+                raise InsufficientMemoryError(
+                    f"the enumeration needs more memory than the budget ({gib(budget)} for its tables): it has "
+                    f"found {len(table):,} non-terminal positions and {len(terminal):,} terminal ones so far, and "
+                    f"setting terminal positions aside needs {gib(need)}; free some memory or raise --max-memory "
+                    f"by {gib(need - budget)} at least")
+            factor *= 2
+        parts *= factor
+        smaller = CompactSet(max(1, len(terminal) // factor), bits, shift, set_load_factor, threads)
         if kernels._keep_partition_zero(rules, terminal.buf, terminal.layout, smaller.buf, smaller.layout,
                                         smaller.counts, parts - 1, dropped):
             raise CompactTableFullError("the terminal set could not be rebuilt")  # pragma: no cover
         terminal = smaller
+        return factor
 
-    def held(nt, t, growing=None):
-        """The bytes the table, its tags and the set hold with ``nt`` positions in the table and ``t``
-        in the set; and, with ``growing`` ("table" or "set"), while that one grows to hold them (its
-        old memory too)."""
-        if dense and nt <= len(table) + table.room():  # the dense table as it was made, once
-            return table.nbytes + table.capacity + sizes.terminal_set(t, set_load_factor)
+    def held(nt, t, growing, factor=2):
+        """The bytes the table, its tags and the set hold at most while one of them changes:
+        ``growing`` "table", while the table grows to hold ``nt`` positions (its old slots too, the
+        set as it is); "set", while the set grows to hold ``t`` positions (its old buckets too,
+        the table as it is); "halving", while the set (of ``t`` positions) makes its share of one
+        partition in ``factor`` (the table and the whole set as they are)."""
         if growing == "table":  # the new slots are filled while the old ones are held; then the new tags are made
-            slots, nbytes = table.grown_size(nt)  # (the set as it is: t is what it holds)
-            need = (nbytes + slots + terminal.nbytes + GROWTH_BYTES_PER_OLD_SLOT * table.capacity
+            slots, nbytes = table.grown_size(nt)
+            return (nbytes + slots + terminal.allocated + growth_bytes_per_old_slot(slots) * table.capacity
                     + max(0, table.nbytes - slots))
-        else:
-            need = sizes.enumeration(nt, t, set_load_factor)
-            if growing == "set":  # the new buckets are filled while the old ones are held
-                need += terminal.nbytes
-        return need
+        tables = table.nbytes + table.capacity + terminal.allocated
+        if growing == "set":  # the new buckets are filled while the old ones are held
+            return tables + terminal.grown_nbytes(t)
+        return tables + set_allocated(max(1, t // factor), bits, shift, set_load_factor, threads)
 
-    def over(nt, t, growing=None):
+    def over(nt, t, growing):
         """Whether :func:`held` breaks the budget."""
         return budget is not None and held(nt, t, growing) > budget
 
@@ -605,9 +627,16 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     def grow_set(grown_t):
         """Grow the terminal set, or (when that would break the budget) halve what it holds."""
         while over(len(table), grown_t, "set") and parts < MAX_TERMINAL_PARTS:
-            halve_set()
-            grown_t = len(terminal) + max(0, grown_t - 2 * len(terminal))
+            factor = halve_set()
+            grown_t = len(terminal) + max(0, grown_t - factor * len(terminal))
         if terminal.room() < grown_t - len(terminal):
+            need = held(len(table), grown_t, "set")
+            if budget is not None and need > budget:  # as many partitions as there may be, and still too big
+                raise InsufficientMemoryError(
+                    f"the enumeration needs more memory than the budget ({gib(budget)} for its tables): it has "
+                    f"found {len(table):,} non-terminal positions so far, and its terminal set's next growth, in "
+                    f"{parts} partitions, needs {gib(need)}; free some memory or raise --max-memory by "
+                    f"{gib(need - budget)} at least")
             terminal.grow(grown_t)
 
     expanded = no_moves = 0

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import LION_CHICK
-from dobutsu_tb.encoding import compact_layout, compact_set, config, jit
+from dobutsu_tb.encoding import compact, compact_layout, compact_set, config, jit
 from dobutsu_tb.tablebase import memory, precompile, retrograde, writer
 from dobutsu_tb.tablebase.build import build_tablebase, record_blocks
 from dobutsu_tb.tablebase.enumeration import enumerate_positions
@@ -42,7 +42,7 @@ def small_tables(monkeypatch):
 
 def test_a_tiny_budget_gives_the_same_file(tmp_path, small_tables, lion_chick_tb):
     work = tmp_path / "work"
-    result = build_tablebase(tmp_path / "small.h5", LION_CHICK, progress=False, max_memory=memory.BASE_MEMORY + 750_000,
+    result = build_tablebase(tmp_path / "small.h5", LION_CHICK, progress=False, max_memory=memory.BASE_MEMORY + 600_000,
                              work_dir=work, spill=True)
     assert result.plan.terminal_parts >= 2 and result.plan.spill
     keys, values, meta = _contents(result.path)
@@ -59,7 +59,7 @@ def test_the_terminal_passes_log_as_the_enumeration_does(tmp_path, small_tables,
     from dobutsu_tb.tablebase import build
 
     monkeypatch.setattr(build, "LOG_EVERY", 0.0)
-    result = build_tablebase(tmp_path / "small.h5", LION_CHICK, progress=None, max_memory=memory.BASE_MEMORY + 750_000,
+    result = build_tablebase(tmp_path / "small.h5", LION_CHICK, progress=None, max_memory=memory.BASE_MEMORY + 600_000,
                              work_dir=tmp_path / "work", spill=True)
     assert result.plan.terminal_parts == 2
     err = capsys.readouterr().err
@@ -237,6 +237,40 @@ class _HeldArrays:
         return Counted()
 
 
+def _held_while_enumerating(game, start, budget, **options):
+    """Enumerate within ``budget``, counting every array of the table, its tags and the set as
+    numpy makes and frees them: (the enumeration or None if it was refused, the most bytes held
+    at once)."""
+    from dobutsu_tb.tablebase import enumeration
+
+    try:  # the same enumeration first, uncounted: its kernels compile with numba's own numpy
+        enumerate_positions(game, start, budget=budget, **options)
+    except memory.InsufficientMemoryError:
+        pass
+    held = _HeldArrays()
+    real_keys_at = compact.CompactTable.keys_at
+
+    def keys_at(table, slots):  # (a window of positions to expand: the base memory's, as the lists are)
+        held.paused = True
+        try:
+            return real_keys_at(table, slots)
+        finally:
+            held.paused = False
+
+    with pytest.MonkeyPatch.context() as counted:
+        counted.setattr(compact, "np", held.numpy())  # the table's slots and each growth's new places
+        counted.setattr(compact_set, "np", held.numpy())  # the set's buckets
+        counted.setattr(enumeration, "np", held.numpy(empty=False))  # the tags (not the lists of children)
+        counted.setattr(compact.CompactTable, "keys_at", keys_at)
+        try:
+            enum = enumerate_positions(game, start, budget=budget, **options)
+        except memory.InsufficientMemoryError as refused:
+            assert "the enumeration needs more memory than the budget" in str(refused)
+            assert "raise --max-memory by " in str(refused)  # and how much more: a user's next try
+            enum = None
+    return enum, held.peak
+
+
 def test_tables_that_grow_stay_within_the_budget_while_they_grow(small_tables):
     """A start whose counts nobody knows: the table and the set grow as the enumeration finds
     positions. While one grows it holds its old memory and the new at once (the table also each
@@ -244,38 +278,15 @@ def test_tables_that_grow_stay_within_the_budget_while_they_grow(small_tables):
     after: the bytes every array of the table, its tags and the set held at once, counted as numpy
     made and freed them, never exceed the budget, whether the build fits in one terminal pass, in
     several or not at all; the terminal positions are still all counted."""
-    from dobutsu_tb.encoding import compact
-    from dobutsu_tb.tablebase import enumeration
     from dobutsu_tb.tablebase.enumeration import count_terminal_partitions
 
     game = game_of(get_variant("dobutsu"))
     start = Position.from_text(LION_CHICK).state()
     whole = enumerate_positions(game, start)
-    real_keys_at = compact.CompactTable.keys_at
     passes = []
-    for budget in (500_000, 700_000, 800_000, 1_000_000):
-        held = _HeldArrays()
-
-        def keys_at(table, slots):  # (a window of positions to expand: the base memory's, as the lists are)
-            held.paused = True
-            try:
-                return real_keys_at(table, slots)
-            finally:
-                held.paused = False
-
-        with pytest.MonkeyPatch.context() as counted:
-            counted.setattr(compact, "np", held.numpy())  # the table's slots and each growth's new places
-            counted.setattr(compact_set, "np", held.numpy())  # the set's buckets
-            counted.setattr(enumeration, "np", held.numpy(empty=False))  # the tags (not the lists of children)
-            counted.setattr(compact.CompactTable, "keys_at", keys_at)
-            try:
-                enum = enumerate_positions(game, start, budget=budget)
-            except memory.InsufficientMemoryError as refused:
-                assert "the enumeration needs more memory than the budget" in str(refused)
-                assert "its table's next growth needs" in str(refused)  # and how much more: a user's next try
-                assert "raise --max-memory by " in str(refused)
-                enum = None
-        assert 0 < held.peak <= budget, (budget, held.peak)
+    for budget in (500_000, 600_000, 650_000, 1_000_000):
+        enum, peak = _held_while_enumerating(game, start, budget)
+        assert 0 < peak <= budget, (budget, peak)
         if enum is None:
             passes.append(None)
             continue
@@ -285,6 +296,34 @@ def test_tables_that_grow_stay_within_the_budget_while_they_grow(small_tables):
         assert (len(enum.table), enum.catch_terminal, enum.try_terminal) == (
             len(whole.table), whole.catch_terminal, whole.try_terminal)
     assert passes[0] is None and passes[-1] == 1 and max(p or 0 for p in passes) > 1, passes
+
+
+def test_a_dense_table_stays_within_the_budget_while_its_set_grows(small_tables, monkeypatch):
+    """A dense table (sized once, for a known count of non-terminal positions) beside a terminal
+    set that starts too small: the set's growth holds its old buckets and the new at once, and
+    setting part of it aside holds the whole set and the part; the budget holds both (and refuses
+    when nothing fits), and the terminal positions are all counted, in one pass or several."""
+    from dobutsu_tb.tablebase.enumeration import count_terminal_partitions
+
+    monkeypatch.setattr(config, "ENUM_BATCH", 128)  # (a batch's children fit the dense table's room)
+    game = game_of(get_variant("dobutsu"))
+    start = Position.from_text(LION_CHICK).state()
+    whole = enumerate_positions(game, start)
+    counts = (len(whole.table), whole.catch_terminal, whole.try_terminal)
+    options = {"expected": (counts[0], 64), "table_load": 0.5}
+    free = enumerate_positions(game, start, **options)
+    assert compact.is_dense(free.table.slots) and free.table.capacity < 2 * counts[0] / 0.5
+    _, unbounded = _held_while_enumerating(game, start, None, **options)
+    passes = []
+    for budget in (unbounded, unbounded - 60_000, unbounded - 180_000, unbounded - 196_000):
+        enum, peak = _held_while_enumerating(game, start, budget, **options)
+        assert 0 < peak <= budget, (budget, peak)
+        passes.append(enum and enum.terminal_parts)
+        if enum is not None:
+            assert enum.table.capacity == free.table.capacity  # it never grew
+            count_terminal_partitions(enum)
+            assert (len(enum.table), enum.catch_terminal, enum.try_terminal) == counts
+    assert passes[0] == 1 and max(p or 0 for p in passes) > 1 and passes[-1] is None, (unbounded, passes)
 
 
 @pytest.mark.parametrize("passes", [1, 3, 16])
