@@ -88,6 +88,11 @@ def listed_kernels(modules) -> dict:
 INVARIANT_LOAD = "_invariant_load"
 
 
+class SourceChangedError(RuntimeError):
+    """A kernel's source file no longer holds the kernel the program imported: the program was
+    edited or reinstalled while it ran."""
+
+
 def invariant_code(func, array: str):
     """The code of plain kernel ``func`` with every read ``array[i]`` of its parameter ``array``
     written ``_invariant_load(array, i)`` (:data:`INVARIANT_LOAD`): for a jitted copy whose
@@ -95,6 +100,12 @@ def invariant_code(func, array: str):
     keep what it read in registers across the kernel's stores to other arrays, as it does the
     values of a constant table. Line numbers and names stay the function's; ``None`` when
     ``func`` reads no ``array[...]``.
+
+    Raises
+    ------
+    SourceChangedError
+        If the source file, read now, no longer holds ``func`` where the program imported it
+        from, with the same parameters (the program was edited or reinstalled while it ran).
     """
     import ast
     import inspect
@@ -111,7 +122,17 @@ def invariant_code(func, array: str):
                 return ast.copy_location(call, node)
             return node
 
-    tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    changed = SourceChangedError(
+        f"the program's file {func.__code__.co_filename} changed while it ran (edited or reinstalled): "
+        f"its kernel {func.__name__} is no longer where it was; run the command again")
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, SyntaxError, IndentationError):
+        raise changed from None
+    code = func.__code__
+    if not (tree.body and isinstance(tree.body[0], ast.FunctionDef) and tree.body[0].name == func.__name__
+            and [a.arg for a in tree.body[0].args.args] == list(code.co_varnames[:code.co_argcount])):
+        raise changed
     tree = Rewrite().visit(tree)
     if not Rewrite.found:
         return None

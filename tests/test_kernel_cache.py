@@ -403,3 +403,30 @@ def test_without_the_jit_a_build_runs_as_plain_python(tmp_path):
             keys, values = f.read_all()
             files.append((keys.tolist(), values.tolist()))
     assert files[0] == files[1] and len(files[0][0]) == 1_793
+
+
+def test_a_kernel_whose_source_changed_while_the_program_ran_is_one_clear_error(tmp_path):
+    """The jitted copies are compiled from the kernels' source read again (their reads of the
+    rules array rewritten): a source file edited or reinstalled since the program imported it
+    (here: a kernel above the one imported, then the file gone) is a SourceChangedError that
+    names the file, not a StopIteration from deep inside (a build died so on 2026-12-06), and the
+    command line says it in one line."""
+    import importlib.util
+
+    from dobutsu_tb.analysis.cli.common import expected_errors
+    from dobutsu_tb.encoding import binding
+
+    path = tmp_path / "kernels_that_change.py"
+    path.write_text("def kernel(rules, i):\n    return rules[i] + 1\n")
+    spec = importlib.util.spec_from_file_location("kernels_that_change", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    code = binding.invariant_code(module.kernel, "rules")
+    assert code.co_name == "kernel" and binding.INVARIANT_LOAD in code.co_names
+    path.write_text("def other(rules):\n    return rules[0]\n\n\n" + "def kernel(rules, i):\n    return rules[i] + 1\n")
+    with pytest.raises(binding.SourceChangedError, match="kernels_that_change.py changed while it ran") as changed:
+        binding.invariant_code(module.kernel, "rules")
+    assert isinstance(changed.value, expected_errors())
+    path.unlink()
+    with pytest.raises(binding.SourceChangedError, match="run the command again"):
+        binding.invariant_code(module.kernel, "rules")

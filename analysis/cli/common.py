@@ -100,7 +100,8 @@ EXPECTED_ERRORS = (("dobutsu_tb.tablebase.game.position", "PositionError"),
                    ("dobutsu_tb.tablebase.export", "ExportError"),
                    ("dobutsu_tb.tablebase.cluster", "ClusterError"),
                    ("dobutsu_tb.analysis.puzzles", "PuzzleInputError"),
-                   ("dobutsu_tb.analysis.textfiles", "InputFileError"))
+                   ("dobutsu_tb.analysis.textfiles", "InputFileError"),
+                   ("dobutsu_tb.encoding.binding", "SourceChangedError"))
 
 
 def expected_errors() -> tuple:
