@@ -22,9 +22,9 @@ from dobutsu_tb.encoding.words import counted
 from dobutsu_tb.tablebase import retrograde
 from dobutsu_tb.tablebase.enumeration import StartPositionError, count_terminal_partitions, enumerate_positions
 from dobutsu_tb.tablebase.game.game import Game, game_of
-from dobutsu_tb.tablebase.game.layout import CATCH, NONTERMINAL
+from dobutsu_tb.tablebase.game.layout import CATCH, KEY_TOP_BIT, NONTERMINAL, key_room
 from dobutsu_tb.tablebase.game.position import Position
-from dobutsu_tb.tablebase.game.variant import Variant, get_variant, standard_variant
+from dobutsu_tb.tablebase.game.variant import Variant, VariantError, get_variant, standard_variant
 from dobutsu_tb.tablebase.memory import (  # noqa: F401 (InsufficientMemoryError: the build's error, also here)
     BASE_MEMORY,
     BuildPlan,
@@ -438,6 +438,14 @@ def estimate_memory(nonterminal: int, terminal: int, game: Game | None = None) -
                      Path(".")).peak
 
 
+def _wide_estimate(variant, start) -> str:
+    """What a build from ``start`` of a variant whose keys are too wide would reach and need
+    (:func:`~dobutsu_tb.tablebase.memory.estimate_build` with keys as wide as they may be: the
+    memory a lower bound)."""
+    room = key_room(variant)
+    return estimate_build(Sizes(room, KEY_TOP_BIT + 1 - room), variant, start).describe() + " at the least"
+
+
 def build_tablebase(out, start=None, progress: bool | None = None,
                     on_phase: Callable[[str], None] | None = None, force: bool = False,
                     memory_check: bool = True, variant: Variant | None = None, max_memory: int | None = None,
@@ -516,6 +524,9 @@ def build_tablebase(out, start=None, progress: bool | None = None,
         raise ValueError(f"the start position is of {start.variant.name}, not of {variant.name}")
     game = game_of(variant)
     check_start(start)  # (before anything is compiled or written)
+    if game.key_problem is not None:
+        raise VariantError(f"{variant.name}: {game.key_problem}; from {start.text()}: {_wide_estimate(variant, start)} "
+                           f"(a variant's army is its start's: one whose start holds fewer pieces has narrower keys)")
     out = Path(out)
     expected = expected_counts(variant, start)
     sizes = Sizes(game.layout["MAX_KEY_BITS"], game.layout["KEY_SHIFT"])

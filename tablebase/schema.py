@@ -48,6 +48,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 
+from dobutsu_tb.tablebase.game.layout import key_width_problem
 from dobutsu_tb.tablebase.game.variant import Variant, VariantError, standard_variant, variant_from_json
 from dobutsu_tb.tablebase.values import MAX_STORED_DTM, MAX_WIDE_DTM
 
@@ -336,6 +337,9 @@ def metadata_from_attrs(raw: dict, name: str, check_counts: bool = True) -> Meta
         raise TablebaseFileError(f"{name}: unreadable metadata ({' '.join(str(exc).split())})") from None
     try:
         variant = variant_from_json(attrs["variant"], "its variant") if version >= 4 else standard_variant()
+        problem = key_width_problem(variant)  # (no build writes a variant whose keys do not fit)
+        if problem is not None:
+            raise VariantError(f"its variant: {problem}")
     except VariantError as exc:
         raise TablebaseFileError(f"{name}: {exc} (a damaged file?)") from None
     meta = Metadata(start=attrs["start"], created=attrs.get("created", ""), format_version=version,

@@ -273,6 +273,7 @@ def _rules_said(v) -> list[str]:
 def variants(variant_file, as_json):
     """List the game variants: the shipped ones and those of --variant-file, with their board,
     pieces and start position (docs/variants.md says how to write one)."""
+    from dobutsu_tb.tablebase.game.layout import key_width_problem
     from dobutsu_tb.tablebase.game.variant import add_variants, known_variants
 
     loaded = {v.name for v in add_variants(variant_file)} if variant_file is not None else set()
@@ -286,3 +287,6 @@ def variants(variant_file, as_json):
         pieces = ", ".join(f"{p.letter} {p.name}" + (" (royal)" if p.royal else "")
                            + (f" -> {p.promotes_to}" if p.promotes_to else "") for p in v.pieces)
         click.echo(f"  pieces: {pieces}\n  start: {v.start}")
+        problem = key_width_problem(v)
+        if problem is not None:  # described and drawn, but not built
+            click.echo(f"  not buildable: {problem.removeprefix('pieces: ')}")

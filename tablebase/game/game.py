@@ -24,7 +24,7 @@ import types
 from dobutsu_tb.encoding.binding import bind_plain, kernel_options, prange
 from dobutsu_tb.tablebase.game import key, rules, unmoves
 from dobutsu_tb.tablebase.game.key import as_int64_array, canonical_key, decode_key, encode_state
-from dobutsu_tb.tablebase.game.layout import CELL_BITS, EXT_SHIFT, OPPONENT, derive, shape_names
+from dobutsu_tb.tablebase.game.layout import CELL_BITS, EXT_SHIFT, OPPONENT, derive, key_width_problem, shape_names
 from dobutsu_tb.tablebase.game.rules import (
     CATCH,
     DROP,
@@ -35,7 +35,7 @@ from dobutsu_tb.tablebase.game.rules import (
     TO_SHIFT,
     TRY,
 )
-from dobutsu_tb.tablebase.game.variant import Variant, standard_variant
+from dobutsu_tb.tablebase.game.variant import Variant, VariantError, standard_variant
 
 #: The modules whose kernels make up a game.
 GAME_MODULES = (key, rules, unmoves)
@@ -80,10 +80,16 @@ class Game:
     kernels : types.SimpleNamespace
         The plain kernels of key.py, rules.py and unmoves.py bound to its board's shape (plain
         Python; shared by the variants of that shape).
+    key_problem : str or None
+        Why its positions have no keys (wider than a key holds:
+        :func:`~dobutsu_tb.tablebase.game.layout.key_width_problem`), or None. Such a game's
+        positions are drawn and its builds estimated, but :meth:`key_of`, :meth:`jitted` and
+        :meth:`check_keys` raise :class:`~dobutsu_tb.tablebase.game.variant.VariantError`.
     """
 
     def __init__(self, variant: Variant):
         self.variant = variant
+        self.key_problem = key_width_problem(variant)
         self.layout = derive(variant)
         self.rules = self.layout["RULES"]
         self.shape = shape_names(variant.files, variant.ranks)
@@ -110,6 +116,17 @@ class Game:
         shares its kernels)."""
         return shape_cache_key(self.variant.files, self.variant.ranks)
 
+    def check_keys(self) -> None:
+        """Refuse a game whose positions have no keys (:attr:`key_problem`).
+
+        Raises
+        ------
+        VariantError
+            If its keys are wider than a key holds.
+        """
+        if self.key_problem is not None:
+            raise VariantError(f"{self.variant.name}: {self.key_problem}")
+
     def jitted(self, *modules) -> types.SimpleNamespace:
         """The game's kernels and those of ``modules`` (their ``__kernels__``, which may call the
         game's and those of the modules before them), compiled by numba for the board's shape;
@@ -126,7 +143,13 @@ class Game:
         -------
         types.SimpleNamespace
             The game's jitted kernels, this module's array kernels and the modules', by name.
+
+        Raises
+        ------
+        VariantError
+            If the game's keys are wider than a key holds (:attr:`key_problem`).
         """
+        self.check_keys()
         return jitted_for_shape(self.variant.files, self.variant.ranks, *modules)
 
     # --- one position at a time (plain Python, checked) ----------------------------------------
@@ -160,7 +183,14 @@ class Game:
         return int(b), int(h)
 
     def key_of(self, state) -> int:
-        """The canonical key of a state (0 if invalid)."""
+        """The canonical key of a state (0 if invalid).
+
+        Raises
+        ------
+        VariantError
+            If the game's keys are wider than a key holds (:attr:`key_problem`).
+        """
+        self.check_keys()
         board, hand = state
         return int(self.kernels.canonical_key(self.rules, board, hand))
 

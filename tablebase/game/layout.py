@@ -555,28 +555,42 @@ def _pack(t: dict, shape: dict) -> list:
 
 
 def check_layout(variant) -> None:
-    """Refuse a variant whose key or hand field does not fit the kernels.
+    """Refuse a variant whose hand field does not fit the kernels (its keys may be too wide to
+    build: :func:`key_width_problem`, asked where keys are made).
 
     Raises
     ------
     VariantError
-        If the key needs more than ``63 - CELL_PEEK`` bits or more than a sort record holds beside
-        a one-byte value (``RECORD_BITS - RECORD_VALUE_BITS``), or the hand field more than 16 bits.
+        If the hand field needs more than 16 bits.
     """
     from dobutsu_tb.tablebase.game.variant import VariantError
 
     slots = variant.hand_order
-    peek = peek_bits(variant)
     hand_bits = 2 * sum(count_widths(variant))
     if hand_bits > MAX_HAND_BITS:
         counts = ", ".join(f"{variant.army[s]} {s}" for s in slots)
         raise VariantError(f"hand_order: {len(slots)} kinds in hand (at most {counts}) need a {hand_bits}-bit "
                            f"hand field; at most {MAX_HAND_BITS} bits are supported")
-    bits = max_key_bits(variant)
-    room = min(KEY_TOP_BIT + 1 - peek, RECORD_BITS - RECORD_VALUE_BITS)
-    if bits > room:
-        raise VariantError(f"pieces: a position's key needs up to {bits} bits; at most {room} fit "
-                           f"a 64-bit key with this piece set")
+
+
+def key_room(variant) -> int:
+    """The widest key code a variant's positions may have, in bits: ``63 - CELL_PEEK`` (a code is
+    decoded by peeking a few bits past it) and at most what a sort record holds beside a one-byte
+    value (``RECORD_BITS - RECORD_VALUE_BITS``, 56)."""
+    return min(KEY_TOP_BIT + 1 - peek_bits(variant), RECORD_BITS - RECORD_VALUE_BITS)
+
+
+def key_width_problem(variant) -> str | None:
+    """Why no key of this variant can be made, or None when its keys fit (:func:`key_room`).
+
+    A variant whose key is wider (a big army on a board of 20 squares, say) is still listed,
+    drawn and estimated; only what makes keys refuses it (a build, a tablebase file, a key).
+    """
+    bits, room = max_key_bits(variant), key_room(variant)
+    if bits <= room:
+        return None
+    return (f"pieces: a position's key needs up to {bits} bits; at most {room} fit a 64-bit key with this piece set "
+            f"(wider keys are not supported yet)")
 
 
 # The standard game's shape (the kernels' defaults; each shape binds its own: module docstring).
