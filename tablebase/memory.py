@@ -152,7 +152,11 @@ def parse_size(text: str) -> int:
 
 def gib(n: int) -> str:
     """``n`` bytes as ``'1.8 GiB'``; below 1 GiB in MiB, KiB or bytes (``'320 MiB'`` rather than
-    ``'0.3 GiB'``, so that a need and a budget a few MiB apart do not read the same)."""
+    ``'0.3 GiB'``, so that a need and a budget a few MiB apart do not read the same); from 1 TiB
+    on in TiB or PiB (a full game of a big board: ``'1.4 PiB'``, not ``'1443093.6 GiB'``)."""
+    for unit, size in (("PiB", GIB << 20), ("TiB", GIB << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
     if n >= GIB:
         return f"{n / GIB:.1f} GiB"
     for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):

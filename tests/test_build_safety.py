@@ -411,3 +411,14 @@ def test_a_build_through_a_symbolic_link_replaces_the_file_it_names(cli, tmp_pat
     result = cli("probe", "S/-l-/---/-L-/-", "--tb", tmp_path / "loop1")  # (it said 'no such file')
     assert result.exit_code == 1
     assert result.output == f"error: {tmp_path / 'loop1'}: a symbolic link to no file (loop2)\n"
+
+
+def test_sizes_are_said_in_the_unit_that_reads():
+    """Byte counts for people: bytes to PiB, a need and a budget a few MiB apart never read the
+    same, and a full game of a big board not in millions of GiB."""
+    from dobutsu_tb.tablebase.memory import gib
+
+    assert [gib(n) for n in (1, 1000, 5 << 10, 320 << 20, (1 << 30) - (1 << 20), 3 << 29, 1023 << 30, 1 << 40,
+                             1443093 << 30, 3 << 50)] == [
+        "1 byte", "1000 bytes", "5 KiB", "320 MiB", "1023 MiB", "1.5 GiB", "1023.0 GiB", "1.0 TiB", "1.4 PiB",
+        "3.0 PiB"]
