@@ -602,6 +602,19 @@ def _free_cycles() -> None:
     gc.collect()
 
 
+def _passes_hint(enum, plan: BuildPlan, sizes: Sizes) -> str:
+    """For an enumeration that split its terminal positions into more partitions than planned (a
+    start of unknown counts within a tight budget): how much more memory would have counted them
+    all in the enumeration itself (each pass expands every position again); else ''."""
+    if enum.terminal_parts <= plan.terminal_parts:
+        return ""
+    held = enum.catch_terminal + enum.try_terminal  # (the first partition's)
+    more = sizes.terminal_set(held * enum.terminal_parts, plan.set_load_factor) - sizes.terminal_set(
+        held, plan.set_load_factor)
+    return (f", each as long as the enumeration's expansion (the budget held 1/{enum.terminal_parts} of the set of "
+            f"terminal positions; about {gib(more)} more, --max-memory, would hold it all)")
+
+
 def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, plan: BuildPlan, sizes: Sizes,
            folder: "WorkFolder") -> tuple[Metadata, BuildPlan, dict, np.ndarray]:
     """The build's phases, writing into ``tmp``; returns the metadata written, the plan followed,
@@ -634,7 +647,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
         phase("terminal")
         if not quiet:
             _log(f"enumerated {enum.nonterminal:,} non-terminal positions in {enum.seconds:.1f} s; counting the "
-                 f"terminal positions in {enum.terminal_parts - 1} more pass(es)")
+                 f"terminal positions in {enum.terminal_parts - 1} more pass(es)" + _passes_hint(enum, plan, sizes))
         again = enum.nonterminal * (enum.terminal_parts - 1)
         with tqdm(total=again, desc="terminal", unit=" pos", unit_scale=True, disable=disable,
                   file=sys.stderr) as bar:

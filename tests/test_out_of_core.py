@@ -4,6 +4,7 @@ path, forced on a small build, must give the same file (keys and values) as the 
 
 import dataclasses
 import os
+import re
 import weakref
 from pathlib import Path
 
@@ -66,6 +67,10 @@ def test_the_terminal_passes_log_as_the_enumeration_does(tmp_path, small_tables,
     assert "enumeration: 1 position expanded" in err
     assert f"terminal positions: {result.metadata.nonterminal:,} of {result.metadata.nonterminal:,} positions " \
            "expanded again to count them" in err, err
+    # (the plan had room for the set; the tables that grew did not: how much more would have held it)
+    assert re.search(r"counting the terminal positions in 1 more pass\(es\), each as long as the enumeration's "
+                     r"expansion \(the budget held 1/2 of the set of terminal positions; about \d+ KiB more, "
+                     r"--max-memory, would hold it all\)", err), err
 
 
 def test_spilled_lists_free_their_disk_as_they_go(tmp_path, monkeypatch, lion_chick_tb):
