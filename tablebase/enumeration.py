@@ -560,8 +560,7 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
         table = CompactTable(n_nt, bits, shift, config.LOAD_FACTOR, threads)
     terminal = CompactSet(max(1, n_t // parts), bits, shift, set_load_factor, threads)
     tags = np.zeros(table.capacity, np.uint8)
-    slots, _ = table.insert([game.key_of(start_state)])
-    tags[slots[0]] = TAG_FRESH
+    tags[table.insert([game.key_of(start_state)])[0][0]] = TAG_FRESH
     batch_size = config.ENUM_BATCH
     window = np.empty(_WINDOW, np.int64)
     per_thread = -(-batch_size // threads) * game.layout["MAX_MOVES"]  # room for every child of a thread's share
@@ -571,6 +570,7 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     counts = thread_counters(threads, shards)
     by_class = np.zeros((table.n_shards, CLASS_MASK + 1), np.int64)
     dropped = np.zeros(CLASS_MASK + 1, np.int64)  # counted, then moved to another partition
+    bookkeeping = counts.nbytes + by_class.nbytes + dropped.nbytes + table.counts.nbytes  # (counted too)
 
     def halve_set():
         """Double the terminal partitions: keep partition 0's half of the set. The smaller set is
@@ -603,9 +603,9 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
         partition in ``factor`` (the table and the whole set as they are)."""
         if growing == "table":  # the new slots are filled while the old ones are held; then the new tags are made
             slots, nbytes = table.grown_size(nt)
-            return (nbytes + slots + terminal.allocated + growth_bytes_per_old_slot(slots) * table.capacity
-                    + max(0, table.nbytes - slots))
-        tables = table.nbytes + table.capacity + terminal.allocated
+            return (nbytes + slots + terminal.allocated + bookkeeping
+                    + growth_bytes_per_old_slot(slots) * table.capacity + max(0, table.nbytes - slots))
+        tables = table.nbytes + table.capacity + terminal.allocated + bookkeeping
         if growing == "set":  # the new buckets are filled while the old ones are held
             return tables + terminal.grown_nbytes(t)
         return tables + set_allocated(max(1, t // factor), bits, shift, set_load_factor, threads)

@@ -244,8 +244,8 @@ class _HeldArrays:
 
 def _held_while_enumerating(game, start, budget, **options):
     """Enumerate within ``budget``, counting every array of the table, its tags and the set as
-    numpy makes and frees them: (the enumeration or None if it was refused, the most bytes held
-    at once)."""
+    numpy makes and frees them: (the enumeration or the refusal's message, the most bytes held at
+    once)."""
     from dobutsu_tb.tablebase import enumeration
 
     try:  # the same enumeration first, uncounted: its kernels compile with numba's own numpy
@@ -272,7 +272,7 @@ def _held_while_enumerating(game, start, budget, **options):
         except memory.InsufficientMemoryError as refused:
             assert "the enumeration needs more memory than the budget" in str(refused)
             assert "raise --max-memory by " in str(refused)  # and how much more: a user's next try
-            enum = None
+            enum = str(refused)
     return enum, held.peak
 
 
@@ -292,7 +292,8 @@ def test_tables_that_grow_stay_within_the_budget_while_they_grow(small_tables):
     for budget in (500_000, 600_000, 650_000, 1_000_000):
         enum, peak = _held_while_enumerating(game, start, budget)
         assert 0 < peak <= budget, (budget, peak)
-        if enum is None:
+        if isinstance(enum, str):
+            assert "its table's next growth needs" in enum, enum
             passes.append(None)
             continue
         passes.append(enum.terminal_parts)
@@ -319,16 +320,23 @@ def test_a_dense_table_stays_within_the_budget_while_its_set_grows(small_tables,
     free = enumerate_positions(game, start, **options)
     assert compact.is_dense(free.table.slots) and free.table.capacity < 2 * counts[0] / 0.5
     _, unbounded = _held_while_enumerating(game, start, None, **options)
-    passes = []
-    for budget in (unbounded, unbounded - 60_000, unbounded - 180_000, unbounded - 196_000):
+    passes, refusals = [], []
+    # (at the start 226,761 bytes; the lowest budgets refuse to set terminal positions aside, or at 64
+    # partitions to grow the set; a few keep a quarter of the set at once)
+    for below in (0, 60_000, 180_000, 189_545, 194_545, 198_545):
+        budget = unbounded - below
         enum, peak = _held_while_enumerating(game, start, budget, **options)
         assert 0 < peak <= budget, (budget, peak)
-        passes.append(enum and enum.terminal_parts)
-        if enum is not None:
-            assert enum.table.capacity == free.table.capacity  # it never grew
-            count_terminal_partitions(enum)
-            assert (len(enum.table), enum.catch_terminal, enum.try_terminal) == counts
-    assert passes[0] == 1 and max(p or 0 for p in passes) > 1 and passes[-1] is None, (unbounded, passes)
+        if isinstance(enum, str):
+            refusals.append(enum)
+            continue
+        passes.append(enum.terminal_parts)
+        assert enum.table.capacity == free.table.capacity  # it never grew
+        count_terminal_partitions(enum)
+        assert (len(enum.table), enum.catch_terminal, enum.try_terminal) == counts
+    assert passes[0] == 1 and max(passes) > 1 and len(passes) == 4, (unbounded, passes)
+    assert len(refusals) == 2 and "in 64 partitions, needs" in refusals[0], refusals
+    assert "setting terminal positions aside needs" in refusals[1], refusals
 
 
 @pytest.mark.parametrize("passes", [1, 3, 16])
