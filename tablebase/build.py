@@ -33,6 +33,7 @@ from dobutsu_tb.tablebase.memory import (  # noqa: F401 (InsufficientMemoryError
     default_budget,
     estimate_build,
     gib,
+    gib_apart,
     make_plan,
     peak_resident_memory,
 )
@@ -500,10 +501,14 @@ def build_tablebase(out, start=None, progress: bool | None = None,
         If a text start position is malformed or impossible.
     dobutsu_tb.tablebase.enumeration.StartPositionError
         If the start position is terminal.
+    dobutsu_tb.tablebase.game.variant.VariantError
+        If the variant's keys are wider than a build holds (``Game.key_problem``), before
+        anything is compiled or written.
     dobutsu_tb.encoding.compact.CompactTableFullError
         If the positions do not fit the hash tables.
     InsufficientMemoryError
-        If the build does not fit the memory budget.
+        If the build does not fit the memory budget (before the build, or as its tables grow, or
+        when the counts it found leave no room for the analysis).
     dobutsu_tb.tablebase.output.OutputError
         If ``out`` cannot be written (no such folder, not writable, another build writing it, a
         file there that is not a tablebase, a full disk); nothing is written then.
@@ -665,6 +670,14 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
              f"in {enum.seconds:.1f} s; {_peak_memory()}")
     if enum.table.capacity == plan.table_slots:  # still the dense table it was made as
         sizes = dataclasses.replace(sizes, table_load=plan.table_load)
+    floor = BASE_MEMORY + sizes.retrograde(enum.nonterminal, spilled=True)
+    if plan.budget is not None and floor > plan.budget:  # (the counts were not known when the plan was made)
+        need, given = gib_apart(floor, plan.budget)
+        raise InsufficientMemoryError(
+            f"the retrograde analysis of the {enum.nonterminal:,} non-terminal positions found needs at least "
+            f"{need} of memory (the table, a value and a counter byte a position, its buffers and "
+            f"{gib(BASE_MEMORY)} for the interpreter and the kernels, its lists spilled to disk), but the budget is "
+            f"{given}; free some memory or raise --max-memory by {gib(floor - plan.budget)} at least")
     check_plan = make_plan(sizes, enum.nonterminal, enum.reachable - enum.nonterminal, plan.budget, plan.work_dir,
                            True if plan.spill else None, known=False)
     check_plan = dataclasses.replace(check_plan, terminal_parts=enum.terminal_parts)

@@ -153,16 +153,31 @@ def parse_size(text: str) -> int:
 def gib(n: int) -> str:
     """``n`` bytes as ``'1.8 GiB'``; below 1 GiB in MiB, KiB or bytes (``'320 MiB'`` rather than
     ``'0.3 GiB'``, so that a need and a budget a few MiB apart do not read the same); from 1 TiB
-    on in TiB or PiB (a full game of a big board: ``'1.4 PiB'``, not ``'1443093.6 GiB'``)."""
-    for unit, size in (("PiB", GIB << 20), ("TiB", GIB << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    if n >= GIB:
-        return f"{n / GIB:.1f} GiB"
-    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.0f} {unit}"
-    return f"{n} byte" if n == 1 else f"{n} bytes"
+    on in TiB or PiB (a full game of a big board: ``'1.4 PiB'``, not ``'1443093.6 GiB'``). The
+    unit is the one the rounded figure fits (``2**40 - 1`` bytes: ``'1.0 TiB'``, not
+    ``'1024.0 GiB'``)."""
+    units = (("KiB", 1 << 10, 0), ("MiB", 1 << 20, 0), ("GiB", GIB, 1), ("TiB", GIB << 10, 1), ("PiB", GIB << 20, 1))
+    if n < 1 << 10:
+        return f"{n} byte" if n == 1 else f"{n} bytes"
+    k = max(i for i, (_, size, _) in enumerate(units) if n >= size)
+    if k + 1 < len(units) and round(n / units[k][1], units[k][2]) >= 1024:  # (rounds up to the next unit)
+        k += 1
+    unit, size, digits = units[k]
+    return f"{n / size:.{digits}f} {unit}"
+
+
+def gib_apart(*sizes: int) -> list[str]:
+    """:func:`gib` of each of ``sizes``, or, when two of them would read the same, all in the
+    first of MiB, KiB and bytes (with thousands separators) that tells them apart: a need and a
+    budget that differ say so (``'1,068 MiB'`` against ``'1,024 MiB'``, not ``'1.0 GiB'`` twice;
+    ``'328,657 KiB'`` against ``'328,462 KiB'``, not ``'321 MiB'`` twice)."""
+    distinct = len(set(sizes))
+    said = [gib(n) for n in sizes]
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10), ("bytes", 1)):
+        if len(set(said)) == distinct:
+            break
+        said = [f"{round(n / size):,} {unit}" for n in sizes]
+    return said
 
 
 @dataclass(frozen=True)
@@ -344,9 +359,10 @@ def _plan_for(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
                 f"non-terminal ones, their values and the analysis's buffers" if known else
                 f"its first tables: {gib(floor)} for a table of {nonterminal:,} non-terminal positions, their "
                 f"values and the analysis's buffers, before their count is known")
+        need, given = gib_apart(floor + BASE_MEMORY, budget)
         raise InsufficientMemoryError(
-            f"the build needs at least {gib(floor + BASE_MEMORY)} of memory for {what}, and {gib(BASE_MEMORY)} for "
-            f"the interpreter and the kernels; but the budget is {gib(budget)} ({source}); free some memory or "
+            f"the build needs at least {need} of memory for {what}, and {gib(BASE_MEMORY)} for "
+            f"the interpreter and the kernels; but the budget is {given} ({source}); free some memory or "
             f"raise --max-memory")
     parts, load = 1, config.SET_LOAD_FACTOR
     while sizes.enumeration(nonterminal, terminal // parts, load) > room and parts < MAX_TERMINAL_PARTS:
@@ -357,20 +373,21 @@ def _plan_for(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
             break
         parts *= 2
     if sizes.enumeration(nonterminal, terminal // parts, load) > room and known:
+        need, given = gib_apart(sizes.enumeration(nonterminal, terminal // parts) + BASE_MEMORY, budget)
         raise InsufficientMemoryError(
-            f"the build needs about {gib(sizes.enumeration(nonterminal, terminal // parts) + BASE_MEMORY)} of "
-            f"memory for {nonterminal + terminal:,} positions, but the budget is {gib(budget)} ({source}); free some "
-            f"memory or raise --max-memory")
+            f"the build needs about {need} of memory for {nonterminal + terminal:,} positions, but the budget is "
+            f"{given} ({source}); free some memory or raise --max-memory")
     if spill is None:
         spill = sizes.retrograde(nonterminal) > room
     passes = first
     while sizes.records(nonterminal, passes) > room and passes < MAX_RECORD_PASSES:
         passes *= 2
     if sizes.records(nonterminal, passes) > room and known:
+        need, given = gib_apart(sizes.records(nonterminal, passes) + BASE_MEMORY, budget)
         raise InsufficientMemoryError(
-            f"the build needs about {gib(sizes.records(nonterminal, passes) + BASE_MEMORY)} of memory for "
-            f"{nonterminal + terminal:,} positions (their sort records in {passes} key ranges, each a scan of the "
-            f"table), but the budget is {gib(budget)} ({source}); free some memory or raise --max-memory")
+            f"the build needs about {need} of memory for {nonterminal + terminal:,} positions (their sort records in "
+            f"{passes} key ranges, each a scan of the table), but the budget is {given} ({source}); free some memory "
+            f"or raise --max-memory")
     peak = BASE_MEMORY + max(sizes.enumeration(nonterminal, terminal // parts, load),
                              sizes.retrograde(nonterminal, spill), sizes.records(nonterminal, passes))
     disk = int(LIST_SHARE * nonterminal) * 4 * 2 if spill else 0
@@ -459,9 +476,10 @@ class Estimate:
 
     def describe(self) -> str:
         """One line for people."""
+        low, high = gib(self.peak_low), gib(self.peak_high)
         return (f"at most {self.bound:,} positions (every placement of its pieces); at the share of the boards "
                 f"solved so far ({REACHABLE_SHARE[0]:.0%} to {REACHABLE_SHARE[1]:.0%}) about {_rough(self.low)} to "
-                f"{_rough(self.high)} reachable, which need about {gib(self.peak_low)} to {gib(self.peak_high)} of "
+                f"{_rough(self.high)} reachable, which need about {low if low == high else f'{low} to {high}'} of "
                 f"memory")
 
 

@@ -25,6 +25,7 @@ build, as every kernel did before.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -319,6 +320,23 @@ def _main(work: str, part: str) -> None:
         sys.exit("the kernel cache could not save every kernel")
 
 
+@contextlib.contextmanager
+def _remap_in_int64(wide: bool):
+    """With ``wide``, tables grow as one of more than ``2**31`` slots does: each old slot's new place
+    in int64 (:func:`~dobutsu_tb.encoding.compact.remap_dtype`), so that those kernels compile too."""
+    import numpy as np
+
+    from dobutsu_tb.encoding import compact
+
+    real = compact.remap_dtype
+    if wide:
+        compact.remap_dtype = lambda capacity: np.int64
+    try:
+        yield
+    finally:
+        compact.remap_dtype = real
+
+
 def _compile_enumeration(start, dense: str = "") -> None:
     import numpy as np
 
@@ -328,8 +346,10 @@ def _compile_enumeration(start, dense: str = "") -> None:
     from dobutsu_tb.tablebase.enumeration import CLASS_MASK, enumerate_positions
 
     game, bits, shift = start.game, start.game.layout["MAX_KEY_BITS"], start.game.layout["KEY_SHIFT"]
-    enum = enumerate_positions(game, start.state())
-    enumeration.regrow_tags(enum.tags, enum.table.grow(2 * len(enum.table)), enum.table.capacity)
+    for wide_remap in (False, True):  # each old slot's new place in int32, and in int64 (past 2**31 slots)
+        with _remap_in_int64(wide_remap):
+            enum = enumerate_positions(game, start.state())
+            enumeration.regrow_tags(enum.tags, enum.table.grow(2 * len(enum.table)), enum.table.capacity)
     enumerate_positions(game, start.state(), terminal_parts=2)
     terminal = CompactSet(1, bits, shift, config.SET_LOAD_FACTOR, config.THREADS)
     terminal.grow(2 * terminal.room() + 2)
@@ -339,10 +359,12 @@ def _compile_enumeration(start, dense: str = "") -> None:
     del enum, terminal, smaller
     expected = _narrow_expected(game)
     if expected:  # a big table's uint32 slots, grown; and a table of uint64 slots grown into them
-        enum = enumerate_positions(game, start.state(), expected=(expected, 1))
-        enum.table.grow(2 * enum.table.capacity)
-        enum = enumerate_positions(game, start.state())
-        enum.table.grow(expected)
+        for wide_remap in (False, True):
+            with _remap_in_int64(wide_remap):
+                enum = enumerate_positions(game, start.state(), expected=(expected, 1))
+                enum.table.grow(2 * enum.table.capacity)
+                enum = enumerate_positions(game, start.state())
+                enum.table.grow(expected)
     expected = _dense_expected(game, dense) if dense else None
     if expected:  # a dense table, its terminal positions in two partitions
         enumerate_positions(game, start.state(), expected=(expected, 1), terminal_parts=2, table_load=0.85)

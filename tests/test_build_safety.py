@@ -269,8 +269,8 @@ def test_too_little_memory_is_said_before_the_build(cli, tmp_path, monkeypatch):
         m.setattr(memory, "MAX_RECORD_PASSES", 4)
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "1G")
         assert result.exit_code == 1 and result.output.count("\n") == 1 and \
-            "(their sort records in 4 key ranges, each a scan of the table), but the budget is 1.0 GiB" in \
-            result.output, result.output
+            "needs about 1,068 MiB of memory for 246,803,167 positions (their sort records in 4 key ranges, each a " \
+            "scan of the table), but the budget is 1,024 MiB" in result.output, result.output  # (1.0 GiB both)
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "lots")
         assert result.exit_code == 2 and "'lots' is not a size like 20G" in result.output
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "1000T")
@@ -416,9 +416,15 @@ def test_a_build_through_a_symbolic_link_replaces_the_file_it_names(cli, tmp_pat
 def test_sizes_are_said_in_the_unit_that_reads():
     """Byte counts for people: bytes to PiB, a need and a budget a few MiB apart never read the
     same, and a full game of a big board not in millions of GiB."""
-    from dobutsu_tb.tablebase.memory import gib
+    from dobutsu_tb.tablebase.memory import gib, gib_apart
 
-    assert [gib(n) for n in (1, 1000, 5 << 10, 320 << 20, (1 << 30) - (1 << 20), 3 << 29, 1023 << 30, 1 << 40,
-                             1443093 << 30, 3 << 50)] == [
-        "1 byte", "1000 bytes", "5 KiB", "320 MiB", "1023 MiB", "1.5 GiB", "1023.0 GiB", "1.0 TiB", "1.4 PiB",
-        "3.0 PiB"]
+    assert [gib(n) for n in (1, 1000, 1023, 5 << 10, (1 << 20) - 1, 320 << 20, (1 << 30) - (1 << 20),
+                             (1 << 30) - 1, 3 << 29, 1023 << 30, (1 << 40) - 1, 1 << 40, 1443093 << 30, 3 << 50,
+                             5000 << 50)] == [
+        "1 byte", "1000 bytes", "1023 bytes", "5 KiB", "1 MiB", "320 MiB", "1023 MiB", "1.0 GiB", "1.5 GiB",
+        "1023.0 GiB", "1.0 TiB", "1.0 TiB", "1.4 PiB", "3.0 PiB", "5000.0 PiB"]
+    assert gib_apart(328 << 20, (328 << 20) + 5000) == ["335,872 KiB", "335,877 KiB"]  # not 328 MiB twice
+    assert gib_apart(1068 << 20, 1 << 30) == ["1,068 MiB", "1,024 MiB"]  # not 1.0 GiB twice
+    assert gib_apart(1000, 1001) == ["1000 bytes", "1001 bytes"]
+    assert gib_apart(2048, 2049) == ["2,048 bytes", "2,049 bytes"]
+    assert gib_apart(328 << 20, 1 << 30) == ["328 MiB", "1.0 GiB"]

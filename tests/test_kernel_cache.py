@@ -430,3 +430,22 @@ def test_a_kernel_whose_source_changed_while_the_program_ran_is_one_clear_error(
     path.unlink()
     with pytest.raises(binding.SourceChangedError, match="run the command again"):
         binding.invariant_code(module.kernel, "rules")
+
+
+def test_the_child_compiles_the_growth_of_tables_past_two_billion_slots():
+    """A table's growth keeps each old slot's new place in int32 up to 2**31 slots and in int64
+    beyond (compact.remap_dtype): the compiling child compiles both, so that a build whose table
+    grows past 2**31 slots (an unknown count of some 1.5 billion positions, or a cluster worker's)
+    compiles nothing beside its tables at their peak."""
+    import numpy as np
+
+    from conftest import LION_CHICK
+    from dobutsu_tb.encoding import compact
+    from dobutsu_tb.tablebase import enumeration, precompile
+    from dobutsu_tb.tablebase.game.position import Position
+
+    precompile._compile_enumeration(Position.from_text(LION_CHICK))
+    for kernel, remap in ((compact._rehash, 5), (enumeration._move_tags, 1)):
+        remaps = {np.dtype(str(signature[remap].dtype)) for signature in kernel.signatures}
+        assert remaps >= {np.dtype(np.int32), np.dtype(np.int64)}, (kernel, kernel.signatures)
+    assert compact.remap_dtype(1 << 31) == np.int32 and compact.remap_dtype((1 << 31) + 1) == np.int64

@@ -312,6 +312,8 @@ def test_a_dense_table_stays_within_the_budget_while_its_set_grows(small_tables,
     from dobutsu_tb.tablebase.enumeration import count_terminal_partitions
 
     monkeypatch.setattr(config, "ENUM_BATCH", 128)  # (a batch's children fit the dense table's room)
+    monkeypatch.setattr(config, "THREADS", 2)  # (two shards, as the budgets below are measured: with one a
+    # thread, NUMBA_NUM_THREADS=1, the sizes differ)
     game = game_of(get_variant("dobutsu"))
     start = Position.from_text(LION_CHICK).state()
     whole = enumerate_positions(game, start)
@@ -489,3 +491,25 @@ def test_the_counters_half_goes_back_to_the_system():
     values = retrograde.contiguous_values(retrograde.value_bytes(cells))
     assert before - memory.resident_memory() > 48 << 20, (before, memory.resident_memory())
     assert values.shape == (64 << 20,) and values[0] == 1 and values[-1] == 1
+
+
+def test_an_analysis_that_does_not_fit_the_counts_found_says_by_how_much(tmp_path, small_tables, monkeypatch):
+    """A start of unknown counts within a budget that its enumeration fits but whose analysis the
+    positions found do not: one line that says how many were found, what the analysis needs and
+    by how much to raise --max-memory (it said 'for a table ... before their count is known',
+    with no figure to raise by, after the enumeration had counted them); nothing is left behind."""
+    real = memory.Sizes.retrograde
+
+    def retrograde(sizes, nonterminal, spilled=False):  # (an analysis bigger than the enumeration: as a 4x4 start's)
+        return 1_000_000 if nonterminal == 11_711 else real(sizes, nonterminal, spilled)
+
+    monkeypatch.setattr(memory.Sizes, "retrograde", retrograde)
+    with pytest.raises(memory.InsufficientMemoryError) as refused:
+        build_tablebase(tmp_path / "small.h5", LION_CHICK, progress=False, max_memory=memory.BASE_MEMORY + 800_000,
+                        work_dir=tmp_path / "work", spill=True)
+    assert str(refused.value) == (
+        "the retrograde analysis of the 11,711 non-terminal positions found needs at least 328,657 KiB of memory "
+        "(the table, a value and a counter byte a position, its buffers and 320 MiB for the interpreter and the "
+        "kernels, its lists spilled to disk), but the budget is 328,461 KiB; free some memory or raise --max-memory "
+        "by 195 KiB at least"), str(refused.value)  # (in KiB: both are 321 MiB)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -104,6 +104,8 @@ def test_a_key_too_wide_for_64_bits_is_refused():
         game.key_of(Position.start(game.variant).state())
     with pytest.raises(VariantError, match="mine: pieces: a position's key needs up to 64 bits"):
         game.jitted()
+    with pytest.raises(VariantError, match="mine: pieces: a position's key needs up to 64 bits"):
+        Position.from_key(1 << 62, game.variant)  # (its plain kernels would decode some keys: refused first)
     hands = _standard_dict(start="S/gle/ccg/CCG/ELG/Ee")  # four of each kind: hand counts of 3 bits
     with pytest.raises(VariantError, match=r"hand_order: 3 kinds in hand \(at most 4 C, 4 E, 4 G\) need a 18-bit "
                                            r"hand field; at most 16 bits"):

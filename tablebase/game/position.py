@@ -160,10 +160,13 @@ class Position:
         PositionError
             If ``key`` is not an integer (a Python or numpy one) or not the key of a position of
             the variant.
+        VariantError
+            If the variant's keys are wider than a key holds (``Game.key_problem``).
         """
         import operator
 
         game = game_of(variant or standard_variant())
+        game.check_keys()
         try:  # 1.5 or "12" is no key (int() would read 1.5 as 1), nor a bool
             number = None if isinstance(key, bool) else operator.index(key)
         except TypeError:
