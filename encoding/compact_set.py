@@ -417,7 +417,12 @@ class CompactSet(ShardedKeys):
     def allocated(self) -> int:
         """The bytes the set allocated: its buckets (:attr:`nbytes`), their alignment on cache
         lines and its counts."""
-        return self.buf.nbytes + 8 * (_BUCKET_WORDS + self.n_shards)
+        return self.buf.nbytes + _beside_buckets(self.n_shards)
+
+    @property
+    def _most_buckets(self) -> int:
+        """The most buckets the hash can address."""
+        return 1 << min(self.code_bits, MAX_SLOT_BITS)
 
     def hashes(self) -> np.ndarray:
         """The hashes of the keys held, in entry order (int64, shape (len(self),))."""
@@ -455,7 +460,7 @@ class CompactSet(ShardedKeys):
             if sized > buckets:
                 buckets, disp_bits = sized, sized_disp
         except CompactTableFullError:
-            buckets = (1 << min(self.code_bits, MAX_SLOT_BITS)) + 1
+            buckets = self._most_buckets + 1
         return buckets, disp_bits
 
     def grown_nbytes(self, expected: int) -> int:
@@ -469,10 +474,10 @@ class CompactSet(ShardedKeys):
             If the set cannot grow.
         """
         buckets, disp_bits = self._grown_geometry(expected)
-        if buckets > 1 << min(self.code_bits, MAX_SLOT_BITS):
+        if buckets > self._most_buckets:
             raise CompactTableFullError(f"hash table is full: {len(self):,} keys, and it cannot grow any further")
         layout = make_set_layout(self.code_bits, self.shift, buckets, self.n_shards, disp_bits)
-        return 8 * (_words(layout, self.n_shards) + _BUCKET_WORDS + self.n_shards)
+        return 8 * _words(layout, self.n_shards) + _beside_buckets(self.n_shards)
 
     def grow(self, expected: int) -> None:
         """Rehash into at least twice as many buckets, sized for ``max(expected, 2 * len(self))`` keys.
@@ -486,7 +491,7 @@ class CompactSet(ShardedKeys):
         MemoryError
             If numpy cannot allocate the new buckets.
         """
-        most = 1 << min(self.code_bits, MAX_SLOT_BITS)
+        most = self._most_buckets
         buckets, disp_bits = self._grown_geometry(expected)
         while True:
             if buckets > most:
@@ -510,7 +515,13 @@ def set_allocated(expected: int, code_bits: int, shift: int, load_factor: float 
         If no set can hold that many keys.
     """
     shards = shards_for(n_shards)
-    return set_nbytes(expected, code_bits, shift, load_factor, shards) + 8 * (_BUCKET_WORDS + shards)
+    return set_nbytes(expected, code_bits, shift, load_factor, shards) + _beside_buckets(shards)
+
+
+def _beside_buckets(n_shards: int) -> int:
+    """The bytes a set allocates beside its buckets (:meth:`CompactSet._empty`): a bucket's words
+    for their alignment on cache lines, and a count a shard."""
+    return 8 * (_BUCKET_WORDS + n_shards)
 
 
 def set_nbytes(expected: int, code_bits: int, shift: int, load_factor: float = SET_LOAD_FACTOR,

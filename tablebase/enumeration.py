@@ -572,6 +572,13 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     dropped = np.zeros(CLASS_MASK + 1, np.int64)  # counted, then moved to another partition
     bookkeeping = counts.nbytes + by_class.nbytes + dropped.nbytes + table.counts.nbytes  # (counted too)
 
+    def refuse(what: str, need: int, after: str = ""):
+        """Stop: ``need`` bytes for ``what`` the enumeration does next break the budget."""
+        raise InsufficientMemoryError(
+            f"the enumeration needs more memory than the budget ({gib(budget)} for its tables): it has found "
+            f"{len(table):,} non-terminal positions{what} {gib(need)}; free some memory or raise --max-memory by "
+            f"{gib(need - budget)} at least{after}")
+
     def halve_set():
         """Double the terminal partitions: keep partition 0's half of the set. The smaller set is
         filled while the whole one is held: when that would break the budget, keep a quarter (an
@@ -580,12 +587,8 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
         factor = 2
         while budget is not None and held(len(table), len(terminal), "halving", factor) > budget:
             if parts * factor >= MAX_TERMINAL_PARTS or len(terminal) // factor <= 1:
-                need = held(len(table), len(terminal), "halving", factor)
-                raise InsufficientMemoryError(
-                    f"the enumeration needs more memory than the budget ({gib(budget)} for its tables): it has "
-                    f"found {len(table):,} non-terminal positions and {len(terminal):,} terminal ones so far, and "
-                    f"setting terminal positions aside needs {gib(need)}; free some memory or raise --max-memory "
-                    f"by {gib(need - budget)} at least")
+                refuse(f" and {len(terminal):,} terminal ones so far, and setting terminal positions aside needs",
+                       held(len(table), len(terminal), "halving", factor))
             factor *= 2
         parts *= factor
         smaller = CompactSet(max(1, len(terminal) // factor), bits, shift, set_load_factor, threads)
@@ -619,10 +622,7 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
             halve_set()
         need = held(grown_nt, len(terminal), "table")
         if budget is not None and need > budget:
-            raise InsufficientMemoryError(
-                f"the enumeration needs more memory than the budget ({gib(budget)} for its tables): it has found "
-                f"{len(table):,} non-terminal positions so far and its table's next growth needs {gib(need)}; "
-                f"free some memory or raise --max-memory by {gib(need - budget)} at least (the table may grow again)")
+            refuse(" so far and its table's next growth needs", need, " (the table may grow again)")
 
     def grow_set(grown_t):
         """Grow the terminal set, or (when that would break the budget) halve what it holds."""
@@ -632,11 +632,7 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
         if terminal.room() < grown_t - len(terminal):
             need = held(len(table), grown_t, "set")
             if budget is not None and need > budget:  # as many partitions as there may be, and still too big
-                raise InsufficientMemoryError(
-                    f"the enumeration needs more memory than the budget ({gib(budget)} for its tables): it has "
-                    f"found {len(table):,} non-terminal positions so far, and its terminal set's next growth, in "
-                    f"{parts} partitions, needs {gib(need)}; free some memory or raise --max-memory by "
-                    f"{gib(need - budget)} at least")
+                refuse(f" so far, and its terminal set's next growth, in {parts} partitions, needs", need)
             terminal.grow(grown_t)
 
     expanded = no_moves = 0
