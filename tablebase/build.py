@@ -33,7 +33,6 @@ from dobutsu_tb.tablebase.memory import (  # noqa: F401 (InsufficientMemoryError
     default_budget,
     estimate_build,
     gib,
-    gib_apart,
     make_plan,
     peak_resident_memory,
 )
@@ -670,16 +669,8 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
              f"in {enum.seconds:.1f} s; {_peak_memory()}")
     if enum.table.capacity == plan.table_slots:  # still the dense table it was made as
         sizes = dataclasses.replace(sizes, table_load=plan.table_load)
-    floor = BASE_MEMORY + sizes.retrograde(enum.nonterminal, spilled=True)
-    if plan.budget is not None and floor > plan.budget:  # (the counts were not known when the plan was made)
-        need, given = gib_apart(floor, plan.budget)
-        raise InsufficientMemoryError(
-            f"the retrograde analysis of the {enum.nonterminal:,} non-terminal positions found needs at least "
-            f"{need} of memory (the table, a value and a counter byte a position, its buffers and "
-            f"{gib(BASE_MEMORY)} for the interpreter and the kernels, its lists spilled to disk), but the budget is "
-            f"{given}; free some memory or raise --max-memory by {gib(floor - plan.budget)} at least")
     check_plan = make_plan(sizes, enum.nonterminal, enum.reachable - enum.nonterminal, plan.budget, plan.work_dir,
-                           True if plan.spill else None, known=False)
+                           True if plan.spill else None, known=False, source=plan.source, found=True)
     check_plan = dataclasses.replace(check_plan, terminal_parts=enum.terminal_parts)
     if not quiet and expected is None:
         _log(f"{check_plan.describe()} (planned for the counts found)")

@@ -532,7 +532,8 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     StartPositionError
         If the start position is terminal.
     dobutsu_tb.tablebase.memory.InsufficientMemoryError
-        If the table would outgrow ``budget``.
+        If the first tables (sized for ``expected``) or the table's growth would break ``budget``
+        (before they are made).
     dobutsu_tb.encoding.compact.CompactTableFullError
         If the table or the set cannot grow any further.
     dobutsu_tb.encoding.interrupt.Interrupted
@@ -559,6 +560,13 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     else:
         table = CompactTable(n_nt, bits, shift, config.LOAD_FACTOR, threads)
     terminal = CompactSet(max(1, n_t // parts), bits, shift, set_load_factor, threads)
+    first = table.nbytes + table.capacity + terminal.allocated  # (their pages not touched yet)
+    if budget is not None and first > budget:
+        raise InsufficientMemoryError(
+            f"the enumeration needs more memory than the budget ({gib(budget)} for its tables): its first tables, "
+            f"for {n_nt:,} non-terminal and {n_t:,} terminal positions"
+            + (f" in {parts} partitions" if parts > 1 else "") + f", need {gib(first)}; expect fewer positions, "
+            f"free some memory or raise --max-memory by {gib(first - budget)} at least")
     tags = np.zeros(table.capacity, np.uint8)
     tags[table.insert([game.key_of(start_state)])[0][0]] = TAG_FRESH
     batch_size = config.ENUM_BATCH

@@ -264,6 +264,9 @@ class BuildPlan:
         The load a dense table is sized for (None: a power of two of slots).
     table_slots : int
         The dense table's slots (0 without one).
+    source : str
+        Where the budget comes from (``--max-memory``, or the machine's available memory), for
+        the refusals of the phases planned again once the counts are found.
     """
 
     budget: int | None
@@ -276,6 +279,7 @@ class BuildPlan:
     set_load_factor: float = config.SET_LOAD_FACTOR
     table_load: float | None = None
     table_slots: int = 0
+    source: str = "--max-memory"
 
     def describe(self) -> str:
         """One line for people: the estimate and how the build fits it."""
@@ -295,7 +299,8 @@ class BuildPlan:
 
 
 def make_plan(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None, work_dir: Path,
-              spill: bool | None = None, known: bool = True, source: str = "--max-memory") -> BuildPlan:
+              spill: bool | None = None, known: bool = True, source: str = "--max-memory",
+              found: bool = False) -> BuildPlan:
     """The cheapest plan that fits ``budget``: the fewest terminal partitions and record passes,
     spilling lists only when needed (or as ``spill`` says). When the counts are known and a
     power of two of the table's slots does not fit, or needs more terminal passes, the table is
@@ -317,6 +322,10 @@ def make_plan(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
         plan only sizes the start and the enumeration checks the budget as its tables grow.
     source : str, optional
         Where the budget comes from, for the error message.
+    found : bool, optional
+        With ``known=False``: the counts are those an enumeration has just found (a start of
+        unknown counts), and the plan is checked for the phases after it (the analysis and the
+        records), whose refusals say so.
 
     Returns
     -------
@@ -325,14 +334,15 @@ def make_plan(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
     Raises
     ------
     InsufficientMemoryError
-        If no plan fits: the table with its value and counter bytes alone exceeds the budget.
+        If no plan fits: the table with its value and counter bytes alone exceeds the budget. Its
+        one line says by how much to raise the budget.
     """
-    if budget is None or not known or sizes.table_load is not None:
-        return _plan_for(sizes, nonterminal, terminal, budget, work_dir, spill, known, source)
+    if budget is None or not known or found or sizes.table_load is not None:
+        return _plan_for(sizes, nonterminal, terminal, budget, work_dir, spill, known, source, found)
     plans, refused = [], None
     for candidate in (sizes, *(dataclasses.replace(sizes, table_load=load) for load in DENSE_TABLE_LOADS)):
         try:
-            plans.append(_plan_for(candidate, nonterminal, terminal, budget, work_dir, spill, known, source))
+            plans.append(_plan_for(candidate, nonterminal, terminal, budget, work_dir, spill, known, source, found))
         except (InsufficientMemoryError, CompactTableFullError) as exc:
             refused = exc
         if plans and plans[-1].terminal_parts == 1:
@@ -343,7 +353,7 @@ def make_plan(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
 
 
 def _plan_for(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None, work_dir: Path,
-              spill: bool | None, known: bool, source: str) -> BuildPlan:
+              spill: bool | None, known: bool, source: str, found: bool = False) -> BuildPlan:
     """:func:`make_plan` for one sizing of the table."""
     dense = {} if sizes.table_load is None else dict(table_load=sizes.table_load,
                                                      table_slots=sizes.slots(nonterminal))
@@ -351,19 +361,28 @@ def _plan_for(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
     if budget is None:
         peak = BASE_MEMORY + max(sizes.enumeration(nonterminal, terminal), sizes.retrograde(nonterminal),
                                  sizes.records(nonterminal, first))
-        return BuildPlan(None, 1, first, bool(spill), work_dir, peak, 0, **dense)
+        return BuildPlan(None, 1, first, bool(spill), work_dir, peak, 0, source=source, **dense)
+
+    def refuse(need: int, what: str, but: str = ", but"):
+        """Stop: ``need`` bytes (the interpreter's included) for ``what`` break the budget."""
+        said, given = gib_apart(need, budget)
+        raise InsufficientMemoryError(
+            f"the {what.format(need=said)}{but} the budget is {given} ({source}); free some memory or raise "
+            f"--max-memory by {gib(need - budget)} at least")
+
     room = budget - BASE_MEMORY
     floor = sizes.retrograde(nonterminal, spilled=True)
     if floor > room:
+        if found:
+            refuse(floor + BASE_MEMORY, f"retrograde analysis of the {nonterminal:,} non-terminal positions found "
+                   f"needs at least {{need}} of memory (the table, a value and a counter byte a position, its "
+                   f"buffers and {gib(BASE_MEMORY)} for the interpreter and the kernels, its lists spilled to disk)")
         what = (f"its {nonterminal + terminal:,} positions: {gib(floor)} for the table of the {nonterminal:,} "
                 f"non-terminal ones, their values and the analysis's buffers" if known else
                 f"its first tables: {gib(floor)} for a table of {nonterminal:,} non-terminal positions, their "
                 f"values and the analysis's buffers, before their count is known")
-        need, given = gib_apart(floor + BASE_MEMORY, budget)
-        raise InsufficientMemoryError(
-            f"the build needs at least {need} of memory for {what}, and {gib(BASE_MEMORY)} for "
-            f"the interpreter and the kernels; but the budget is {given} ({source}); free some memory or "
-            f"raise --max-memory")
+        refuse(floor + BASE_MEMORY, f"build needs at least {{need}} of memory for {what}, and {gib(BASE_MEMORY)} "
+               f"for the interpreter and the kernels", "; but")
     parts, load = 1, config.SET_LOAD_FACTOR
     while sizes.enumeration(nonterminal, terminal // parts, load) > room and parts < MAX_TERMINAL_PARTS:
         fuller = [lf for lf in (0.75, config.MAX_SET_LOAD_FACTOR) if lf > load
@@ -372,26 +391,23 @@ def _plan_for(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
             load = fuller[0]
             break
         parts *= 2
-    if sizes.enumeration(nonterminal, terminal // parts, load) > room and known:
-        need, given = gib_apart(sizes.enumeration(nonterminal, terminal // parts) + BASE_MEMORY, budget)
-        raise InsufficientMemoryError(
-            f"the build needs about {need} of memory for {nonterminal + terminal:,} positions, but the budget is "
-            f"{given} ({source}); free some memory or raise --max-memory")
+    if sizes.enumeration(nonterminal, terminal // parts, load) > room and known and not found:
+        refuse(sizes.enumeration(nonterminal, terminal // parts) + BASE_MEMORY,
+               f"build needs about {{need}} of memory for {nonterminal + terminal:,} positions")
     if spill is None:
         spill = sizes.retrograde(nonterminal) > room
     passes = first
     while sizes.records(nonterminal, passes) > room and passes < MAX_RECORD_PASSES:
         passes *= 2
-    if sizes.records(nonterminal, passes) > room and known:
-        need, given = gib_apart(sizes.records(nonterminal, passes) + BASE_MEMORY, budget)
-        raise InsufficientMemoryError(
-            f"the build needs about {need} of memory for {nonterminal + terminal:,} positions (their sort records in "
-            f"{passes} key ranges, each a scan of the table), but the budget is {given} ({source}); free some memory "
-            f"or raise --max-memory")
+    if sizes.records(nonterminal, passes) > room and (known or found):
+        what = f"{nonterminal:,} non-terminal positions found" if found else f"{nonterminal + terminal:,} positions"
+        refuse(sizes.records(nonterminal, passes) + BASE_MEMORY,
+               f"build needs about {{need}} of memory for {what} (their sort records in {passes} key ranges, each a "
+               f"scan of the table)")
     peak = BASE_MEMORY + max(sizes.enumeration(nonterminal, terminal // parts, load),
                              sizes.retrograde(nonterminal, spill), sizes.records(nonterminal, passes))
     disk = int(LIST_SHARE * nonterminal) * 4 * 2 if spill else 0
-    return BuildPlan(budget, parts, passes, spill, work_dir, peak, disk, load, **dense)
+    return BuildPlan(budget, parts, passes, spill, work_dir, peak, disk, load, source=source, **dense)
 
 
 def position_bound(variant, start) -> int:

@@ -255,7 +255,8 @@ def test_too_little_memory_is_said_before_the_build(cli, tmp_path, monkeypatch):
                                  "702 MiB for the table of the 99,485,568 non-terminal ones, their values and the "
                                  "analysis's buffers, and 320 MiB for the interpreter and the kernels; but the budget "
                                  "is 100 MiB "
-                                 "(MemAvailable in /proc/meminfo); free some memory or raise --max-memory\n")
+                                 "(MemAvailable in /proc/meminfo); free some memory or raise --max-memory by 922 MiB at "
+                                 "least\n")
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "900M")
         assert result.exit_code == 1 and "but the budget is 900 MiB (--max-memory)" in result.output
         # Within a few MiB of the floor: not 1024 scans of the table for the records. The records
@@ -264,13 +265,15 @@ def test_too_little_memory_is_said_before_the_build(cli, tmp_path, monkeypatch):
         # planned, and the build peaked 19 MiB above it: the analysis's buffers now count.)
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "990M")
         assert result.exit_code == 1 and "needs at least 1022 MiB" in result.output, result.output
+        assert result.output.endswith("raise --max-memory by 32 MiB at least\n"), result.output
         plan = memory.make_plan(memory.Sizes(44, 19), 99_485_568, 147_317_599, 1 << 30, tmp_path)
         assert (plan.terminal_parts, plan.record_passes, plan.table_load) == (8, 8, 0.85)
         m.setattr(memory, "MAX_RECORD_PASSES", 4)
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "1G")
         assert result.exit_code == 1 and result.output.count("\n") == 1 and \
             "needs about 1,068 MiB of memory for 246,803,167 positions (their sort records in 4 key ranges, each a " \
-            "scan of the table), but the budget is 1,024 MiB" in result.output, result.output  # (1.0 GiB both)
+            "scan of the table), but the budget is 1,024 MiB (--max-memory); free some memory or raise --max-memory " \
+            "by 44 MiB at least" in result.output, result.output  # (1.0 GiB both)
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "lots")
         assert result.exit_code == 2 and "'lots' is not a size like 20G" in result.output
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "1000T")

@@ -304,6 +304,26 @@ def test_tables_that_grow_stay_within_the_budget_while_they_grow(small_tables):
     assert passes[0] is None and passes[-1] == 1 and max(p or 0 for p in passes) > 1, passes
 
 
+def test_first_tables_that_break_the_budget_are_refused_before_they_are_made(small_tables):
+    """Through the Python API, counts given as ``expected`` size the first tables (the command line
+    plans them first, the API did not): first tables that break the budget are refused in one
+    line that says what they need and by how much to raise it, before the start is inserted;
+    tables sized for the real counts build within the same budget."""
+    game = game_of(get_variant("dobutsu"))
+    start = Position.from_text(LION_CHICK).state()
+    whole = enumerate_positions(game, start)
+    nt, t = len(whole.table), whole.catch_terminal + whole.try_terminal
+    with pytest.raises(memory.InsufficientMemoryError) as refused:
+        enumerate_positions(game, start, expected=(100 * nt, 100 * t), budget=1_000_000)
+    said = str(refused.value)
+    assert said.startswith("the enumeration needs more memory than the budget (977 KiB for its tables): its first "
+                           f"tables, for {100 * nt:,} non-terminal and {100 * t:,} terminal positions, need "), said
+    assert re.search(r"; expect fewer positions, free some memory or raise --max-memory by [\d,.]+ [KMG]iB at least$",
+                     said), said
+    enum = enumerate_positions(game, start, expected=(nt, t), budget=1_000_000)
+    assert (len(enum.table), enum.catch_terminal + enum.try_terminal) == (nt, t)
+
+
 def test_a_dense_table_stays_within_the_budget_while_its_set_grows(small_tables, monkeypatch):
     """A dense table (sized once, for a known count of non-terminal positions) beside a terminal
     set that starts too small: the set's growth holds its old buckets and the new at once, and
@@ -510,6 +530,7 @@ def test_an_analysis_that_does_not_fit_the_counts_found_says_by_how_much(tmp_pat
     assert str(refused.value) == (
         "the retrograde analysis of the 11,711 non-terminal positions found needs at least 328,657 KiB of memory "
         "(the table, a value and a counter byte a position, its buffers and 320 MiB for the interpreter and the "
-        "kernels, its lists spilled to disk), but the budget is 328,461 KiB; free some memory or raise --max-memory "
+        "kernels, its lists spilled to disk), but the budget is 328,461 KiB (--max-memory); free some memory or raise "
+        "--max-memory "
         "by 195 KiB at least"), str(refused.value)  # (in KiB: both are 321 MiB)
     assert sorted(p.name for p in tmp_path.iterdir()) == []
