@@ -254,9 +254,8 @@ def test_too_little_memory_is_said_before_the_build(cli, tmp_path, monkeypatch):
         assert result.output == ("error: the build needs at least 1022 MiB of memory for its 246,803,167 positions: "
                                  "702 MiB for the table of the 99,485,568 non-terminal ones, their values and the "
                                  "analysis's buffers, and 320 MiB for the interpreter and the kernels; but the budget "
-                                 "is 100 MiB "
-                                 "(MemAvailable in /proc/meminfo); free some memory or raise --max-memory by 922 MiB at "
-                                 "least\n")
+                                 "is 100 MiB (MemAvailable in /proc/meminfo); free some memory or raise --max-memory "
+                                 "by 922 MiB at least\n")
         result = cli("build", "--out", tmp_path / "full.h5", "-q", "--max-memory", "900M")
         assert result.exit_code == 1 and "but the budget is 900 MiB (--max-memory)" in result.output
         # Within a few MiB of the floor: not 1024 scans of the table for the records. The records
