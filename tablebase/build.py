@@ -33,8 +33,10 @@ from dobutsu_tb.tablebase.memory import (  # noqa: F401 (InsufficientMemoryError
     default_budget,
     estimate_build,
     gib,
+    gib_up,
     make_plan,
     peak_resident_memory,
+    total_memory,
 )
 from dobutsu_tb.tablebase.precompile import compile_kernels
 from dobutsu_tb.tablebase.schema import Metadata, value_counts
@@ -549,7 +551,9 @@ def build_tablebase(out, start=None, progress: bool | None = None,
         if estimate.peak_low > budget and estimate.low > ESTIMATE_FLOOR:
             raise InsufficientMemoryError(
                 f"{variant.name} from {start.text()}: {estimate.describe()}, more than the budget of {gib(budget)} "
-                f"({source}); build a start with fewer pieces (--start), or on a cluster (--cluster, docs/cluster.md)")
+                f"({source}); build a start with fewer pieces (--start), or on a cluster (--cluster, docs/cluster.md)"
+                + (f", or raise --max-memory by {gib_up(estimate.peak_low - budget)} at least (an estimate: more "
+                   f"may be needed)" if estimate.peak_low <= (total_memory() or 0) else ""))
     report = None
     profile = {}
     target = None

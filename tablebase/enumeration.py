@@ -66,7 +66,13 @@ from dobutsu_tb.tablebase.game.game import Game
 from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import CATCH, MAX_MOVES, NONTERMINAL, TRY
 from dobutsu_tb.tablebase.game.rules import child_keys, classify
-from dobutsu_tb.tablebase.memory import DENSE_FILL_LIMIT, MAX_TERMINAL_PARTS, InsufficientMemoryError, gib
+from dobutsu_tb.tablebase.memory import (
+    DENSE_FILL_LIMIT,
+    MAX_TERMINAL_PARTS,
+    InsufficientMemoryError,
+    gib_apart,
+    gib_up,
+)
 
 #: Tags (one byte per table slot). Below TAG_NO_MOVES a tag is the position's counter.
 TAG_FRESH = 255
@@ -529,6 +535,9 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
 
     Raises
     ------
+    ValueError
+        If ``budget`` or an expected count is negative, ``terminal_parts`` is not a power of two
+        up to :data:`~.memory.MAX_TERMINAL_PARTS`, or a load is not between 0 and 1.
     StartPositionError
         If the start position is terminal.
     dobutsu_tb.tablebase.memory.InsufficientMemoryError
@@ -540,6 +549,16 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
         After SIGINT or SIGTERM inside :func:`~dobutsu_tb.encoding.interrupt.stop_on_signals`
         (checked between batches).
     """
+    if budget is not None and budget < 0:
+        raise ValueError(f"the budget must be a number of bytes, 0 or more; {budget:,} given")
+    if terminal_parts < 1 or terminal_parts & (terminal_parts - 1) or terminal_parts > MAX_TERMINAL_PARTS:
+        raise ValueError(f"terminal_parts must be a power of two from 1 to {MAX_TERMINAL_PARTS}; "
+                         f"{terminal_parts} given")
+    if expected is not None and min(expected) < 0:
+        raise ValueError(f"the expected counts must be 0 or more; {expected} given")
+    for name, load in (("set_load_factor", set_load_factor), ("table_load", table_load)):
+        if load is not None and not 0.0 < load < 1.0:
+            raise ValueError(f"{name} must be between 0 and 1 (a share of the slots), not {load}")
     t0 = time.perf_counter()
     cls = game.classify(start_state)
     royal = game.variant.royal.name
@@ -562,11 +581,13 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     terminal = CompactSet(max(1, n_t // parts), bits, shift, set_load_factor, threads)
     first = table.nbytes + table.capacity + terminal.allocated  # (their pages not touched yet)
     if budget is not None and first > budget:
+        need, given = gib_apart(first, budget)
+        sized = (f"for {n_nt:,} non-terminal and {n_t:,} terminal positions"
+                 + (f" in {parts} partitions" if parts > 1 else "") if expected else "of the default size")
         raise InsufficientMemoryError(
-            f"the enumeration needs more memory than the budget ({gib(budget)} for its tables): its first tables, "
-            f"for {n_nt:,} non-terminal and {n_t:,} terminal positions"
-            + (f" in {parts} partitions" if parts > 1 else "") + f", need {gib(first)}; expect fewer positions, "
-            f"free some memory or raise --max-memory by {gib(first - budget)} at least")
+            f"the enumeration needs more memory than the budget ({given} for its tables): its first tables, {sized}, "
+            f"need {need}; " + ("expect fewer positions, " if expected else "") +
+            f"free some memory or raise --max-memory by {gib_up(first - budget)} at least")
     tags = np.zeros(table.capacity, np.uint8)
     tags[table.insert([game.key_of(start_state)])[0][0]] = TAG_FRESH
     batch_size = config.ENUM_BATCH
@@ -582,10 +603,11 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
 
     def refuse(what: str, need: int, after: str = ""):
         """Stop: ``need`` bytes for ``what`` the enumeration does next break the budget."""
+        said, given = gib_apart(need, budget)
         raise InsufficientMemoryError(
-            f"the enumeration needs more memory than the budget ({gib(budget)} for its tables): it has found "
-            f"{len(table):,} non-terminal positions{what} {gib(need)}; free some memory or raise --max-memory by "
-            f"{gib(need - budget)} at least{after}")
+            f"the enumeration needs more memory than the budget ({given} for its tables): it has found "
+            f"{len(table):,} non-terminal positions{what} {said}; free some memory or raise --max-memory by "
+            f"{gib_up(need - budget)} at least{after}")
 
     def halve_set():
         """Double the terminal partitions: keep partition 0's half of the set. The smaller set is

@@ -166,6 +166,22 @@ def gib(n: int) -> str:
     return f"{n / size:.{digits}f} {unit}"
 
 
+def gib_up(n: int) -> str:
+    """:func:`gib` rounded up in its unit, never down: a figure of at least ``n`` bytes, for
+    "raise --max-memory by K at least" (rounded to the nearest, 1.4 MiB read "1 MiB", and a user
+    who raised the budget by that was refused again)."""
+    if n < 1 << 10:
+        return gib(n)
+    units = (("KiB", 1 << 10, 0), ("MiB", 1 << 20, 0), ("GiB", GIB, 1), ("TiB", GIB << 10, 1), ("PiB", GIB << 20, 1))
+    k = max(i for i, (_, size, _) in enumerate(units) if n >= size)
+    while True:
+        unit, size, digits = units[k]
+        tenths = -(-n * 10 ** digits // size)  # (the figure's last digit, rounded up)
+        if tenths < 1024 * 10 ** digits or k + 1 == len(units):
+            return f"{tenths / 10 ** digits:.{digits}f} {unit}"
+        k += 1
+
+
 def gib_apart(*sizes: int) -> list[str]:
     """:func:`gib` of each of ``sizes``, or, when two of them would read the same, all in the
     first of MiB, KiB and bytes (with thousands separators) that tells them apart: a need and a
@@ -368,7 +384,7 @@ def _plan_for(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
         said, given = gib_apart(need, budget)
         raise InsufficientMemoryError(
             f"the {what.format(need=said)}{but} the budget is {given} ({source}); free some memory or raise "
-            f"--max-memory by {gib(need - budget)} at least")
+            f"--max-memory by {gib_up(need - budget)} at least")
 
     room = budget - BASE_MEMORY
     floor = sizes.retrograde(nonterminal, spilled=True)

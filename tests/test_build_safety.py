@@ -430,3 +430,19 @@ def test_sizes_are_said_in_the_unit_that_reads():
     assert gib_apart(1000, 1001) == ["1000 bytes", "1001 bytes"]
     assert gib_apart(2048, 2049) == ["2,048 bytes", "2,049 bytes"]
     assert gib_apart(328 << 20, 1 << 30) == ["328 MiB", "1.0 GiB"]
+
+
+def test_how_much_to_raise_a_budget_is_rounded_up():
+    """'raise --max-memory by K at least' is a figure of at least the bytes missing, rounded up in
+    its unit (the hostile round: 1.4 MiB said '1 MiB', and a user who raised the budget by that
+    was refused again, three times over one build)."""
+    from dobutsu_tb.tablebase.memory import GIB, gib_up, parse_size
+
+    cases = (1, 1023, 1024, 1025, (1 << 20) + 1, 1_468_006, (1 << 30) - 1, GIB + 1, 3 * GIB // 2 + 1,
+             (1 << 40) - 1, (1 << 40) + 1, 123_456_789_012)
+    assert [gib_up(n) for n in cases] == [
+        "1 byte", "1023 bytes", "1 KiB", "2 KiB", "2 MiB", "2 MiB", "1.0 GiB", "1.1 GiB", "1.6 GiB", "1.0 TiB",
+        "1.1 TiB", "115.0 GiB"]
+    for n in (*cases, *range(1, 5000, 7), *range(GIB - 5000, GIB + 5000, 13)):
+        said = gib_up(n).replace(" bytes", "").replace(" byte", "").replace("iB", "").replace(" ", "")
+        assert said.endswith("T") or parse_size(said) >= n, (n, gib_up(n))  # (1 TiB: more than this machine)

@@ -322,6 +322,19 @@ def test_first_tables_that_break_the_budget_are_refused_before_they_are_made(sma
                      said), said
     enum = enumerate_positions(game, start, expected=(nt, t), budget=1_000_000)
     assert (len(enum.table), enum.catch_terminal + enum.try_terminal) == (nt, t)
+    with pytest.raises(memory.InsufficientMemoryError) as refused:  # no counts given: the default tables
+        enumerate_positions(game, start, budget=10_000)
+    assert ": its first tables, of the default size, need " in str(refused.value), str(refused.value)
+    assert "expect fewer" not in str(refused.value)
+    # The hostile round: inputs that crashed with ZeroDivisionError, or were taken, are one ValueError.
+    for bad, said in (({"budget": -1}, "the budget must be a number of bytes, 0 or more; -1 given"),
+                      ({"terminal_parts": 0}, "terminal_parts must be a power of two from 1 to "),
+                      ({"terminal_parts": 3}, "terminal_parts must be a power of two from 1 to "),
+                      ({"expected": (nt, t), "table_load": 0.0}, "table_load must be between 0 and 1"),
+                      ({"expected": (nt, t), "table_load": 2.0}, "table_load must be between 0 and 1"),
+                      ({"expected": (-5, -5)}, "the expected counts must be 0 or more; (-5, -5) given")):
+        with pytest.raises(ValueError, match=re.escape(said)):
+            enumerate_positions(game, start, **bad)
 
 
 def test_a_dense_table_stays_within_the_budget_while_its_set_grows(small_tables, monkeypatch):
@@ -532,5 +545,5 @@ def test_an_analysis_that_does_not_fit_the_counts_found_says_by_how_much(tmp_pat
         "(the table, a value and a counter byte a position, its buffers and 320 MiB for the interpreter and the "
         "kernels, its lists spilled to disk), but the budget is 328,461 KiB (--max-memory); free some memory or raise "
         "--max-memory "
-        "by 195 KiB at least"), str(refused.value)  # (in KiB: both are 321 MiB)
+        "by 196 KiB at least"), str(refused.value)  # (in KiB: both are 321 MiB; 195.3 KiB missing, said rounded up)
     assert sorted(p.name for p in tmp_path.iterdir()) == []
