@@ -49,6 +49,9 @@ from dobutsu_tb.tablebase.game.unmoves import gen_unmoves, parent_keys
 
 __kernels__ = ("generate",)
 
+#: Keys read from the file at a time when ``--positions`` samples them (256 MiB of int64).
+_READ_SLICE = 1 << 25
+
 #: The passes, by the mode number :func:`generate` takes.
 PASSES = ("decode", "children", "unmoves", "parent keys", "+ sorted, hashed")
 
@@ -116,9 +119,17 @@ def main() -> None:
     except TablebaseFileError as e:
         sys.exit(f"error: {e}")
     with h5py.File(args.path, "r") as f:
-        keys = np.asarray(f["keys"][:], np.int64)
-    if args.positions is not None and args.positions < keys.shape[0]:  # evenly spaced: every part of the file
-        keys = keys[np.linspace(0, keys.shape[0] - 1, args.positions).astype(np.int64)]
+        stored = f["keys"]
+        n = stored.shape[0]
+        if args.positions is not None and args.positions < n:  # evenly spaced: every part of the file
+            where = np.linspace(0, n - 1, args.positions).astype(np.int64)
+            keys = np.empty(where.shape[0], np.int64)
+            for lo in range(0, n, _READ_SLICE):  # (a slice at a time: the 5x3 file's keys are 11.5 GB)
+                a, b = np.searchsorted(where, [lo, lo + _READ_SLICE])
+                if b > a:
+                    keys[a:b] = stored[lo:min(n, lo + _READ_SLICE)][where[a:b] - lo]
+        else:
+            keys = np.asarray(stored[:], np.int64)
     if not args.sorted:
         np.random.default_rng(0).shuffle(keys)
         if args.window:
