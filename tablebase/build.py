@@ -674,7 +674,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     if enum.table.capacity == plan.table_slots:  # still the dense table it was made as
         sizes = dataclasses.replace(sizes, table_load=plan.table_load)
     check_plan = make_plan(sizes, enum.nonterminal, enum.reachable - enum.nonterminal, plan.budget, plan.work_dir,
-                           True if plan.spill else None, known=False, source=plan.source, found=True)
+                           True if plan.spill else None, source=plan.source, found=True)
     check_plan = dataclasses.replace(check_plan, terminal_parts=enum.terminal_parts)
     if not quiet and expected is None:
         _log(f"{check_plan.describe()} (planned for the counts found)")

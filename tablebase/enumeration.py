@@ -71,7 +71,7 @@ from dobutsu_tb.tablebase.memory import (
     MAX_TERMINAL_PARTS,
     InsufficientMemoryError,
     gib_apart,
-    gib_up,
+    raise_by,
 )
 
 #: Tags (one byte per table slot). Below TAG_NO_MOVES a tag is the position's counter.
@@ -579,15 +579,21 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     else:
         table = CompactTable(n_nt, bits, shift, config.LOAD_FACTOR, threads)
     terminal = CompactSet(max(1, n_t // parts), bits, shift, set_load_factor, threads)
-    first = table.nbytes + table.capacity + terminal.allocated  # (their pages not touched yet)
-    if budget is not None and first > budget:
-        need, given = gib_apart(first, budget)
+
+    def refuse(what: str, need: int, after: str = "", advice: str = ""):
+        """Stop: ``need`` bytes for ``what`` the enumeration does next break the budget."""
+        said, given = gib_apart(need, budget)
+        raise InsufficientMemoryError(f"the enumeration needs more memory than the budget ({given} for its tables): "
+                                      f"{what} {said}; {advice}{raise_by(need - budget)}{after}")
+
+    def tables_held():
+        """The bytes the table, its tags and the set hold (but the bookkeeping arrays)."""
+        return table.nbytes + table.capacity + terminal.allocated
+
+    if budget is not None and tables_held() > budget:  # (their pages not touched yet)
         sized = (f"for {n_nt:,} non-terminal and {n_t:,} terminal positions"
                  + (f" in {parts} partitions" if parts > 1 else "") if expected else "of the default size")
-        raise InsufficientMemoryError(
-            f"the enumeration needs more memory than the budget ({given} for its tables): its first tables, {sized}, "
-            f"need {need}; " + ("expect fewer positions, " if expected else "") +
-            f"free some memory or raise --max-memory by {gib_up(first - budget)} at least")
+        refuse(f"its first tables, {sized}, need", tables_held(), advice="expect fewer positions, " if expected else "")
     tags = np.zeros(table.capacity, np.uint8)
     tags[table.insert([game.key_of(start_state)])[0][0]] = TAG_FRESH
     batch_size = config.ENUM_BATCH
@@ -601,14 +607,6 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     dropped = np.zeros(CLASS_MASK + 1, np.int64)  # counted, then moved to another partition
     bookkeeping = counts.nbytes + by_class.nbytes + dropped.nbytes + table.counts.nbytes  # (counted too)
 
-    def refuse(what: str, need: int, after: str = ""):
-        """Stop: ``need`` bytes for ``what`` the enumeration does next break the budget."""
-        said, given = gib_apart(need, budget)
-        raise InsufficientMemoryError(
-            f"the enumeration needs more memory than the budget ({given} for its tables): it has found "
-            f"{len(table):,} non-terminal positions{what} {said}; free some memory or raise --max-memory by "
-            f"{gib_up(need - budget)} at least{after}")
-
     def halve_set():
         """Double the terminal partitions: keep partition 0's half of the set. The smaller set is
         filled while the whole one is held: when that would break the budget, keep a quarter (an
@@ -617,7 +615,8 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
         factor = 2
         while budget is not None and held(len(table), len(terminal), "halving", factor) > budget:
             if parts * factor >= MAX_TERMINAL_PARTS or len(terminal) // factor <= 1:
-                refuse(f" and {len(terminal):,} terminal ones so far, and setting terminal positions aside needs",
+                refuse(f"it has found {len(table):,} non-terminal positions and {len(terminal):,} terminal ones "
+                       f"so far, and setting terminal positions aside needs",
                        held(len(table), len(terminal), "halving", factor))
             factor *= 2
         parts *= factor
@@ -638,7 +637,7 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
             slots, nbytes = table.grown_size(nt)
             return (nbytes + slots + terminal.allocated + bookkeeping
                     + growth_bytes_per_old_slot(slots) * table.capacity + max(0, table.nbytes - slots))
-        tables = table.nbytes + table.capacity + terminal.allocated + bookkeeping
+        tables = tables_held() + bookkeeping
         if growing == "set":  # the new buckets are filled while the old ones are held
             return tables + terminal.grown_nbytes(t)
         return tables + set_allocated(max(1, t // factor), bits, shift, set_load_factor, threads)
@@ -652,7 +651,8 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
             halve_set()
         need = held(grown_nt, len(terminal), "table")
         if budget is not None and need > budget:
-            refuse(" so far and its table's next growth needs", need, " (the table may grow again)")
+            refuse(f"it has found {len(table):,} non-terminal positions so far and its table's next growth needs",
+                   need, " (the table may grow again)")
 
     def grow_set(grown_t):
         """Grow the terminal set, or (when that would break the budget) halve what it holds."""
@@ -662,7 +662,8 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
         if terminal.room() < grown_t - len(terminal):
             need = held(len(table), grown_t, "set")
             if budget is not None and need > budget:  # as many partitions as there may be, and still too big
-                refuse(f" so far, and its terminal set's next growth, in {parts} partitions, needs", need)
+                refuse(f"it has found {len(table):,} non-terminal positions so far, and its terminal set's next "
+                       f"growth, in {parts} partitions, needs", need)
             terminal.grow(grown_t)
 
     expanded = no_moves = 0

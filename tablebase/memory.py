@@ -156,14 +156,22 @@ def gib(n: int) -> str:
     on in TiB or PiB (a full game of a big board: ``'1.4 PiB'``, not ``'1443093.6 GiB'``). The
     unit is the one the rounded figure fits (``2**40 - 1`` bytes: ``'1.0 TiB'``, not
     ``'1024.0 GiB'``)."""
-    units = (("KiB", 1 << 10, 0), ("MiB", 1 << 20, 0), ("GiB", GIB, 1), ("TiB", GIB << 10, 1), ("PiB", GIB << 20, 1))
     if n < 1 << 10:
         return f"{n} byte" if n == 1 else f"{n} bytes"
-    k = max(i for i, (_, size, _) in enumerate(units) if n >= size)
-    if k + 1 < len(units) and round(n / units[k][1], units[k][2]) >= 1024:  # (rounds up to the next unit)
+    k = _unit_of(n)
+    if k + 1 < len(_UNITS) and round(n / _UNITS[k][1], _UNITS[k][2]) >= 1024:  # (rounds up to the next unit)
         k += 1
-    unit, size, digits = units[k]
+    unit, size, digits = _UNITS[k]
     return f"{n / size:.{digits}f} {unit}"
+
+
+#: The units sizes are said in: (name, bytes, decimals).
+_UNITS = (("KiB", 1 << 10, 0), ("MiB", 1 << 20, 0), ("GiB", GIB, 1), ("TiB", GIB << 10, 1), ("PiB", GIB << 20, 1))
+
+
+def _unit_of(n: int) -> int:
+    """The index in :data:`_UNITS` of the largest unit ``n`` (at least 1 KiB) holds once."""
+    return max(i for i, (_, size, _) in enumerate(_UNITS) if n >= size)
 
 
 def gib_up(n: int) -> str:
@@ -172,14 +180,19 @@ def gib_up(n: int) -> str:
     who raised the budget by that was refused again)."""
     if n < 1 << 10:
         return gib(n)
-    units = (("KiB", 1 << 10, 0), ("MiB", 1 << 20, 0), ("GiB", GIB, 1), ("TiB", GIB << 10, 1), ("PiB", GIB << 20, 1))
-    k = max(i for i, (_, size, _) in enumerate(units) if n >= size)
+    k = _unit_of(n)
     while True:
-        unit, size, digits = units[k]
+        unit, size, digits = _UNITS[k]
         tenths = -(-n * 10 ** digits // size)  # (the figure's last digit, rounded up)
-        if tenths < 1024 * 10 ** digits or k + 1 == len(units):
+        if tenths < 1024 * 10 ** digits or k + 1 == len(_UNITS):
             return f"{tenths / 10 ** digits:.{digits}f} {unit}"
         k += 1
+
+
+def raise_by(missing: int) -> str:
+    """The advice that ends a refusal for memory: how much more ``--max-memory`` must give at
+    least (``missing`` bytes, rounded up: :func:`gib_up`)."""
+    return f"free some memory or raise --max-memory by {gib_up(missing)} at least"
 
 
 def gib_apart(*sizes: int) -> list[str]:
@@ -339,9 +352,9 @@ def make_plan(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
     source : str, optional
         Where the budget comes from, for the error message.
     found : bool, optional
-        With ``known=False``: the counts are those an enumeration has just found (a start of
-        unknown counts), and the plan is checked for the phases after it (the analysis and the
-        records), whose refusals say so.
+        The counts are those an enumeration has just found (a start whose counts were not known
+        in advance, so ``known`` is taken as False): the plan is checked for the phases after it
+        (the analysis and the records), whose refusals say so.
 
     Returns
     -------
@@ -353,7 +366,8 @@ def make_plan(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
         If no plan fits: the table with its value and counter bytes alone exceeds the budget. Its
         one line says by how much to raise the budget.
     """
-    if budget is None or not known or found or sizes.table_load is not None:
+    known = known and not found
+    if budget is None or not known or sizes.table_load is not None:
         return _plan_for(sizes, nonterminal, terminal, budget, work_dir, spill, known, source, found)
     plans, refused = [], None
     for candidate in (sizes, *(dataclasses.replace(sizes, table_load=load) for load in DENSE_TABLE_LOADS)):
@@ -379,26 +393,26 @@ def _plan_for(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
                                  sizes.records(nonterminal, first))
         return BuildPlan(None, 1, first, bool(spill), work_dir, peak, 0, source=source, **dense)
 
-    def refuse(need: int, what: str, but: str = ", but"):
-        """Stop: ``need`` bytes (the interpreter's included) for ``what`` break the budget."""
+    def refuse(need: int, needs: str, what: str, but: str = ", but"):
+        """Stop: ``need`` bytes (the interpreter's included) for ``what`` break the budget; the
+        line says "the {needs} {need} {what}"."""
         said, given = gib_apart(need, budget)
-        raise InsufficientMemoryError(
-            f"the {what.format(need=said)}{but} the budget is {given} ({source}); free some memory or raise "
-            f"--max-memory by {gib_up(need - budget)} at least")
+        raise InsufficientMemoryError(f"the {needs} {said} {what}{but} the budget is {given} ({source}); "
+                                      + raise_by(need - budget))
 
     room = budget - BASE_MEMORY
     floor = sizes.retrograde(nonterminal, spilled=True)
     if floor > room:
         if found:
             refuse(floor + BASE_MEMORY, f"retrograde analysis of the {nonterminal:,} non-terminal positions found "
-                   f"needs at least {{need}} of memory (the table, a value and a counter byte a position, its "
-                   f"buffers and {gib(BASE_MEMORY)} for the interpreter and the kernels, its lists spilled to disk)")
+                   f"needs at least", f"of memory (the table, a value and a counter byte a position, its buffers and "
+                   f"{gib(BASE_MEMORY)} for the interpreter and the kernels, its lists spilled to disk)")
         what = (f"its {nonterminal + terminal:,} positions: {gib(floor)} for the table of the {nonterminal:,} "
                 f"non-terminal ones, their values and the analysis's buffers" if known else
                 f"its first tables: {gib(floor)} for a table of {nonterminal:,} non-terminal positions, their "
                 f"values and the analysis's buffers, before their count is known")
-        refuse(floor + BASE_MEMORY, f"build needs at least {{need}} of memory for {what}, and {gib(BASE_MEMORY)} "
-               f"for the interpreter and the kernels", "; but")
+        refuse(floor + BASE_MEMORY, "build needs at least",
+               f"of memory for {what}, and {gib(BASE_MEMORY)} for the interpreter and the kernels", "; but")
     parts, load = 1, config.SET_LOAD_FACTOR
     while sizes.enumeration(nonterminal, terminal // parts, load) > room and parts < MAX_TERMINAL_PARTS:
         fuller = [lf for lf in (0.75, config.MAX_SET_LOAD_FACTOR) if lf > load
@@ -408,8 +422,8 @@ def _plan_for(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
             break
         parts *= 2
     if sizes.enumeration(nonterminal, terminal // parts, load) > room and known and not found:
-        refuse(sizes.enumeration(nonterminal, terminal // parts) + BASE_MEMORY,
-               f"build needs about {{need}} of memory for {nonterminal + terminal:,} positions")
+        refuse(sizes.enumeration(nonterminal, terminal // parts) + BASE_MEMORY, "build needs about",
+               f"of memory for {nonterminal + terminal:,} positions")
     if spill is None:
         spill = sizes.retrograde(nonterminal) > room
     passes = first
@@ -417,9 +431,8 @@ def _plan_for(sizes: Sizes, nonterminal: int, terminal: int, budget: int | None,
         passes *= 2
     if sizes.records(nonterminal, passes) > room and (known or found):
         what = f"{nonterminal:,} non-terminal positions found" if found else f"{nonterminal + terminal:,} positions"
-        refuse(sizes.records(nonterminal, passes) + BASE_MEMORY,
-               f"build needs about {{need}} of memory for {what} (their sort records in {passes} key ranges, each a "
-               f"scan of the table)")
+        refuse(sizes.records(nonterminal, passes) + BASE_MEMORY, "build needs about",
+               f"of memory for {what} (their sort records in {passes} key ranges, each a scan of the table)")
     peak = BASE_MEMORY + max(sizes.enumeration(nonterminal, terminal // parts, load),
                              sizes.retrograde(nonterminal, spill), sizes.records(nonterminal, passes))
     disk = int(LIST_SHARE * nonterminal) * 4 * 2 if spill else 0
