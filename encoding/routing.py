@@ -1,11 +1,18 @@
-"""Routing keys to their owners: which of ``n`` workers holds the key of a hash, and a batch of
-hashes grouped by the shard of a table.
+"""Routing keys to their owners: which of ``n`` workers holds the key of a hash, a batch of
+hashes grouped by the shard of a table, and by region of a big table.
 
 A build on one machine deals each child or predecessor it generates to the shard of its table
 that the hash picks (:func:`~dobutsu_tb.encoding.compact_layout.shard_of`); a build on a cluster
 deals it to the worker that owns it (:func:`owner_of`), which then groups what it received by the
 shards of its own table (:func:`group_by_shard`). That is the only difference between the two:
 the loops that generate and apply are the same (tablebase/enumeration.py, tablebase/retrograde.py).
+
+In a table (or set) of :data:`GROUP_FROM` bytes or more, a random access costs two to three
+times what it costs in one of 1 GiB: the CPU's address translation misses as well as its caches
+(``scripts/bench_sets.py --regions``; docs/building.md, "Big tables"). A batch of hashes bound
+for such a table goes to it grouped by region (:func:`grouped_by_region`): the top bits of a hash
+(:func:`region_bits`) pick a stretch of about :data:`REGION_BYTES` of its slots, since a home slot
+ascends with the hash, so the accesses of a batch sweep the table one stretch at a time.
 """
 
 from __future__ import annotations
@@ -18,6 +25,24 @@ from dobutsu_tb.encoding.jit import njit, prange
 _M1 = np.uint64(0xD6E8FEB86659FD93)
 _M2 = np.uint64(0xA0761D6478BD642F)
 _S = np.uint64(32)
+
+#: Tables and sets of at least this many bytes take their accesses grouped by region; smaller ones
+#: are mostly within the reach of the CPU's address translation already.
+GROUP_FROM = 1 << 31
+#: The bytes of a region: the top bits of the hash that group a batch are those that cut the table
+#: (or set) into stretches of about this size.
+REGION_BYTES = 1 << 25
+#: The most bits :func:`region_bits` gives.
+MAX_REGION_BITS = 12
+
+
+def region_bits(nbytes: int) -> int:
+    """How many top bits of a hash group the accesses to a table or set of ``nbytes`` bytes: 0
+    (not grouped) under :data:`GROUP_FROM`, else enough for regions of at most
+    :data:`REGION_BYTES`, up to :data:`MAX_REGION_BITS`."""
+    if nbytes < GROUP_FROM:
+        return 0
+    return min(MAX_REGION_BITS, (-(-nbytes // REGION_BYTES) - 1).bit_length())
 
 
 @njit
@@ -63,3 +88,27 @@ def group_by_shard(values, drop, layout, n_shards, out, starts):
         s = shard_of(values[i] >> drop, layout)
         out[at[s]] = values[i]
         at[s] += 1
+
+
+@njit
+def grouped_by_region(lists, group, counts, column, shift, out):
+    """The entries ``lists[t, group, :counts[t, group, column]]`` of every thread t, into ``out``
+    grouped by region: by ``entry >> shift`` (at most ``2**MAX_REGION_BITS`` regions), ascending,
+    each region's in the order they came (a stable counting sort). Returns how many. With
+    ``shift`` the hash's bits less :func:`region_bits` (plus the bits below the hash in an entry),
+    a region is a stretch of a table's slots or a set's buckets (module docstring)."""
+    regions = np.zeros((1 << MAX_REGION_BITS) + 1, np.int64)
+    n = 0
+    for t in range(lists.shape[0]):
+        for i in range(counts[t, group, column]):
+            regions[(lists[t, group, i] >> shift) + 1] += 1
+            n += 1
+    for r in range(regions.shape[0] - 1):
+        regions[r + 1] += regions[r]
+    for t in range(lists.shape[0]):
+        for i in range(counts[t, group, column]):
+            e = lists[t, group, i]
+            r = e >> shift
+            out[regions[r]] = e
+            regions[r] += 1
+    return n

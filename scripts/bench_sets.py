@@ -8,6 +8,7 @@ Usage::
     python scripts/bench_sets.py [--keys N] [--repeat R]
     python scripts/bench_sets.py --children PATH [--chunks C]
     python scripts/bench_sets.py --host [--mib M]
+    python scripts/bench_sets.py --regions [--keys N]
 
 The first form inserts ``R * N`` hashes drawn at random from N random ones (each about R times,
 so about ``N * (1 - exp(-R))`` distinct: the "keys added" column) into a
@@ -31,6 +32,16 @@ whose host takes back the memory its guest frees charges for each new page: run 
 machine has been idle a few seconds, then again at once, to see it). With the builder's counts of
 memory accesses these give the build's floor on the machine (docs/building.md, "What the build
 cannot go below").
+
+The fourth form measures what grouping a batch's insertions by region gains in a big table
+(tablebase/enumeration.py, "Insertions grouped by region"; docs/building.md, "Big tables"): it
+fills a :class:`~dobutsu_tb.encoding.compact.CompactTable` made for ``N`` keys (default
+1,441,956,293, the 5x3 game's: 2**31 slots, 8 GiB) two-thirds full, on every thread, then inserts
+2**25 hashes into a copy of it, on one thread with the builder's prefetching: half of them there
+already, half new, in random order (the enumeration's until 2026-12-07), then in batches of 256 K
+to 4 M grouped as the enumeration groups them (:func:`~dobutsu_tb.encoding.routing.region_bits`
+of the table's bytes, :func:`~dobutsu_tb.encoding.routing.grouped_by_region`), and prints
+nanoseconds an insertion, grouping included. It needs about twice the table's bytes.
 """
 
 from __future__ import annotations
@@ -42,10 +53,11 @@ import numpy as np
 
 from dobutsu_tb.encoding.atomics import prefetch
 from dobutsu_tb.encoding.compact import CompactTable, table_insert
-from dobutsu_tb.encoding.compact_layout import L_BUCKET_ENTRIES, L_ENTRY, L_R, home_slot
+from dobutsu_tb.encoding.compact_layout import L_BUCKET_ENTRIES, L_ENTRY, L_R, home_slot, shard_of
 from dobutsu_tb.encoding.compact_set import ENTRY_3, CompactSet, set_add_sized, set_line
 from dobutsu_tb.encoding.config import LOAD_FACTOR, SET_LOAD_FACTOR
 from dobutsu_tb.encoding.jit import njit, prange
+from dobutsu_tb.encoding.routing import grouped_by_region, region_bits
 
 #: The standard game's key code bits and shift (the hashes are random codes of that width).
 CODE_BITS, SHIFT = 44, 19
@@ -238,6 +250,60 @@ def host(mib: int, sweep: bool = True) -> None:
                                        for (name, threads), (ns, loc, ahead) in best.items()))
 
 
+@njit(parallel=True)
+def _fill_table(slots, layout, hashes, threads):
+    """Insert ``hashes``, thread t those of shard t (the table made with ``threads`` shards)."""
+    for t in prange(threads):
+        for i in range(hashes.shape[0]):
+            if shard_of(hashes[i], layout) == t:
+                table_insert(slots, layout, hashes[i])
+
+
+@njit
+def _grouped_batches(hashes, batch, shift, out):
+    """``hashes`` grouped by region batch by batch, as the enumeration groups a shard's lists."""
+    counts = np.zeros((1, 1, 2), np.int64)
+    for lo in range(0, hashes.shape[0], batch):
+        hi = min(hashes.shape[0], lo + batch)
+        counts[0, 0, 0] = hi - lo
+        grouped_by_region(hashes[lo:hi].reshape(1, 1, hi - lo), 0, counts, 0, shift, out[lo:hi])
+
+
+def regions(n: int) -> None:
+    from dobutsu_tb.encoding.config import THREADS
+
+    bits, shift = 47, 13  # the 5x3 game's key code bits and shift
+    rng = np.random.default_rng(0)
+    table = CompactTable(n, bits, shift, LOAD_FACTOR, THREADS)
+    present = rng.integers(1, 1 << bits, n * 2 // 3, dtype=np.int64)
+    start = time.perf_counter()
+    _fill_table(table.slots, table.layout, present, THREADS)
+    group = region_bits(table.nbytes)
+    print(f"a table of {table.capacity:,} slots ({table.nbytes / 2**30:.1f} GiB), {np.count_nonzero(table.slots):,} "
+          f"keys in it, filled in {time.perf_counter() - start:.1f} s; regions of {group} bits "
+          f"({table.nbytes / (1 << group) / 2**20:.0f} MiB)")
+    m = 1 << 24
+    hashes = np.concatenate([present[rng.integers(0, present.shape[0], m)],
+                             rng.integers(1, 1 << bits, m, dtype=np.int64)])
+    del present
+    rng.shuffle(hashes)
+    work = np.empty_like(table.slots)
+    out = np.empty_like(hashes)
+    _insert_table(work, table.layout, hashes[:100].copy())  # (compiled first; overwritten below)
+    _grouped_batches(hashes[:1000], 100, bits - group, out[:1000])
+    print(f"{hashes.shape[0]:,} insertions, half of them new, one thread: ns an insertion")
+    for batch in (0, 1 << 18, 1 << 20, 1 << 22):
+        np.copyto(work, table.slots)
+        start = time.perf_counter()
+        if batch:
+            _grouped_batches(hashes, batch, bits - group, out)
+        grouped = time.perf_counter() - start
+        _insert_table(work, table.layout, out if batch else hashes)
+        ns = (time.perf_counter() - start) / hashes.shape[0] * 1e9
+        print(f"{'in random order' if not batch else f'grouped in batches of {batch:,}':<32}{ns:>8.1f} ns"
+              + (f" (grouping {grouped / hashes.shape[0] * 1e9:.1f})" if batch else ""))
+
+
 def children(path: str, chunks: int) -> None:
     from dobutsu_tb.tablebase.game.game import game_of
     from dobutsu_tb.tablebase.game.layout import CATCH, NONTERMINAL, TRY
@@ -272,18 +338,22 @@ def main() -> None:
             raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
         return value
 
-    parser.add_argument("--keys", type=positive, default=150_000_000, help="distinct hashes (default 150,000,000)")
+    parser.add_argument("--keys", type=positive, default=None,
+                        help="distinct hashes (default 150,000,000; with --regions, the table's keys: 1,441,956,293)")
     parser.add_argument("--repeat", type=positive, default=3, help="insertions of each (default 3)")
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--children", metavar="PATH", help="count the children of a file's stored positions")
     parser.add_argument("--chunks", type=positive, default=400, help="chunks read with --children (default 400)")
     what.add_argument("--host", action="store_true", help="this machine's random access and fresh memory costs")
+    what.add_argument("--regions", action="store_true", help="insertions into a big table, grouped by region or not")
     parser.add_argument("--mib", type=positive, default=None, help="fresh memory written with --host (default 1400)")
     args = parser.parse_args()
     if args.mib is not None and not args.host:
         parser.error("--mib goes with --host")
     if args.host:
         host(args.mib or 1400)
+    elif args.regions:
+        regions(args.keys or 1_441_956_293)
     elif args.children:
         from dobutsu_tb.tablebase.schema import TablebaseFileError
 
@@ -292,7 +362,7 @@ def main() -> None:
         except TablebaseFileError as exc:
             parser.exit(1, f"error: {exc}\n")
     else:
-        insertions(args.keys, args.repeat)
+        insertions(args.keys or 150_000_000, args.repeat)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,12 @@ locks are needed; a new non-terminal child is tagged fresh. Children landing beh
 wait for the next sweep, and a sweep that finds nothing fresh ends the enumeration (the order
 of expansion does not change the reachable set).
 
+Insertions grouped by region: into a table or set of 2 GiB or more (the 5x3 game's: 8 and 6 GiB),
+a batch's children go grouped by region (:func:`~dobutsu_tb.encoding.routing.grouped_by_region`:
+stretches of about 32 MiB of slots or buckets, where a random access costs less than a third),
+and batches are bigger (:data:`_BIG_BATCH` positions while the table's and the set's room allow
+it), so that each stretch gets thousands of insertions at a time.
+
 Expanding a position replaces its fresh tag by what the retrograde analysis starts from: the
 number of its distinct canonical non-terminal children (the counter of unresolved moves; 0 when
 every move lets the opponent capture the lion, a loss in 2), or :data:`TAG_WIN1` when a move
@@ -43,6 +49,7 @@ from dobutsu_tb.encoding.compact import (
     table_key_at,
 )
 from dobutsu_tb.encoding.compact_layout import (
+    L_BITS,
     L_BUCKET_ENTRIES,
     L_ENTRY,
     CompactTableFullError,
@@ -61,7 +68,7 @@ from dobutsu_tb.encoding.compact_set import (
     set_line,
 )
 from dobutsu_tb.encoding.jit import njit, prange
-from dobutsu_tb.encoding.routing import route
+from dobutsu_tb.encoding.routing import grouped_by_region, region_bits, route
 from dobutsu_tb.tablebase.game.game import Game
 from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import CATCH, MAX_MOVES, NONTERMINAL, TRY
@@ -89,6 +96,10 @@ _PREFETCH_AHEAD = 16
 #: key order, neighbouring positions take the same branches in the move generator, which then
 #: costs a fifth less than in the table's hash order (``scripts/bench_moves.py --window``).
 _WINDOW = 1 << 21
+#: Positions a batch expands when its table or set is grouped by region (what
+#: :data:`config.ENUM_BATCH` is to the others; module docstring): grouping pays once a region gets
+#: thousands of insertions a batch.
+_BIG_BATCH = 1 << 18
 
 #: The kernels bound to each variant's tables (Game.jitted).
 __kernels__ = ("_expand_range", "_expand", "_terminal_range", "_terminals", "_keep_partition_zero")
@@ -242,22 +253,34 @@ def tag_fresh(tags, fresh, lo, hi):
 
 @njit
 def _insert_shard(shard, slots, layout, table_counts, tags, nt, term, counts, setbuf, set_layout, set_counts,
-                  new_by_class, part_mask):
+                  new_by_class, part_mask, table_group, set_group):
     """:func:`_insert` for one shard, every thread's list for it (:func:`insert_run`); returns
-    (table failures, set failures). New slots are tagged fresh afterwards."""
+    (table failures, set failures). New slots are tagged fresh afterwards. With ``table_group``
+    (``set_group``) region bits, the shard's keys go grouped by region
+    (:func:`~dobutsu_tb.encoding.routing.grouped_by_region`), else thread by thread as they came."""
     added = 0
     bad = 0
     fresh = np.empty(counts[:, shard, 0].sum(), np.int64)
-    for t in range(nt.shape[0]):
-        new, failed = insert_run(slots, layout, nt[t, shard], 0, counts[t, shard, 0], fresh, added)
-        added += new
-        bad += failed
+    if table_group:
+        run = np.empty(fresh.shape[0], np.int64)
+        n = grouped_by_region(nt, shard, counts, 0, layout[L_BITS] - table_group, run)
+        added, bad = insert_run(slots, layout, run, 0, n, fresh, 0)
+    else:
+        for t in range(nt.shape[0]):
+            new, failed = insert_run(slots, layout, nt[t, shard], 0, counts[t, shard, 0], fresh, added)
+            added += new
+            bad += failed
     tag_fresh(tags, fresh, 0, added)
     table_counts[shard] += added
     bad_set = 0
-    for t in range(term.shape[0]):
-        bad_set += add_terminals(setbuf, set_layout, term[t, shard], 0, counts[t, shard, 1], part_mask, set_counts,
-                                 new_by_class, shard)
+    if set_group:
+        run = np.empty(counts[:, shard, 1].sum(), np.int64)
+        n = grouped_by_region(term, shard, counts, 1, set_layout[L_BITS] - set_group + CLASS_BITS, run)
+        bad_set += add_terminals(setbuf, set_layout, run, 0, n, part_mask, set_counts, new_by_class, shard)
+    else:
+        for t in range(term.shape[0]):
+            bad_set += add_terminals(setbuf, set_layout, term[t, shard], 0, counts[t, shard, 1], part_mask,
+                                     set_counts, new_by_class, shard)
     return bad, bad_set
 
 
@@ -328,9 +351,11 @@ def add_terminals(setbuf, set_layout, items, lo, hi, part_mask, set_counts, by_c
 
 @njit(parallel=True)
 def _insert(slots, layout, table_counts, tags, nt, term, counts, setbuf, set_layout, set_counts, new_by_class,
-            part_mask):
+            part_mask, table_group, set_group):
     """Insert a batch's children, one task per shard: new non-terminal children are tagged
     fresh; terminal ones are added to the set and counted by class in ``new_by_class[shard]``.
+    ``table_group`` and ``set_group``: the region bits of the table and of the set
+    (:func:`~dobutsu_tb.encoding.routing.region_bits`; 0: not grouped).
     Returns the insertions that found no room in the table and in the set (the caller grows
     the one that overflowed and inserts the batch again, which is idempotent)."""
     failed_table = 0
@@ -339,7 +364,7 @@ def _insert(slots, layout, table_counts, tags, nt, term, counts, setbuf, set_lay
         # (np.int64: numba types a prange's index int64, then uint64 in the loop it runs in
         # parallel, and would compile _insert_shard, the largest kernel, once for each: 6 s)
         bad, bad_set = _insert_shard(np.int64(shard), slots, layout, table_counts, tags, nt, term, counts, setbuf,
-                                     set_layout, set_counts, new_by_class, part_mask)
+                                     set_layout, set_counts, new_by_class, part_mask, table_group, set_group)
         failed_table += bad
         failed_set += bad_set
     return failed_table, failed_set
@@ -596,12 +621,17 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
         refuse(f"its first tables, {sized}, need", tables_held(), advice="expect fewer positions, " if expected else "")
     tags = np.zeros(table.capacity, np.uint8)
     tags[table.insert([game.key_of(start_state)])[0][0]] = TAG_FRESH
-    batch_size = config.ENUM_BATCH
+    max_moves = game.layout["MAX_MOVES"]
     window = np.empty(_WINDOW, np.int64)
-    per_thread = -(-batch_size // threads) * game.layout["MAX_MOVES"]  # room for every child of a thread's share
     shards = table.n_shards  # the table and the set have the same shards: a child's hash picks both
-    nt = np.empty((threads, shards, per_thread), np.int64)  # pages never written cost no memory
-    term = np.empty((threads, shards, per_thread), np.int64)
+
+    def child_lists(batch_size):
+        """Each thread's lists of children by shard, with room for every child of its share."""
+        per_thread = -(-batch_size // threads) * max_moves
+        return (np.empty((threads, shards, per_thread), np.int64),  # pages never written cost no memory
+                np.empty((threads, shards, per_thread), np.int64))
+
+    nt, term = child_lists(config.ENUM_BATCH)
     counts = thread_counters(threads, shards)
     by_class = np.zeros((table.n_shards, CLASS_MASK + 1), np.int64)
     dropped = np.zeros(CLASS_MASK + 1, np.int64)  # counted, then moved to another partition
@@ -684,6 +714,13 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
                     continue
                 swept_fresh = True
                 pending = slots_in_key_order(table, window[:w], threads, pool)
+            table_group, set_group = region_bits(table.nbytes), region_bits(terminal.allocated)
+            batch_size = config.ENUM_BATCH
+            if ((table_group or set_group) and table.room() >= _BIG_BATCH * max_moves
+                    and terminal.room() >= _BIG_BATCH * max_moves):
+                batch_size = _BIG_BATCH  # (a table or set sized to its count gets small batches near its end)
+                if nt.shape[2] * threads < batch_size * max_moves:
+                    nt, term = child_lists(batch_size)
             batch, pending = pending[:batch_size], pending[batch_size:]
             n = batch.shape[0]
             part_mask = parts - 1
@@ -704,7 +741,8 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
                     grow_set(len(terminal) + max(n_term, len(terminal)))
                 part_mask = parts - 1
                 failed_table, failed_set = _insert(table.slots, table.layout, table.counts, tags, nt, term, counts,
-                                                   terminal.buf, terminal.layout, terminal.counts, by_class, part_mask)
+                                                   terminal.buf, terminal.layout, terminal.counts, by_class, part_mask,
+                                                   region_bits(table.nbytes), region_bits(terminal.allocated))
                 if failed_table == 0 and failed_set == 0:
                     break
                 # A displacement did not fit: grow what overflowed, then insert the batch again.
@@ -753,8 +791,9 @@ def count_terminal_partitions(enum: Enumeration, progress: Callable[[int], None]
     bits, shift = game.layout["MAX_KEY_BITS"], game.layout["KEY_SHIFT"]
     threads = config.THREADS
     part_mask = enum.terminal_parts - 1
-    batch = np.empty(config.ENUM_BATCH, np.int64)
-    per_thread = -(-config.ENUM_BATCH // threads) * game.layout["MAX_MOVES"]
+    max_moves = game.layout["MAX_MOVES"]
+    batch = np.empty(max(_BIG_BATCH, config.ENUM_BATCH), np.int64)
+    per_thread = -(-config.ENUM_BATCH // threads) * max_moves
     term = np.empty((threads, table.n_shards, per_thread), np.int64)
     counts = thread_counters(threads, table.n_shards)
     no_nt = np.empty((threads, table.n_shards, 0), np.int64)
@@ -765,7 +804,13 @@ def count_terminal_partitions(enum: Enumeration, progress: Callable[[int], None]
         start = 0
         while start < table.capacity:
             interrupt.check()
-            n, start = _occupied(table.slots, start, batch)
+            set_group = region_bits(terminal.allocated)
+            batch_size = config.ENUM_BATCH
+            if set_group and terminal.room() >= _BIG_BATCH * max_moves:  # (module docstring)
+                batch_size = _BIG_BATCH
+                if term.shape[2] * threads < batch_size * max_moves:
+                    term = np.empty((threads, table.n_shards, -(-batch_size // threads) * max_moves), np.int64)
+            n, start = _occupied(table.slots, start, batch[:batch_size])
             if n == 0:
                 break
             kernels._terminals(rules, table.slots, table.layout, batch[:n], part_mask, part, term, counts)
@@ -774,7 +819,8 @@ def count_terminal_partitions(enum: Enumeration, progress: Callable[[int], None]
                 if terminal.room() < n_term:
                     terminal.grow(len(terminal) + max(n_term, len(terminal)))
                 _, failed = _insert(table.slots, table.layout, table.counts, enum.tags, no_nt, term, counts,
-                                    terminal.buf, terminal.layout, terminal.counts, by_class, 0)
+                                    terminal.buf, terminal.layout, terminal.counts, by_class, 0, 0,
+                                    region_bits(terminal.allocated))
                 if failed == 0:
                     break
                 terminal.grow(2 * len(terminal))

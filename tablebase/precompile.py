@@ -417,6 +417,7 @@ def _compile_analysis(text: str, variant, start, work: str) -> None:
 
     import numpy as np
 
+    from dobutsu_tb.encoding import routing
     from dobutsu_tb.tablebase import build, retrograde
     from dobutsu_tb.tablebase.build import _keys_with_value, build_tablebase, record_blocks
     from dobutsu_tb.tablebase.enumeration import Enumeration, count_terminal_partitions
@@ -455,6 +456,10 @@ def _compile_analysis(text: str, variant, start, work: str) -> None:
     solved_and_recorded(enum, 3)
     if _narrow_expected(game):  # the tiny builds' tables had uint64 slots: a big table's are uint32
         solved_and_recorded(enumerated("narrow-slots.pickle"), 1)
+        grouping = routing.GROUP_FROM, routing.REGION_BYTES  # and a big table's plies, grouped by region
+        routing.GROUP_FROM, routing.REGION_BYTES = 0, 1 << 12
+        retrograde.solve(enumerated("narrow-slots.pickle"))
+        routing.GROUP_FROM, routing.REGION_BYTES = grouping
     if os.path.exists(os.path.join(work, "dense.pickle")):  # a dense table, its terminal positions in two passes
         enum = enumerated("dense.pickle")
         count_terminal_partitions(enum)

@@ -15,6 +15,12 @@ non-terminal predecessors by unmoves (terminal ones are pruned before they are g
 and is a loss in n + 1 when it reaches zero. Ply n only ever decides positions at n + 1, so
 processing DTM in order gives the winner the fastest and the loser the slowest line. What is
 left undecided is a draw: its byte stays 0, the draw code.
+
+In a table of 2 GiB or more (the 5x3 game's), a ply's predecessors are not looked up position by
+position as they are generated: the predecessors of half a million frontier positions are
+generated first (:func:`_predecessors`, as for a build on a cluster), then looked up and updated
+grouped by region of the table (:func:`~dobutsu_tb.encoding.routing.grouped_by_region`,
+:func:`apply_predecessors`), where a random access costs less than a third.
 """
 
 from __future__ import annotations
@@ -32,10 +38,10 @@ from dobutsu_tb.encoding.atomics import atomic_cas, atomic_sub, prefetch
 from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.encoding.bits import sort_prefix
 from dobutsu_tb.encoding.compact import table_find, table_home
-from dobutsu_tb.encoding.compact_layout import key_hash
+from dobutsu_tb.encoding.compact_layout import L_BITS, key_hash
 from dobutsu_tb.encoding.jit import njit, prange
-from dobutsu_tb.encoding.routing import owner_of
-from dobutsu_tb.tablebase.enumeration import TAG_NO_MOVES, TAG_WIN1, Enumeration, sort_shares
+from dobutsu_tb.encoding.routing import grouped_by_region, owner_of, region_bits
+from dobutsu_tb.tablebase.enumeration import TAG_NO_MOVES, TAG_WIN1, Enumeration, sort_shares, thread_counters
 from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import MAX_UNMOVES
 from dobutsu_tb.tablebase.game.unmoves import parent_keys
@@ -44,6 +50,9 @@ from dobutsu_tb.tablebase.values import LONG, UNDECIDED
 #: Frontier positions handled per kernel call, and per group inside it; predecessors a worker of a
 #: build on a cluster received, looked up per group.
 _FRONTIER = 1 << 20
+#: Frontier positions whose predecessors are looked up together, grouped by region, in a big
+#: table (module docstring).
+_GROUPED_FRONTIER = 1 << 19
 _GROUP = 16
 _APPLY_GROUP = 32
 #: The room of a thread's list of decisions beyond one group's most (:func:`propagate_ply`); a
@@ -409,6 +418,21 @@ class PlyBuffers:
         self.out = np.empty((threads, _SPARE + _GROUP * max_unmoves), dtype)
         self.gathered = np.empty(0, dtype)
         self.n = 0
+        self.threads, self.max_unmoves, self.dtype = threads, max_unmoves, dtype
+        self.lists = self.counts = self.hashes = self.slots = None
+
+    def grouped(self):
+        """The arrays of a ply's predecessors looked up grouped by region (made at the first call;
+        their pages cost memory only where written): each thread's list of hashes, its count,
+        the hashes grouped, the slots decided."""
+        if self.lists is None:
+            most = _GROUPED_FRONTIER * self.max_unmoves
+            self.lists = np.empty((self.threads, 1, -(-_GROUPED_FRONTIER // self.threads) * self.max_unmoves),
+                                  np.int64)
+            self.counts = thread_counters(self.threads, 1)
+            self.hashes = np.empty(most, np.int64)
+            self.slots = np.empty(most, self.dtype)
+        return self.lists, self.counts, self.hashes, self.slots
 
     def clear(self) -> None:
         """Start a ply: no decisions gathered."""
@@ -473,19 +497,31 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
     out = buffers.out
     out_n = np.zeros(threads, np.int64)
     buffers.clear()
+    slots, layout = enum.table.slots, enum.table.layout
+    group = region_bits(enum.table.nbytes)
     with ThreadPoolExecutor(threads) as pool:
         for start in range(0, frontier.shape[0], _WINDOW):
             interrupt.check()
             keys = frontier_keys(enum.table, frontier[start:start + _WINDOW], threads, pool)
-            for lo in range(0, keys.shape[0], _FRONTIER):
+            for lo in range(0, keys.shape[0], _GROUPED_FRONTIER if group else _FRONTIER):
                 interrupt.check()
+                if group:  # (module docstring)
+                    lists, counts, hashes, decided = buffers.grouped()
+                    kernels._predecessors(rules, slots, layout, keys[lo:lo + _GROUPED_FRONTIER], 1, lists, counts)
+                    n = grouped_by_region(lists, 0, counts, 0, layout[L_BITS] - group, hashes)
+                    apply_predecessors(slots, layout, values, counters, hashes[:n], ply % 2 == 0, code, threads,
+                                       decided, out_n)
+                    per = -(-n // threads)
+                    for t in range(threads):
+                        buffers.append(decided[t * per:t * per + out_n[t]])
+                    continue
                 share = keys[lo:lo + _FRONTIER]
                 per = -(-share.shape[0] // threads)
                 starts = np.minimum(np.arange(threads, dtype=np.int64) * per, share.shape[0])
                 ends = np.minimum(starts + per, share.shape[0])
                 while (starts < ends).any():
-                    kernels._propagate(rules, enum.table.slots, enum.table.layout, values, counters, share, starts,
-                                       ends, ply, code, out, out_n)
+                    kernels._propagate(rules, slots, layout, values, counters, share, starts, ends, ply, code, out,
+                                       out_n)
                     for t in range(threads):  # (out is written again by the next call)
                         buffers.append(out[t, :out_n[t]])
             del keys

@@ -174,6 +174,96 @@ def test_windows_in_key_order_give_the_same_file(tmp_path, monkeypatch, small_ta
                                                                          want.reachable)
 
 
+def test_accesses_grouped_by_region_give_the_same_file(tmp_path, monkeypatch, lion_chick_tb):
+    """With a big table (5x3-sized: 2 GiB or more) the enumeration inserts each batch's children
+    grouped by region of the table and of the set, in bigger batches, and the analysis looks a
+    ply's predecessors up grouped by region: forced on the lion-and-chick game (regions of 4 KiB,
+    batches of 128 positions instead of 16), the same file; every batch was grouped, in both structures, at
+    least one was big, and every ply was grouped."""
+    from dobutsu_tb.encoding import routing
+    from dobutsu_tb.tablebase import enumeration
+
+    monkeypatch.setattr(routing, "GROUP_FROM", 0)
+    monkeypatch.setattr(routing, "REGION_BYTES", 1 << 12)
+    monkeypatch.setattr(config, "ENUM_BATCH", 16)
+    monkeypatch.setattr(enumeration, "_BIG_BATCH", 128)
+    seen, applied = [], []
+    insert, apply = enumeration._insert, retrograde.apply_predecessors
+
+    def spy(*args):
+        seen.append((args[4].shape[2], args[-2], args[-1]))  # (room a list, table_group, set_group)
+        return insert(*args)
+
+    def apply_spy(*args):
+        applied.append(args[4].shape[0])
+        return apply(*args)
+
+    monkeypatch.setattr(enumeration, "_insert", spy)
+    monkeypatch.setattr(retrograde, "apply_predecessors", apply_spy)
+    result = build_tablebase(tmp_path / "grouped.h5", LION_CHICK, progress=False)
+    keys, values, meta = _contents(result.path)
+    want_keys, want_values, want = _contents(lion_chick_tb.path)
+    assert np.array_equal(keys, want_keys) and np.array_equal(values, want_values)
+    assert (meta.catch_terminal, meta.try_terminal, meta.reachable) == (want.catch_terminal, want.try_terminal,
+                                                                         want.reachable)
+    assert seen and all(table > 0 and tset > 0 for _, table, tset in seen), seen
+    assert len(applied) >= meta.max_dtm and sum(applied) > meta.nonterminal  # each ply's predecessors, grouped
+    small = -(-config.ENUM_BATCH // config.THREADS) * game_of(get_variant("dobutsu")).layout["MAX_MOVES"]
+    assert max(room for room, _, _ in seen) > small  # the lists were made for a big batch
+
+
+@pytest.mark.parametrize("parts", [1, 4])
+def test_the_enumeration_grouped_by_region_finds_the_same_positions_and_counters(monkeypatch, parts):
+    """Grouped insertions change where keys land in the table, not which keys it holds, nor a
+    position's counter of distinct children (its tag), nor the terminal counts (counted in one
+    set, or in partitions, the later ones by count_terminal_partitions, grouped too)."""
+    from dobutsu_tb.encoding import routing
+    from dobutsu_tb.tablebase import enumeration
+
+    game = game_of(get_variant("dobutsu"))
+    start = Position.from_text("S/-l-/gc-/-CG/-L-/-", game.variant).state()
+
+    def by_key(enum):
+        enumeration.count_terminal_partitions(enum)
+        where = enum.table.occupied()
+        keys = enum.table.keys_at(where)
+        order = np.argsort(keys)
+        return keys[order], enum.tags[where][order], (enum.catch_terminal, enum.try_terminal, enum.no_moves)
+
+    plain = by_key(enumerate_positions(game, start))
+    monkeypatch.setattr(routing, "GROUP_FROM", 0)
+    monkeypatch.setattr(routing, "REGION_BYTES", 1 << 14)
+    monkeypatch.setattr(enumeration, "_BIG_BATCH", 4096)
+    grouped = by_key(enumerate_positions(game, start, terminal_parts=parts))
+    assert plain[0].shape[0] == 1_254_075 and plain[2] == (1_625_801, 128_397, 0)
+    assert np.array_equal(plain[0], grouped[0]) and np.array_equal(plain[1], grouped[1]) and plain[2] == grouped[2]
+
+
+@pytest.mark.parametrize("shift", [0, 3, 9])
+def test_grouped_by_region_is_a_stable_sort_of_every_thread_list(shift):
+    """Against numpy's stable sort of the lists concatenated thread by thread."""
+    from dobutsu_tb.encoding.routing import grouped_by_region
+
+    rng = np.random.default_rng(shift)
+    lists = rng.integers(0, 1 << (12 + shift), (3, 2, 50)).astype(np.int64)
+    counts = np.zeros((3, 2, 2), np.int64)
+    counts[:, :, 1] = rng.integers(0, 51, (3, 2))
+    for shard in range(2):
+        out = np.full(200, -1, np.int64)
+        n = grouped_by_region(lists, shard, counts, 1, shift, out)
+        whole = np.concatenate([lists[t, shard, :counts[t, shard, 1]] for t in range(3)])
+        assert n == whole.shape[0]
+        assert np.array_equal(out[:n], whole[np.argsort(whole >> shift, kind="stable")])
+        assert (out[n:] == -1).all()
+
+
+def test_region_bits_cut_big_structures_into_stretches_of_32_mib():
+    from dobutsu_tb.encoding.routing import region_bits
+
+    assert [region_bits(n) for n in (1 << 30, (1 << 31) - 1)] == [0, 0]  # under 2 GiB: not grouped
+    assert [region_bits(n) for n in (1 << 31, 8 << 30, 6650 << 20, 1 << 50)] == [6, 8, 8, 12]
+
+
 def test_slots_in_key_order_sort_each_share():
     from concurrent.futures import ThreadPoolExecutor
 
