@@ -36,8 +36,8 @@ cannot go below").
 The fourth form measures what grouping a batch's insertions by region gains in a big table
 (tablebase/enumeration.py, "Insertions grouped by region"; docs/building.md, "Big tables"): it
 fills a :class:`~dobutsu_tb.encoding.compact.CompactTable` made for ``N`` keys (default
-1,441,956,293, the 5x3 game's: 2**31 slots, 8 GiB) two-thirds full, on every thread, then inserts
-2**25 hashes into a copy of it, on one thread with the builder's prefetching: half of them there
+1,441,956,293, the 5x3 game's: 2**31 slots, 8 GiB) with two-thirds of them, on every thread, then
+inserts 2**25 hashes into a copy of it, on one thread with the builder's prefetching: half of them there
 already, half new, in random order (the enumeration's until 2026-12-07), then in batches of 256 K
 to 4 M grouped as the enumeration groups them (:func:`~dobutsu_tb.encoding.routing.region_bits`
 of the table's bytes, :func:`~dobutsu_tb.encoding.routing.grouped_by_region`), and prints
@@ -275,21 +275,24 @@ def regions(n: int) -> None:
     bits, shift = 47, 13  # the 5x3 game's key code bits and shift
     rng = np.random.default_rng(0)
     table = CompactTable(n, bits, shift, LOAD_FACTOR, THREADS)
-    present = rng.integers(1, 1 << bits, n * 2 // 3, dtype=np.int64)
+    m = 1 << 24
+    present = np.empty(0, np.int64)
     start = time.perf_counter()
-    _fill_table(table.slots, table.layout, present, THREADS)
+    for lo in range(0, n * 2 // 3, 1 << 26):  # (in slices: the keys of the 5x3 game would take 7.7 GB)
+        part = rng.integers(1, 1 << bits, min(1 << 26, n * 2 // 3 - lo), dtype=np.int64)
+        _fill_table(table.slots, table.layout, part, THREADS)
+        if present.shape[0] < m:
+            present = np.concatenate([present, part[:m - present.shape[0]]])
     group = region_bits(table.nbytes)
     print(f"a table of {table.capacity:,} slots ({table.nbytes / 2**30:.1f} GiB), {np.count_nonzero(table.slots):,} "
           f"keys in it, filled in {time.perf_counter() - start:.1f} s; regions of {group} bits "
           f"({table.nbytes / (1 << group) / 2**20:.0f} MiB)")
-    m = 1 << 24
-    hashes = np.concatenate([present[rng.integers(0, present.shape[0], m)],
-                             rng.integers(1, 1 << bits, m, dtype=np.int64)])
+    hashes = np.concatenate([present, rng.integers(1, 1 << bits, m, dtype=np.int64)])
     del present
     rng.shuffle(hashes)
-    work = np.empty_like(table.slots)
-    out = np.empty_like(hashes)
-    _insert_table(work, table.layout, hashes[:100].copy())  # (compiled first; overwritten below)
+    work = table.slots.copy()
+    out = np.ones_like(hashes)  # (written before it is timed: this host charges for each fresh page)
+    _insert_table(work, table.layout, hashes[:100].copy())  # (compiled first; copied over below)
     _grouped_batches(hashes[:1000], 100, bits - group, out[:1000])
     print(f"{hashes.shape[0]:,} insertions, half of them new, one thread: ns an insertion")
     for batch in (0, 1 << 18, 1 << 20, 1 << 22):
@@ -353,7 +356,17 @@ def main() -> None:
     if args.host:
         host(args.mib or 1400)
     elif args.regions:
-        regions(args.keys or 1_441_956_293)
+        from dobutsu_tb.encoding.compact import table_nbytes
+        from dobutsu_tb.encoding.config import THREADS
+        from dobutsu_tb.tablebase.memory import available_memory, gib
+
+        keys = args.keys or 1_441_956_293
+        need = 2 * table_nbytes(keys, 47, LOAD_FACTOR, THREADS) + (1 << 30)  # (the table, its copy, the hashes)
+        have = available_memory()
+        if have is not None and need > have:
+            parser.exit(1, f"error: --regions with {keys:,} keys needs about {gib(need)} of memory; "
+                           f"{gib(have)} is available\n")
+        regions(keys)
     elif args.children:
         from dobutsu_tb.tablebase.schema import TablebaseFileError
 

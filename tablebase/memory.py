@@ -30,6 +30,7 @@ from dobutsu_tb.encoding import config
 from dobutsu_tb.encoding.compact import dense_table_slots, table_nbytes
 from dobutsu_tb.encoding.compact_layout import CompactTableFullError, shards_for, slot_bits_for
 from dobutsu_tb.encoding.compact_set import set_nbytes
+from dobutsu_tb.encoding.routing import region_bits
 
 #: Bytes a build holds besides its tables: the interpreter, numpy, numba and its compiled
 #: kernels, thread buffers (measured: about 0.25 GiB).
@@ -39,6 +40,12 @@ BASE_MEMORY = 320 << 20
 #: of spilled lists. Measured: the standard game within 990 MiB, planned without it at 990 MiB,
 #: peaked at 1,032,904 kB during its analysis (19 MiB over; 2026-12-06).
 ANALYSIS_BUFFERS = 32 << 20
+#: What a phase holds besides when its table is grouped by region (2 GiB or more:
+#: :func:`~dobutsu_tb.encoding.routing.region_bits`): the enumeration's lists of a batch of 256 K
+#: positions' children, the analysis's predecessors of 512 K frontier positions, twice (as
+#: generated, and grouped) and the slots they decide. Measured on the 5x3 game: 40 MiB more at the
+#: enumeration's peak than with batches of 32 K positions; about 72 MiB in the analysis.
+GROUPED_BUFFERS = 128 << 20
 #: The most terminal partitions (passes over the table).
 MAX_TERMINAL_PARTS = 64
 #: The most key ranges the records are made in (each a scan of the table): a budget within a few
@@ -238,16 +245,24 @@ class Sizes:
         """The set that counts this many terminal positions, at most ``load`` full."""
         return set_nbytes(max(1, terminal), self.code_bits, self.shift, load, config.THREADS)
 
+    def grouped(self, nonterminal: int, terminal_in_memory: int = 0) -> int:
+        """:data:`GROUPED_BUFFERS` when the table or the terminal set is big enough to be grouped
+        by region, else 0."""
+        big = max(self.table(nonterminal), self.terminal_set(terminal_in_memory) if terminal_in_memory else 0)
+        return GROUPED_BUFFERS if region_bits(big) else 0
+
     def enumeration(self, nonterminal: int, terminal_in_memory: int, load: float = config.SET_LOAD_FACTOR) -> int:
-        """The table, its tags, the terminal set (at most ``load`` full)."""
-        return self.table(nonterminal) + self.slots(nonterminal) + self.terminal_set(terminal_in_memory, load)
+        """The table, its tags, the terminal set (at most ``load`` full), and
+        :meth:`grouped`."""
+        return (self.table(nonterminal) + self.slots(nonterminal) + self.terminal_set(terminal_in_memory, load)
+                + self.grouped(nonterminal, terminal_in_memory))
 
     def retrograde(self, nonterminal: int, spilled: bool = False) -> int:
         """The table, a value and a counter byte a slot, the analysis's buffers
         (:data:`ANALYSIS_BUFFERS`, at most 8 bytes a position: a small game's window is its
-        frontier) and (unless spilled) the lists."""
+        frontier; and :meth:`grouped`) and (unless spilled) the lists."""
         lists = 0 if spilled else int(LIST_SHARE * nonterminal) * 4 * 2
-        buffers = min(ANALYSIS_BUFFERS, 8 * nonterminal)
+        buffers = min(ANALYSIS_BUFFERS, 8 * nonterminal) + self.grouped(nonterminal)
         return self.table(nonterminal) + 2 * self.slots(nonterminal) + buffers + lists
 
     def records(self, nonterminal: int, passes: int) -> int:

@@ -454,12 +454,14 @@ def _compile_analysis(text: str, variant, start, work: str) -> None:
     enum = enumerated("two-partitions.pickle")
     count_terminal_partitions(enum)
     solved_and_recorded(enum, 3)
+    big = "one-partition.pickle"  # (a table with a big one's slots)
     if _narrow_expected(game):  # the tiny builds' tables had uint64 slots: a big table's are uint32
-        solved_and_recorded(enumerated("narrow-slots.pickle"), 1)
-        grouping = routing.GROUP_FROM, routing.REGION_BYTES  # and a big table's plies, grouped by region
-        routing.GROUP_FROM, routing.REGION_BYTES = 0, 1 << 12
-        retrograde.solve(enumerated("narrow-slots.pickle"))
-        routing.GROUP_FROM, routing.REGION_BYTES = grouping
+        big = "narrow-slots.pickle"
+        solved_and_recorded(enumerated(big), 1)
+    grouping = routing.GROUP_FROM, routing.REGION_BYTES  # a big table's plies, grouped by region
+    routing.GROUP_FROM, routing.REGION_BYTES = 0, 1 << 12
+    retrograde.solve(enumerated(big))
+    routing.GROUP_FROM, routing.REGION_BYTES = grouping
     if os.path.exists(os.path.join(work, "dense.pickle")):  # a dense table, its terminal positions in two passes
         enum = enumerated("dense.pickle")
         count_terminal_partitions(enum)
