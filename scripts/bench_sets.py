@@ -34,14 +34,15 @@ memory accesses these give the build's floor on the machine (docs/building.md, "
 cannot go below").
 
 The fourth form measures what grouping a batch's insertions by region gains in a big table
-(tablebase/enumeration.py, "Insertions grouped by region"; docs/building.md, "Big tables"): it
-fills a :class:`~dobutsu_tb.encoding.compact.CompactTable` made for ``N`` keys (default
-1,441,956,293, the 5x3 game's: 2**31 slots, 8 GiB) with two-thirds of them, on every thread, then
-inserts 2**25 hashes into a copy of it, on one thread with the builder's prefetching: half of them there
-already, half new, in random order (the enumeration's until 2026-12-07), then in batches of 256 K
-to 4 M grouped as the enumeration groups them (:func:`~dobutsu_tb.encoding.routing.region_bits`
-of the table's bytes, :func:`~dobutsu_tb.encoding.routing.grouped_by_region`), and prints
-nanoseconds an insertion, grouping included. It needs about twice the table's bytes.
+(encoding/routing.py; docs/building.md, "Big tables"): it fills a
+:class:`~dobutsu_tb.encoding.compact.CompactTable` made for ``N`` keys (default 1,441,956,293, the
+5x3 game's: 2**31 slots, 8 GiB) with two-thirds of them, on every thread, then inserts 2**25
+hashes (2 * N / 3 for fewer keys) into a copy of it, on one thread with the builder's
+prefetching: half of them there already, half new, in random order (the enumeration's until
+2026-12-07), then in batches of 256 K to 4 M grouped as the enumeration groups them
+(:func:`~dobutsu_tb.encoding.routing.region_bits` of the table's bytes,
+:func:`~dobutsu_tb.encoding.routing.grouped_by_region`), and prints nanoseconds an insertion,
+grouping included. It needs about twice the table's bytes.
 """
 
 from __future__ import annotations
@@ -275,7 +276,7 @@ def regions(n: int) -> None:
     bits, shift = 47, 13  # the 5x3 game's key code bits and shift
     rng = np.random.default_rng(0)
     table = CompactTable(n, bits, shift, LOAD_FACTOR, THREADS)
-    m = 1 << 24
+    m = min(1 << 24, max(1, n // 3))  # (the table ends with at most n keys, at its load factor)
     present = np.empty(0, np.int64)
     start = time.perf_counter()
     for lo in range(0, n * 2 // 3, 1 << 26):  # (in slices: the keys of the 5x3 game would take 7.7 GB)
@@ -357,11 +358,15 @@ def main() -> None:
         host(args.mib or 1400)
     elif args.regions:
         from dobutsu_tb.encoding.compact import table_nbytes
+        from dobutsu_tb.encoding.compact_layout import CompactTableFullError
         from dobutsu_tb.encoding.config import THREADS
         from dobutsu_tb.tablebase.memory import available_memory, gib
 
         keys = args.keys or 1_441_956_293
-        need = 2 * table_nbytes(keys, 47, LOAD_FACTOR, THREADS) + (1 << 30)  # (the table, its copy, the hashes)
+        try:
+            need = 2 * table_nbytes(keys, 47, LOAD_FACTOR, THREADS) + (1 << 30)  # (the table, its copy, the hashes)
+        except CompactTableFullError as exc:
+            parser.exit(1, f"error: --regions with {keys:,} keys: {exc}\n")
         have = available_memory()
         if have is not None and need > have:
             parser.exit(1, f"error: --regions with {keys:,} keys needs about {gib(need)} of memory; "
