@@ -31,6 +31,17 @@ def _contents(path):
         return keys, values.astype(np.uint16), f.metadata
 
 
+def _same_file(path, tb):
+    """Assert that the file at ``path`` has the keys, values and terminal counts of the tablebase
+    ``tb``'s; returns its metadata."""
+    keys, values, meta = _contents(path)
+    want_keys, want_values, want = _contents(tb.path)
+    assert np.array_equal(keys, want_keys) and np.array_equal(values, want_values)
+    assert (meta.catch_terminal, meta.try_terminal, meta.reachable) == (want.catch_terminal, want.try_terminal,
+                                                                         want.reachable)
+    return meta
+
+
 @pytest.fixture()
 def small_tables(monkeypatch):
     """Tables that start tiny and grow, so that a budget of under a MiB bites (the lion-and-chick
@@ -46,11 +57,7 @@ def test_a_tiny_budget_gives_the_same_file(tmp_path, small_tables, lion_chick_tb
     result = build_tablebase(tmp_path / "small.h5", LION_CHICK, progress=False, max_memory=memory.BASE_MEMORY + 600_000,
                              work_dir=work, spill=True)
     assert result.plan.terminal_parts >= 2 and result.plan.spill
-    keys, values, meta = _contents(result.path)
-    want_keys, want_values, want = _contents(lion_chick_tb.path)
-    assert np.array_equal(keys, want_keys) and np.array_equal(values, want_values)
-    assert (meta.catch_terminal, meta.try_terminal, meta.reachable) == (want.catch_terminal, want.try_terminal,
-                                                                         want.reachable)
+    _same_file(result.path, lion_chick_tb)
     assert not work.exists()  # the build's own folder is gone, and the one it made for it
 
 
@@ -167,11 +174,7 @@ def test_windows_in_key_order_give_the_same_file(tmp_path, monkeypatch, small_ta
     monkeypatch.setattr(retrograde, "_WINDOW", 3)
     monkeypatch.setattr(retrograde, "_FRONTIER", 2)
     result = build_tablebase(tmp_path / "windows.h5", LION_CHICK, progress=False)
-    keys, values, meta = _contents(result.path)
-    want_keys, want_values, want = _contents(lion_chick_tb.path)
-    assert np.array_equal(keys, want_keys) and np.array_equal(values, want_values)
-    assert (meta.catch_terminal, meta.try_terminal, meta.reachable) == (want.catch_terminal, want.try_terminal,
-                                                                         want.reachable)
+    _same_file(result.path, lion_chick_tb)
 
 
 def test_accesses_grouped_by_region_give_the_same_file(tmp_path, monkeypatch, lion_chick_tb):
@@ -201,11 +204,7 @@ def test_accesses_grouped_by_region_give_the_same_file(tmp_path, monkeypatch, li
     monkeypatch.setattr(enumeration, "_insert", spy)
     monkeypatch.setattr(retrograde, "apply_predecessors", apply_spy)
     result = build_tablebase(tmp_path / "grouped.h5", LION_CHICK, progress=False)
-    keys, values, meta = _contents(result.path)
-    want_keys, want_values, want = _contents(lion_chick_tb.path)
-    assert np.array_equal(keys, want_keys) and np.array_equal(values, want_values)
-    assert (meta.catch_terminal, meta.try_terminal, meta.reachable) == (want.catch_terminal, want.try_terminal,
-                                                                         want.reachable)
+    meta = _same_file(result.path, lion_chick_tb)
     assert seen and all(table > 0 and tset > 0 for _, table, tset in seen), seen
     assert len(applied) >= meta.max_dtm and sum(applied) > meta.nonterminal  # each ply's predecessors, grouped
     small = -(-config.ENUM_BATCH // config.THREADS) * game_of(get_variant("dobutsu")).layout["MAX_MOVES"]
