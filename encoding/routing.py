@@ -37,9 +37,19 @@ MAX_REGION_BITS = 12
 
 
 def region_bits(nbytes: int) -> int:
-    """How many top bits of a hash group the accesses to a table or set of ``nbytes`` bytes: 0
-    (not grouped) under :data:`GROUP_FROM`, else enough for regions of at most
-    :data:`REGION_BYTES`, up to :data:`MAX_REGION_BITS`."""
+    """How many top bits of a hash group the accesses to a table or set (module docstring).
+
+    Parameters
+    ----------
+    nbytes : int
+        The table's (or set's) bytes.
+
+    Returns
+    -------
+    int
+        0 (not grouped) under :data:`GROUP_FROM` bytes, else enough bits for regions of at most
+        :data:`REGION_BYTES`, up to :data:`MAX_REGION_BITS` (8 for the 5x3 game's 8 GiB table).
+    """
     if nbytes < GROUP_FROM:
         return 0
     return min(MAX_REGION_BITS, (-(-nbytes // REGION_BYTES) - 1).bit_length())
@@ -92,11 +102,30 @@ def group_by_shard(values, drop, layout, n_shards, out, starts):
 
 @njit
 def grouped_by_region(lists, group, counts, column, shift, out):
-    """The entries ``lists[t, group, :counts[t, group, column]]`` of every thread t, into ``out``
-    grouped by region: by ``entry >> shift`` (at most ``2**MAX_REGION_BITS`` regions), ascending,
-    each region's in the order they came (a stable counting sort). Returns how many. With
-    ``shift`` the hash's bits less :func:`region_bits` (plus the bits below the hash in an entry),
-    a region is a stretch of a table's slots or a set's buckets (module docstring)."""
+    """Every thread's list of one group, concatenated and grouped by region (a stable counting
+    sort: module docstring).
+
+    Parameters
+    ----------
+    lists : numpy.ndarray of int64, shape (threads, groups, n)
+        Each thread's lists of entries by group (a shard, or an owner).
+    group : int
+        The group whose lists are read: ``lists[t, group, :counts[t, group, column]]``.
+    counts : numpy.ndarray of int64, shape (threads, groups, k)
+        The lists' lengths, in column ``column``
+        (:func:`~dobutsu_tb.tablebase.enumeration.thread_counters`).
+    column : int
+    shift : int
+        An entry's region is ``entry >> shift``, below ``2**MAX_REGION_BITS``: the hash's bits
+        less :func:`region_bits` (plus the bits below the hash in an entry).
+    out : numpy.ndarray of int64, shape (at least the entries,)
+        Where the entries go, by ascending region, each region's in the order they came.
+
+    Returns
+    -------
+    int
+        How many entries were written.
+    """
     regions = np.zeros((1 << MAX_REGION_BITS) + 1, np.int64)
     n = 0
     for t in range(lists.shape[0]):
