@@ -105,6 +105,23 @@ _BIG_BATCH = 1 << 18
 __kernels__ = ("_expand_range", "_expand", "_terminal_range", "_terminals", "_keep_partition_zero")
 
 
+def batch_size(grouped: bool, rooms: tuple, max_moves: int) -> int:
+    """Positions the next batch expands: :data:`_BIG_BATCH` when a structure is grouped by region
+    and every room in ``rooms`` (keys that surely fit) holds all the children such a batch may
+    have, else :data:`config.ENUM_BATCH` (a table or set sized to its count gets small batches
+    near its end)."""
+    if grouped and all(room >= _BIG_BATCH * max_moves for room in rooms):
+        return _BIG_BATCH
+    return config.ENUM_BATCH
+
+
+def child_lists(threads: int, shards: int, batch: int, max_moves: int) -> np.ndarray:
+    """A list of children by thread and shard, with room for every child of a thread's share of a
+    batch: int64, shape (threads, shards, ceil(batch / threads) * max_moves); pages never written
+    cost no memory."""
+    return np.empty((threads, shards, -(-batch // threads) * max_moves), np.int64)
+
+
 class StartPositionError(ValueError):
     """Raised when a build is asked to start from a terminal position."""
 
@@ -624,14 +641,7 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     max_moves = game.layout["MAX_MOVES"]
     window = np.empty(_WINDOW, np.int64)
     shards = table.n_shards  # the table and the set have the same shards: a child's hash picks both
-
-    def child_lists(batch_size):
-        """Each thread's lists of children by shard, with room for every child of its share."""
-        per_thread = -(-batch_size // threads) * max_moves
-        return (np.empty((threads, shards, per_thread), np.int64),  # pages never written cost no memory
-                np.empty((threads, shards, per_thread), np.int64))
-
-    nt, term = child_lists(config.ENUM_BATCH)
+    nt, term = (child_lists(threads, shards, config.ENUM_BATCH, max_moves) for _ in range(2))
     counts = thread_counters(threads, shards)
     by_class = np.zeros((table.n_shards, CLASS_MASK + 1), np.int64)
     dropped = np.zeros(CLASS_MASK + 1, np.int64)  # counted, then moved to another partition
@@ -714,14 +724,11 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
                     continue
                 swept_fresh = True
                 pending = slots_in_key_order(table, window[:w], threads, pool)
-            table_group, set_group = region_bits(table.nbytes), region_bits(terminal.allocated)
-            batch_size = config.ENUM_BATCH
-            if ((table_group or set_group) and table.room() >= _BIG_BATCH * max_moves
-                    and terminal.room() >= _BIG_BATCH * max_moves):
-                batch_size = _BIG_BATCH  # (a table or set sized to its count gets small batches near its end)
-                if nt.shape[2] * threads < batch_size * max_moves:
-                    nt, term = child_lists(batch_size)
-            batch, pending = pending[:batch_size], pending[batch_size:]
+            size = batch_size(bool(region_bits(table.nbytes) or region_bits(terminal.allocated)),
+                              (table.room(), terminal.room()), max_moves)
+            if nt.shape[2] * threads < size * max_moves:
+                nt, term = (child_lists(threads, shards, size, max_moves) for _ in range(2))
+            batch, pending = pending[:size], pending[size:]
             n = batch.shape[0]
             part_mask = parts - 1
             t_expand = time.perf_counter()
@@ -793,8 +800,7 @@ def count_terminal_partitions(enum: Enumeration, progress: Callable[[int], None]
     part_mask = enum.terminal_parts - 1
     max_moves = game.layout["MAX_MOVES"]
     batch = np.empty(max(_BIG_BATCH, config.ENUM_BATCH), np.int64)
-    per_thread = -(-config.ENUM_BATCH // threads) * max_moves
-    term = np.empty((threads, table.n_shards, per_thread), np.int64)
+    term = child_lists(threads, table.n_shards, config.ENUM_BATCH, max_moves)
     counts = thread_counters(threads, table.n_shards)
     no_nt = np.empty((threads, table.n_shards, 0), np.int64)
     expected = max(1, (enum.catch_terminal + enum.try_terminal))
@@ -804,13 +810,10 @@ def count_terminal_partitions(enum: Enumeration, progress: Callable[[int], None]
         start = 0
         while start < table.capacity:
             interrupt.check()
-            set_group = region_bits(terminal.allocated)
-            batch_size = config.ENUM_BATCH
-            if set_group and terminal.room() >= _BIG_BATCH * max_moves:  # (module docstring)
-                batch_size = _BIG_BATCH
-                if term.shape[2] * threads < batch_size * max_moves:
-                    term = np.empty((threads, table.n_shards, -(-batch_size // threads) * max_moves), np.int64)
-            n, start = _occupied(table.slots, start, batch[:batch_size])
+            size = batch_size(bool(region_bits(terminal.allocated)), (terminal.room(),), max_moves)
+            if term.shape[2] * threads < size * max_moves:
+                term = child_lists(threads, table.n_shards, size, max_moves)
+            n, start = _occupied(table.slots, start, batch[:size])
             if n == 0:
                 break
             kernels._terminals(rules, table.slots, table.layout, batch[:n], part_mask, part, term, counts)
