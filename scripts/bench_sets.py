@@ -56,7 +56,7 @@ from dobutsu_tb.encoding.atomics import prefetch
 from dobutsu_tb.encoding.compact import CompactTable, table_insert
 from dobutsu_tb.encoding.compact_layout import L_BUCKET_ENTRIES, L_ENTRY, L_R, home_slot, shard_of
 from dobutsu_tb.encoding.compact_set import ENTRY_3, CompactSet, set_add_sized, set_line
-from dobutsu_tb.encoding.config import LOAD_FACTOR, SET_LOAD_FACTOR
+from dobutsu_tb.encoding.config import LOAD_FACTOR, SET_LOAD_FACTOR, THREADS
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.encoding.routing import grouped_by_region, region_bits
 
@@ -209,7 +209,6 @@ def host(mib: int, sweep: bool = True) -> None:
     import numba
 
     from dobutsu_tb.encoding.atomics import PREFETCHES
-    from dobutsu_tb.encoding.config import THREADS
 
     fresh = np.empty(mib << 20, np.uint8)  # first, before this process frees anything
     start = time.perf_counter()
@@ -270,10 +269,12 @@ def _grouped_batches(hashes, batch, shift, out):
         grouped_by_region(hashes[lo:hi].reshape(1, 1, hi - lo), 0, counts, 0, shift, out[lo:hi])
 
 
-def regions(n: int) -> None:
-    from dobutsu_tb.encoding.config import THREADS
+#: The 5x3 game's key code bits and shift (``--regions``' table).
+REGIONS_BITS, REGIONS_SHIFT = 47, 13
 
-    bits, shift = 47, 13  # the 5x3 game's key code bits and shift
+
+def regions(n: int) -> None:
+    bits, shift = REGIONS_BITS, REGIONS_SHIFT
     rng = np.random.default_rng(0)
     table = CompactTable(n, bits, shift, LOAD_FACTOR, THREADS)
     m = min(1 << 24, max(1, n // 3))  # (the table ends with at most n keys, at its load factor)
@@ -359,12 +360,11 @@ def main() -> None:
     elif args.regions:
         from dobutsu_tb.encoding.compact import table_nbytes
         from dobutsu_tb.encoding.compact_layout import CompactTableFullError
-        from dobutsu_tb.encoding.config import THREADS
         from dobutsu_tb.tablebase.memory import available_memory, gib
 
         keys = args.keys or 1_441_956_293
         try:
-            need = 2 * table_nbytes(keys, 47, LOAD_FACTOR, THREADS) + (1 << 30)  # (the table, its copy, the hashes)
+            need = 2 * table_nbytes(keys, REGIONS_BITS, LOAD_FACTOR, THREADS) + (1 << 30)  # (table, copy, hashes)
         except CompactTableFullError as exc:
             parser.exit(1, f"error: --regions with {keys:,} keys: {exc}\n")
         have = available_memory()

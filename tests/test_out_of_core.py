@@ -207,7 +207,8 @@ def test_accesses_grouped_by_region_give_the_same_file(tmp_path, monkeypatch, li
     meta = _same_file(result.path, lion_chick_tb)
     assert seen and all(table > 0 and tset > 0 for _, table, tset in seen), seen
     assert len(applied) >= meta.max_dtm and sum(applied) > meta.nonterminal  # each ply's predecessors, grouped
-    small = -(-config.ENUM_BATCH // config.THREADS) * game_of(get_variant("dobutsu")).layout["MAX_MOVES"]
+    small = enumeration.child_lists(config.THREADS, 1, config.ENUM_BATCH,
+                                    game_of(get_variant("dobutsu")).layout["MAX_MOVES"]).shape[2]
     assert max(room for room, _, _ in seen) > small  # the lists were made for a big batch
 
 
