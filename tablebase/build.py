@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import os
+import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -323,9 +324,9 @@ def value_histogram(table, solution, value_bits: int) -> np.ndarray:
 
 
 class WorkFolder:
-    """A build's own folder for lists spilled to disk (``--work-dir``), made in ``base`` only when
-    the plan spills, and removed at the end whatever happens (a context manager), with the
-    folders up to ``base`` that it had to make.
+    """A build's own folder for what it spills to disk (``--work-dir``: the analysis's lists, the
+    terminal children set aside), made in ``base`` only when the plan spills, and removed at the
+    end whatever happens (a context manager), with the folders up to ``base`` that it had to make.
 
     Attributes
     ----------
@@ -355,7 +356,7 @@ class WorkFolder:
                 why = ("not a folder" if self.base.exists() and not self.base.is_dir() else
                        f"cannot make a folder there ({describe_os_error(exc)})")
                 self._remove()
-                raise OutputError(f"the work folder {self.base} (--work-dir), for the lists the build spills to disk: "
+                raise OutputError(f"the work folder {self.base} (--work-dir), for what the build spills to disk: "
                                   f"{why}; nothing was written") from None
             self._token = interrupt.at_exit(self._remove)  # also when a signal ends the process
         return self
@@ -574,7 +575,7 @@ def build_tablebase(out, start=None, progress: bool | None = None,
                     dense = "" if plan.table_load is None else \
                         table_slot_dtype(plan.table_slots, game.layout["MAX_KEY_BITS"], config.THREADS).name
                     compile_kernels(game, _log if progress is not False else None, interrupt.check, start, dense)
-                    with WorkFolder(base, plan.spill) as folder:
+                    with WorkFolder(base, plan.spill or plan.terminal_disk > 0) as folder:
                         meta, plan, profile, no_move_keys = _build(target.tmp, game, start, expected, progress,
                                                                    on_phase or (lambda name: None), plan, sizes,
                                                                    folder)
@@ -623,6 +624,22 @@ def _passes_hint(enum, plan: BuildPlan, sizes: Sizes) -> str:
             f"terminal positions; about {gib(more)} more, --max-memory, would hold it all)")
 
 
+def _terminal_folder(plan: BuildPlan, folder: "WorkFolder", quiet: bool) -> Path | None:
+    """Where the enumeration sets aside the terminal children of the partitions it does not hold
+    (:attr:`BuildPlan.terminal_disk`): the work folder when its disk has the room, else None (one
+    more pass over the table for each, said in a line)."""
+    if not plan.terminal_disk or folder.path is None:
+        return None
+    free = shutil.disk_usage(folder.path).free
+    if free < plan.terminal_disk:
+        if not quiet:
+            _log(f"the disk of {folder.base} (--work-dir) has {gib(free)} free, less than the "
+                 f"{gib(plan.terminal_disk)} the terminal children of {plan.terminal_parts - 1} partition(s) would "
+                 f"take: they are counted in {plan.terminal_parts - 1} more pass(es) over the table instead")
+        return None
+    return folder.path
+
+
 def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, plan: BuildPlan, sizes: Sizes,
            folder: "WorkFolder") -> tuple[Metadata, BuildPlan, dict, np.ndarray]:
     """The build's phases, writing into ``tmp``; returns the metadata written, the plan followed,
@@ -650,13 +667,22 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
             if log_due(bar):
                 _log(f"enumeration: {counted(expanded, 'position')} expanded, {queued:,} non-terminal ones found")
         enum = enumerate_positions(game, start.state(), expected, on_batch, budget, plan.terminal_parts,
-                                   plan.set_load_factor, plan.table_load)
+                                   plan.set_load_factor, plan.table_load, _terminal_folder(plan, folder, quiet))
+    set_aside = 0  # bytes of terminal children the enumeration set aside on disk
     if enum.terminal_parts > 1:
         phase("terminal")
+        spilled = enum.spilled is not None and enum.spilled.failed is None
+        set_aside = enum.spilled.nbytes if spilled else 0
         if not quiet:
+            how = (f"of {enum.terminal_parts - 1} more partition(s) from the {gib(enum.spilled.nbytes)} of their "
+                   f"children set aside" if spilled else
+                   f"in {enum.terminal_parts - 1} more pass(es)" + _passes_hint(enum, plan, sizes))
+            gave_up = "" if spilled or enum.spilled is None else \
+                f" (the children set aside for them were given up: {enum.spilled.failed})"
             _log(f"enumerated {enum.nonterminal:,} non-terminal positions in {enum.seconds:.1f} s; counting the "
-                 f"terminal positions in {enum.terminal_parts - 1} more pass(es)" + _passes_hint(enum, plan, sizes))
-        again = enum.nonterminal * (enum.terminal_parts - 1)
+                 f"terminal positions {how}{gave_up}")
+        again = int(enum.spilled.items.sum()) if spilled else enum.nonterminal * (enum.terminal_parts - 1)
+        what = "children read back" if spilled else "positions expanded again"
         with tqdm(total=again, desc="terminal", unit=" pos", unit_scale=True, disable=disable,
                   file=sys.stderr) as bar:
             done = [0]
@@ -665,8 +691,14 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
                 bar.update(n)
                 done[0] += n
                 if log_due(bar):
-                    _log(f"terminal positions: {done[0]:,} of {again:,} positions expanded again to count them")
-            count_terminal_partitions(enum, on_positions, budget)
+                    _log(f"terminal positions: {done[0]:,} of {again:,} {what} to count them")
+            try:
+                count_terminal_partitions(enum, on_positions, budget)
+            except OSError as exc:
+                from dobutsu_tb.tablebase.output import OutputError, describe_os_error
+
+                raise OutputError(f"the terminal children set aside in {folder.path} (--work-dir) could not be "
+                                  f"read back: {describe_os_error(exc)}; nothing was written") from None
     _free_cycles()  # the enumeration's terminal set and lists
     if not quiet:
         _log(f"enumerated {enum.reachable:,} positions ({enum.nonterminal:,} non-terminal) "
@@ -675,7 +707,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
         sizes = dataclasses.replace(sizes, table_load=plan.table_load)
     check_plan = make_plan(sizes, enum.nonterminal, enum.reachable - enum.nonterminal, plan.budget, plan.work_dir,
                            True if plan.spill else None, source=plan.source, found=True)
-    check_plan = dataclasses.replace(check_plan, terminal_parts=enum.terminal_parts)
+    check_plan = dataclasses.replace(check_plan, terminal_parts=enum.terminal_parts, terminal_disk=set_aside)
     if not quiet and expected is None:
         _log(f"{check_plan.describe()} (planned for the counts found)")
     if check_plan.spill and folder.path is None:

@@ -18,6 +18,13 @@ stretches of about 32 MiB of slots or buckets, where a random access costs less 
 and batches are bigger (:data:`_BIG_BATCH` positions while the table's and the set's room allow
 it), so that each stretch gets thousands of insertions at a time.
 
+Terminal positions in partitions: when the set of terminal positions does not fit the memory
+budget, it holds only the first partition of them (``hash & (parts - 1)`` zero) and the others are
+counted afterwards (:func:`count_terminal_partitions`). Given a folder (``spill_dir``), the
+enumeration appends the other partitions' terminal children to a file each as it meets them, and
+the count reads them back; without one, or when a file cannot be written, the count expands every
+position again (one pass over the table per partition).
+
 Expanding a position replaces its fresh tag by what the retrograde analysis starts from: the
 number of its distinct canonical non-terminal children (the counter of unresolved moves; 0 when
 every move lets the opponent capture the lion, a loss in 2), or :data:`TAG_WIN1` when a move
@@ -27,10 +34,12 @@ move (a loss in 0, as in shogi; docs/rules.md §6: none is reachable from the st
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -122,6 +131,130 @@ def child_lists(threads: int, shards: int, batch: int, max_moves: int) -> np.nda
     return np.empty((threads, shards, -(-batch // threads) * max_moves), np.int64)
 
 
+#: Terminal children read back from disk at a time (:func:`count_terminal_partitions`): 16 MiB,
+#: thousands of insertions a region of a big set (:data:`_BIG_BATCH`).
+_SPILL_READ = 1 << 21
+
+
+class TerminalSpill:
+    """Files of terminal children (hash above, class below: int64 items) set aside on disk during an
+    enumeration, one a partition from 1 to ``parts - 1``, for :func:`count_terminal_partitions`.
+    A child reached many times is written as often: the count removes the repeats.
+
+    Parameters
+    ----------
+    folder : path-like
+        An existing folder of the build's own (``--work-dir``); the files are removed by
+        :meth:`discard`, by :func:`count_terminal_partitions` as it reads them, and with the folder.
+    parts : int
+        The terminal partitions (2 or more).
+
+    Attributes
+    ----------
+    paths : list of Path
+        The files, partition 1's first.
+    items : numpy.ndarray of int64, shape (parts,)
+        The items written to each partition's file (``items[0]`` is 0).
+    failed : str or None
+        Why the files were given up (a write failed, or the partitions doubled), or None.
+    """
+
+    def __init__(self, folder, parts: int):
+        self.paths = [Path(folder) / f"terminal-{p}-of-{parts}.bin" for p in range(1, parts)]
+        self.items = np.zeros(parts, np.int64)
+        self.failed = None
+        self._files = []
+        try:
+            for path in self.paths:
+                self._files.append(open(path, "wb"))
+        except OSError as exc:
+            self.discard(f"cannot make {path} ({exc.strerror or exc})")
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes written so far."""
+        return int(self.items.sum()) * 8
+
+    def write(self, out: np.ndarray, starts: np.ndarray) -> None:
+        """Append ``out[starts[p]:starts[p + 1]]`` to partition p's file, for p from 1 (as
+        :func:`_split_terminals` leaves them). A write that fails gives every file up
+        (:attr:`failed`)."""
+        if self.failed is not None:
+            return
+        try:
+            for p, f in enumerate(self._files, 1):
+                if starts[p + 1] > starts[p]:
+                    f.write(memoryview(out[starts[p]:starts[p + 1]]))
+                    self.items[p] += starts[p + 1] - starts[p]
+        except OSError as exc:
+            self.discard(f"cannot write {f.name} ({exc.strerror or exc})")
+
+    def finish(self) -> None:
+        """Close the files (flushed), or give them up when that fails."""
+        try:
+            for f in self._files:
+                f.close()
+        except OSError as exc:
+            self.discard(f"cannot write {f.name} ({exc.strerror or exc})")
+
+    def discard(self, why: str) -> None:
+        """Give the files up: close and remove them, and say why (:attr:`failed`)."""
+        self.failed = why
+        for f in self._files:
+            try:
+                f.close()
+            except OSError:
+                pass
+        for path in self.paths:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        self._files = []
+
+
+@njit
+def _split_terminals(term, counts, part_mask, out, starts):
+    """Move the terminal children of partitions other than 0 (``(item >> CLASS_BITS) & part_mask``
+    not zero) out of every list ``term[t, d, :counts[t, d, 1]]`` into ``out``, partition p's to
+    ``out[starts[p]:starts[p + 1]]`` (``starts``: int64, shape (parts + 1,)); the lists keep
+    partition 0's, in order, and their counts shrink to them."""
+    starts[:] = 0
+    for t in range(term.shape[0]):
+        for d in range(term.shape[1]):
+            for i in range(counts[t, d, 1]):
+                p = (term[t, d, i] >> CLASS_BITS) & part_mask
+                if p != 0:
+                    starts[p + 1] += 1
+    for p in range(1, starts.shape[0] - 1):
+        starts[p + 1] += starts[p]
+    at = starts.copy()
+    for t in range(term.shape[0]):
+        for d in range(term.shape[1]):
+            kept = 0
+            for i in range(counts[t, d, 1]):
+                e = term[t, d, i]
+                p = (e >> CLASS_BITS) & part_mask
+                if p == 0:
+                    term[t, d, kept] = e
+                    kept += 1
+                else:
+                    out[at[p]] = e
+                    at[p] += 1
+            counts[t, d, 1] = kept
+
+
+@njit
+def _deal_by_shard(items, n, layout, term, counts):
+    """Deal ``items[:n]`` (hash above, class below) to the list ``term[0, shard]`` of each one's
+    shard, their lengths to ``counts[0, shard, 1]``."""
+    counts[0, :, 1] = 0
+    for i in range(n):
+        d = shard_of(items[i] >> CLASS_BITS, layout)
+        term[0, d, counts[0, d, 1]] = items[i]
+        counts[0, d, 1] += 1
+
+
 class StartPositionError(ValueError):
     """Raised when a build is asked to start from a terminal position."""
 
@@ -148,6 +281,9 @@ class Enumeration:
         Wall time of the enumeration.
     terminal_parts : int
         The terminal partitions (:mod:`~dobutsu_tb.tablebase.memory`).
+    spilled : TerminalSpill or None
+        The terminal children of partitions 1 to ``terminal_parts - 1`` set aside on disk, for
+        :func:`count_terminal_partitions` (None: it expands the table again).
     profile : dict of str to float
         Wall seconds of the enumeration's parts (``expand``: generating children; ``insert``:
         inserting them; ``terminal``: the passes of :func:`count_terminal_partitions`), for
@@ -163,6 +299,7 @@ class Enumeration:
     seconds: float = 0.0
     terminal_parts: int = 1
     profile: dict = field(default_factory=dict)
+    spilled: "TerminalSpill | None" = None
 
     @property
     def nonterminal(self) -> int:
@@ -542,7 +679,7 @@ def growth_bytes_per_old_slot(grown_slots: int) -> int:
 def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | None = None,
                         progress: Callable[[int, int], None] | None = None, budget: int | None = None,
                         terminal_parts: int = 1, set_load_factor: float = config.SET_LOAD_FACTOR,
-                        table_load: float | None = None) -> Enumeration:
+                        table_load: float | None = None, spill_dir=None) -> Enumeration:
     """Enumerate every position reachable from a start.
 
     Parameters
@@ -569,6 +706,12 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
         With ``expected``: a dense table sized for its non-terminal count at this load
         (:func:`~dobutsu_tb.encoding.compact.dense_table_slots`), which grows, to a power of two of
         slots, only past :data:`~.memory.DENSE_FILL_LIMIT`. Default: a power of two of slots.
+    spill_dir : path-like, optional
+        With ``terminal_parts`` above 1: an existing folder where the terminal children of the
+        other partitions are set aside (:class:`TerminalSpill`, about 8 bytes a move that reaches
+        one), for :func:`count_terminal_partitions` to read back instead of expanding every
+        position again. They are given up (:attr:`TerminalSpill.failed`) when a write fails or
+        the partitions double.
 
     Returns
     -------
@@ -636,6 +779,8 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
         sized = (f"for {n_nt:,} non-terminal and {n_t:,} terminal positions"
                  + (f" in {parts} partitions" if parts > 1 else "") if expected else "of the default size")
         refuse(f"its first tables, {sized}, need", tables_held(), advice="expect fewer positions, " if expected else "")
+    spill = TerminalSpill(spill_dir, parts) if spill_dir is not None and parts > 1 else None
+    spill_starts = np.zeros(parts + 1, np.int64)
     tags = np.zeros(table.capacity, np.uint8)
     tags[table.insert([game.key_of(start_state)])[0][0]] = TAG_FRESH
     max_moves = game.layout["MAX_MOVES"]
@@ -652,6 +797,8 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
         filled while the whole one is held: when that would break the budget, keep a quarter (an
         eighth ...) instead, and when no share fits, refuse."""
         nonlocal terminal, parts
+        if spill is not None:  # its files hold partitions of the old count: expand the table again instead
+            spill.discard("the terminal positions' partitions doubled")
         factor = 2
         while budget is not None and held(len(table), len(terminal), "halving", factor) > budget:
             if parts * factor >= MAX_TERMINAL_PARTS or len(terminal) // factor <= 1:
@@ -731,8 +878,16 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
             batch, pending = pending[:size], pending[size:]
             n = batch.shape[0]
             part_mask = parts - 1
+            spilling = spill is not None and spill.failed is None
             t_expand = time.perf_counter()
-            no_moves += kernels._expand(rules, table.slots, table.layout, batch, tags, 0, nt, term, counts, part_mask)
+            # (spilling: every terminal child comes back, and the other partitions' go to their files)
+            no_moves += kernels._expand(rules, table.slots, table.layout, batch, tags, 0, nt, term, counts,
+                                        0 if spilling else part_mask)
+            if spilling:
+                out = np.empty(int(counts[:, :, 1].sum()), np.int64)
+                _split_terminals(term, counts, part_mask, out, spill_starts)
+                spill.write(out, spill_starts)
+                del out
             t_insert = time.perf_counter()
             expand_seconds += t_insert - t_expand
             expanded += n
@@ -762,34 +917,47 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
             insert_seconds += time.perf_counter() - t_insert
             if progress is not None:
                 progress(expanded, len(table))
+    except BaseException:
+        if spill is not None:
+            spill.discard("the enumeration stopped")
+        raise
     finally:
         pool.shutdown()
+    if spill is not None:
+        spill.finish()
     totals = by_class.sum(axis=0) - dropped
     return Enumeration(game, table, tags, int(totals[CATCH]), int(totals[TRY]), no_moves, time.perf_counter() - t0,
-                       parts, {"expand": expand_seconds, "insert": insert_seconds})
+                       parts, {"expand": expand_seconds, "insert": insert_seconds}, spill)
 
 
 def count_terminal_partitions(enum: Enumeration, progress: Callable[[int], None] | None = None,
                               budget: int | None = None) -> None:
     """Count the terminal positions of the partitions the enumeration left out (1 to
-    ``enum.terminal_parts - 1``): per partition, one pass over the table regenerates every
-    position's terminal children and counts the distinct ones of that partition. Adds them to
-    ``enum``'s counts.
+    ``enum.terminal_parts - 1``): per partition, the distinct ones among the terminal children
+    the enumeration set aside in its file (:attr:`Enumeration.spilled`, removed once read), or
+    without such files, among every position's terminal children, generated again in one pass
+    over the table. Adds them to ``enum``'s counts.
 
     Parameters
     ----------
     enum : Enumeration
     progress : callable, optional
-        Called as ``progress(positions)`` with the positions of each batch expanded.
+        Called as ``progress(n)`` with the children read from a file (a spilled enumeration), or
+        with the positions of each batch expanded.
     budget : int, optional
         As for :func:`enumerate_positions` (the table, its tags and one partition's set).
 
     Raises
     ------
+    OSError
+        If a file of set-aside children cannot be read.
     dobutsu_tb.encoding.interrupt.Interrupted
         After SIGINT or SIGTERM (checked between batches).
     """
     if enum.terminal_parts <= 1:
+        return
+    if enum.spilled is not None and enum.spilled.failed is None:
+        _count_spilled_partitions(enum, progress)
         return
     t0 = time.perf_counter()
     game, table = enum.game, enum.table
@@ -833,5 +1001,51 @@ def count_terminal_partitions(enum: Enumeration, progress: Callable[[int], None]
         enum.catch_terminal += int(totals[CATCH])
         enum.try_terminal += int(totals[TRY])
         del terminal
+    enum.seconds += time.perf_counter() - t0
+    enum.profile["terminal"] = time.perf_counter() - t0
+
+
+def _count_spilled_partitions(enum: Enumeration, progress: Callable[[int], None] | None) -> None:
+    """:func:`count_terminal_partitions` from the files of :attr:`Enumeration.spilled`: each read
+    in slices of :data:`_SPILL_READ` children into a set of its own (grouped by region when big),
+    and removed once counted."""
+    t0 = time.perf_counter()
+    table, spill = enum.table, enum.spilled
+    bits, shift = enum.game.layout["MAX_KEY_BITS"], enum.game.layout["KEY_SHIFT"]
+    threads = config.THREADS
+    items = np.empty(_SPILL_READ, np.int64)
+    term = np.empty((1, table.n_shards, _SPILL_READ), np.int64)
+    counts = thread_counters(1, table.n_shards)
+    no_nt = np.empty((1, table.n_shards, 0), np.int64)
+    expected = max(1, (enum.catch_terminal + enum.try_terminal))
+    try:
+        for part, path in enumerate(spill.paths, 1):
+            terminal = CompactSet(expected, bits, shift, config.SET_LOAD_FACTOR, threads)
+            by_class = np.zeros((table.n_shards, CLASS_MASK + 1), np.int64)
+            with open(path, "rb") as f:
+                while True:
+                    interrupt.check()
+                    n = f.readinto(memoryview(items).cast("B")) // 8
+                    if n == 0:
+                        break
+                    if terminal.room() < n:
+                        terminal.grow(len(terminal) + max(n, len(terminal)))
+                    while True:
+                        _deal_by_shard(items, n, terminal.layout, term, counts)
+                        if _insert(table.slots, table.layout, table.counts, enum.tags, no_nt, term, counts,
+                                   terminal.buf, terminal.layout, terminal.counts, by_class, 0, 0,
+                                   region_bits(terminal.allocated))[1] == 0:
+                            break
+                        terminal.grow(2 * len(terminal))  # a displacement did not fit: add again (idempotent)
+                    if progress is not None:
+                        progress(n)
+            os.unlink(path)
+            totals = by_class.sum(axis=0)
+            enum.catch_terminal += int(totals[CATCH])
+            enum.try_terminal += int(totals[TRY])
+            del terminal
+    finally:
+        spill.discard("counted")  # (what is left of the files: all of them, when reading failed)
+    enum.spilled = None
     enum.seconds += time.perf_counter() - t0
     enum.profile["terminal"] = time.perf_counter() - t0

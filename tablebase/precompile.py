@@ -351,8 +351,14 @@ def _compile_enumeration(start, dense: str = "") -> None:
             enum = enumerate_positions(game, start.state())
             enumeration.regrow_tags(enum.tags, enum.table.grow(2 * len(enum.table)), enum.table.capacity)
     enumerate_positions(game, start.state(), terminal_parts=2)
+    with tempfile.TemporaryDirectory() as folder:  # the other partition's terminal children set aside
+        enumeration.count_terminal_partitions(enumerate_positions(game, start.state(), terminal_parts=2,
+                                                                  spill_dir=folder))
     terminal = CompactSet(1, bits, shift, config.SET_LOAD_FACTOR, config.THREADS)
     terminal.grow(2 * terminal.room() + 2)
+    enumeration._deal_by_shard(np.zeros(1, np.int64), 1, terminal.layout,  # (a tiny game may set none aside)
+                               np.zeros((1, terminal.n_shards, 1), np.int64),
+                               enumeration.thread_counters(1, terminal.n_shards))
     smaller = CompactSet(1, bits, shift, config.SET_LOAD_FACTOR, config.THREADS)  # partitions doubled
     game.jitted(enumeration)._keep_partition_zero(game.rules_array, terminal.buf, terminal.layout, smaller.buf,
                                                   smaller.layout, smaller.counts, 1, np.zeros(CLASS_MASK + 1, np.int64))

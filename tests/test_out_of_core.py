@@ -80,6 +80,51 @@ def test_the_terminal_passes_log_as_the_enumeration_does(tmp_path, small_tables,
                      r"--max-memory, would hold it all\)", err), err
 
 
+@pytest.mark.parametrize("free", [None, 1000])
+def test_a_plan_of_terminal_partitions_sets_their_children_aside(tmp_path, monkeypatch, capsys, lion_chick_tb, free):
+    """A plan of two terminal partitions (the 5x3 game's in 12 GiB): the enumeration sets the
+    second one's terminal children aside in the work folder, and the count reads them back, or,
+    when the disk has less room free than the plan's figure, expands the table again. The same
+    file either way; the folder is gone."""
+    from dobutsu_tb.tablebase import build
+
+    real_plan, real_count, seen = build.make_plan, build.count_terminal_partitions, []
+
+    def plan(sizes, nonterminal, terminal, *args, **kwargs):
+        made = real_plan(sizes, nonterminal, terminal, *args, **kwargs)
+        if kwargs.get("found"):
+            return made
+        return dataclasses.replace(made, terminal_parts=2, terminal_disk=memory.terminal_spill_bytes(nonterminal, 2))
+
+    def count(enum, *args):
+        seen.append(enum.spilled is not None and [p.exists() for p in enum.spilled.paths])
+        real_count(enum, *args)
+
+    monkeypatch.setattr(build, "make_plan", plan)
+    monkeypatch.setattr(build, "count_terminal_partitions", count)
+    if free is not None:
+        usage = build.shutil.disk_usage(tmp_path)
+        monkeypatch.setattr(build.shutil, "disk_usage", lambda path: usage._replace(free=free))
+    work = tmp_path / "work"
+    result = build_tablebase(tmp_path / "parts.h5", LION_CHICK, progress=None, work_dir=work)
+    err = capsys.readouterr().err
+    assert result.plan.terminal_parts == 2
+    _same_file(result.path, lion_chick_tb)
+    assert not work.exists()
+    if free is None:
+        assert seen == [[True]]
+        assert re.search(r"terminal positions in 2 partitions, 1 of them set aside in \S+ \(about \d+ [KM]iB of disk\)",
+                         err), err
+        assert re.search(r"counting the terminal positions of 1 more partition\(s\) from the \d+ [KM]iB of their "
+                         r"children set aside", err), err
+    else:
+        assert seen == [False]
+        assert re.search(rf"the disk of {work} \(--work-dir\) has 1000 bytes free, less than the \d+ [KM]iB the "
+                         r"terminal children of 1 partition\(s\) would take: they are counted in 1 more pass\(es\) "
+                         r"over the table instead", err), err
+        assert "counting the terminal positions in 1 more pass(es)" in err
+
+
 def test_spilled_lists_free_their_disk_as_they_go(tmp_path, monkeypatch, lion_chick_tb):
     """A spilled list's file is unlinked as soon as it is mapped, so its disk goes with the array
     (a ply's list once the next ply is done), not at the end: the lists alive at once stay within
@@ -117,7 +162,7 @@ def test_a_work_folder_that_cannot_be_made_is_one_error_naming_it(tmp_path):
                       (tmp_path / "afile" / "sub", "cannot make a folder there (Not a directory)")]:
         with pytest.raises(OutputError) as raised:
             build_tablebase(tmp_path / "spilled.h5", LION_CHICK, progress=False, work_dir=work, spill=True)
-        assert str(raised.value) == (f"the work folder {work} (--work-dir), for the lists the build spills to disk: "
+        assert str(raised.value) == (f"the work folder {work} (--work-dir), for what the build spills to disk: "
                                      f"{why}; nothing was written")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
@@ -282,15 +327,67 @@ def test_slots_in_key_order_sort_each_share():
         assert share == sorted(share) and len(set(share)) > 1
 
 
+@pytest.mark.parametrize("spilled", [False, True])
 @pytest.mark.parametrize("parts", [2, 4, 8])
-def test_terminal_partitions_count_what_one_set_counts(parts):
+def test_terminal_partitions_count_what_one_set_counts(parts, spilled, tmp_path):
+    """Counted again by expanding the table, or from the children the enumeration set aside on
+    disk (every one of them, repeats included, in the file of its partition, removed once read)."""
+    from dobutsu_tb.tablebase.enumeration import CLASS_BITS, count_terminal_partitions
+
     game = game_of(get_variant("dobutsu-3x3"))
     start = Position.start(game.variant).state()
     whole = enumerate_positions(game, start)
-    split = enumerate_positions(game, start, terminal_parts=parts)
+    split = enumerate_positions(game, start, terminal_parts=parts, spill_dir=tmp_path if spilled else None)
     assert split.terminal_parts == parts and split.catch_terminal < whole.catch_terminal
+    if spilled:
+        assert split.spilled.failed is None and split.spilled.items[0] == 0
+        for p, path in enumerate(split.spilled.paths, 1):
+            items = np.fromfile(path, np.int64)
+            assert items.shape[0] == split.spilled.items[p] > 0
+            assert np.all((items >> CLASS_BITS) & (parts - 1) == p)
+            assert np.unique(items).shape[0] < items.shape[0]  # repeats: a terminal position has many parents
+    else:
+        assert split.spilled is None
+    count_terminal_partitions(split)
+    assert (split.catch_terminal, split.try_terminal) == (whole.catch_terminal, whole.try_terminal)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_children_set_aside_are_given_up_when_a_write_fails(tmp_path):
+    """A file of set-aside children that cannot be written (a full disk: ``/dev/full``) gives them
+    all up, and the count expands the table again: the same counts, no file left."""
     from dobutsu_tb.tablebase.enumeration import count_terminal_partitions
 
+    game = game_of(get_variant("dobutsu-3x3"))
+    start = Position.start(game.variant).state()
+    whole = enumerate_positions(game, start)
+    (tmp_path / "terminal-2-of-4.bin").symlink_to("/dev/full")
+    split = enumerate_positions(game, start, terminal_parts=4, spill_dir=tmp_path)
+    assert split.spilled.failed.startswith(f"cannot write {tmp_path / 'terminal-2-of-4.bin'} (No space left on device")
+    assert list(tmp_path.iterdir()) == []
+    count_terminal_partitions(split)
+    assert (split.catch_terminal, split.try_terminal) == (whole.catch_terminal, whole.try_terminal)
+
+
+def test_children_set_aside_are_given_up_when_the_partitions_double(tmp_path, small_tables):
+    """An enumeration whose set outgrows its budget doubles the terminal partitions: the files of
+    the old ones are given up, and the count expands the table again."""
+    from dobutsu_tb.tablebase.enumeration import count_terminal_partitions
+
+    game = game_of(get_variant("dobutsu"))
+    start = Position.from_text(LION_CHICK).state()
+    whole = enumerate_positions(game, start)
+    for budget in range(500_000, 1_000_000, 25_000):
+        try:
+            split = enumerate_positions(game, start, budget=budget, terminal_parts=2, spill_dir=tmp_path)
+        except memory.InsufficientMemoryError:
+            continue
+        if split.terminal_parts > 2:
+            break
+    else:
+        pytest.fail("no budget doubled the partitions")
+    assert split.spilled.failed == "the terminal positions' partitions doubled"
+    assert list(tmp_path.iterdir()) == []
     count_terminal_partitions(split)
     assert (split.catch_terminal, split.try_terminal) == (whole.catch_terminal, whole.try_terminal)
 
