@@ -485,8 +485,9 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     max_memory : int, optional
         The budget in bytes (``--max-memory``); not with ``memory_check=False``.
     work_dir : str or Path, optional
-        Where lists spilled to disk go (default: the output's folder); a folder of the build's
-        own is made inside and removed at the end, whatever happens.
+        Where what the build spills to disk goes (the analysis's lists, the terminal children of
+        partitions set aside; default: the output's folder); a folder of the build's own is made
+        inside and removed at the end, whatever happens.
     spill : bool, optional
         Spill the retrograde analysis's lists to disk, or not, whatever the plan says.
     cluster : ClusterOptions, optional

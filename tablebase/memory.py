@@ -55,9 +55,10 @@ MAX_TERMINAL_PARTS = 64
 #: than 17 minutes; such a budget is refused instead.
 MAX_RECORD_PASSES = 64
 #: Moves a non-terminal position has, on average, that reach a terminal position (repeats
-#: included: what the enumeration sets aside for the terminal partitions it does not hold).
-#: Measured: the standard game's 99,485,568 positions have about 437 million such moves (4.39 each).
-TERMINAL_CHILDREN = 4.5
+#: included: what the enumeration sets aside for the terminal partitions it does not hold), with a
+#: margin. Measured: the standard game's 99,485,568 positions have about 437 million such moves
+#: (4.39 each), the 5x3 game's 1,441,956,293 about 6.62 billion (4.59 each).
+TERMINAL_CHILDREN = 5.0
 #: The share of the positions that one ply's lists (frontier, decisions, seeds) hold at most,
 #: for the estimate (the standard game's largest ply holds 9 %).
 LIST_SHARE = 0.35
@@ -305,7 +306,8 @@ class BuildPlan:
     spill : bool
         The retrograde analysis's lists live in memory-mapped files in ``work_dir``.
     work_dir : Path
-        Where spilled lists go (a folder of the build's own, removed at the end).
+        Where spilled lists and terminal children set aside go (a folder of the build's own,
+        removed at the end).
     peak : int
         The estimated peak memory in bytes.
     disk : int

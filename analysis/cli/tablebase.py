@@ -46,8 +46,8 @@ def default_output(variant, position) -> Path:
               help="The most memory the build may use, e.g. 20G or 512M (default: what the machine has "
                    "available). The build plans passes to fit it, and refuses at once if it cannot.")
 @click.option("--work-dir", type=PATH, default=None,
-              help="Where lists spilled to disk go when memory is short (default: the output's folder); "
-                   "removed at the end.")
+              help="Where what the build spills to disk when memory is short goes (the analysis's lists, "
+                   "terminal positions set aside; default: the output's folder); removed at the end.")
 @click.option("--ignore-memory", is_flag=True,
               help="Build even when the estimated memory need exceeds what the machine has available.")
 @click.option("--cluster", default=None, metavar="ADDRESS",
