@@ -466,8 +466,10 @@ def _compile_analysis(text: str, variant, start, work: str) -> None:
         solved_and_recorded(enumerated(big), 1)
     grouping = routing.GROUP_FROM, routing.REGION_BYTES  # a big table's plies, grouped by region
     routing.GROUP_FROM, routing.REGION_BYTES = 0, 1 << 12
-    retrograde.solve(enumerated(big))
-    routing.GROUP_FROM, routing.REGION_BYTES = grouping
+    try:
+        retrograde.solve(enumerated(big))
+    finally:
+        routing.GROUP_FROM, routing.REGION_BYTES = grouping
     if os.path.exists(os.path.join(work, "dense.pickle")):  # a dense table, its terminal positions in two passes
         enum = enumerated("dense.pickle")
         count_terminal_partitions(enum)
