@@ -332,17 +332,22 @@ class WorkFolder:
     ----------
     path : Path or None
         The folder, while it exists.
+    removed : list of str
+        The folders of builds killed outright (their process gone) that entering removed from
+        ``base``.
     """
 
     PREFIX = ".dobutsu-tb-work-"
 
     def __init__(self, base: Path, spill: bool):
         self.base, self.spill, self.path = Path(base), spill, None
+        self.removed: list[str] = []  # the leftover folders of killed builds removed on entry
         self._count = 0
         self._token = None
         self._made: list[Path] = []
 
     def __enter__(self) -> "WorkFolder":
+        self.removed = self._remove_leftovers()
         if self.spill:
             import tempfile
 
@@ -360,6 +365,31 @@ class WorkFolder:
                                   f"{why}; nothing was written") from None
             self._token = interrupt.at_exit(self._remove)  # also when a signal ends the process
         return self
+
+    def _remove_leftovers(self) -> list[str]:
+        """Remove the folders that builds killed outright (SIGKILL, the system out of memory) left in
+        ``base``: those whose process is gone. Returns their names."""
+        import shutil
+
+        removed = []
+        try:
+            found = [p for p in self.base.iterdir() if p.name.startswith(self.PREFIX) and p.is_dir()]
+        except OSError:
+            return removed
+        for folder in found:
+            pid = folder.name[len(self.PREFIX):].split("-")[0]
+            if not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            try:
+                os.kill(int(pid), 0)
+                continue  # a build still running (or another process of that number: kept)
+            except ProcessLookupError:
+                pass
+            except OSError:  # (alive, another user's)
+                continue
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+        return removed
 
     def _remove(self) -> None:
         if self.path is not None:
@@ -390,6 +420,17 @@ class WorkFolder:
         self._count += 1
         path = self.path / f"list{self._count}.npy"
         array = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=(n,))
+        try:  # its disk taken now: a mapped page the disk cannot hold would end the process (SIGBUS)
+            with open(path, "r+b") as f:
+                os.posix_fallocate(f.fileno(), 0, os.path.getsize(path))
+        except OSError as exc:
+            from dobutsu_tb.tablebase.output import OutputError, describe_os_error
+
+            del array
+            path.unlink(missing_ok=True)
+            raise OutputError(f"the work folder {self.base} (--work-dir) has no room for the analysis's lists "
+                              f"({gib(n * np.dtype(dtype).itemsize)} more: {describe_os_error(exc)}); "
+                              f"nothing was written") from None
         try:
             path.unlink()  # the mapping stays; removed at the end instead where a system forbids this
         except OSError:  # pragma: no cover - systems that cannot unlink a mapped file
@@ -577,6 +618,9 @@ def build_tablebase(out, start=None, progress: bool | None = None,
                         table_slot_dtype(plan.table_slots, game.layout["MAX_KEY_BITS"], config.THREADS).name
                     compile_kernels(game, _log if progress is not False else None, interrupt.check, start, dense)
                     with WorkFolder(base, plan.spill or plan.terminal_disk > 0) as folder:
+                        if folder.removed and progress is not False:
+                            _log(f"removed {counted(len(folder.removed), 'work folder')} of a build that was "
+                                 f"killed: " + ", ".join(folder.removed))
                         meta, plan, profile, no_move_keys = _build(target.tmp, game, start, expected, progress,
                                                                    on_phase or (lambda name: None), plan, sizes,
                                                                    folder)
@@ -635,8 +679,9 @@ def _terminal_folder(plan: BuildPlan, folder: "WorkFolder", quiet: bool) -> Path
     if free < plan.terminal_disk:
         if not quiet:
             _log(f"the disk of {folder.base} (--work-dir) has {gib(free)} free, less than the "
-                 f"{gib(plan.terminal_disk)} the terminal children of {plan.terminal_parts - 1} partition(s) would "
-                 f"take: they are counted in {plan.terminal_parts - 1} more pass(es) over the table instead")
+                 f"{gib(plan.terminal_disk)} the terminal children of {counted(plan.terminal_parts - 1, 'partition')} "
+                 f"would take: they are counted in {counted(plan.terminal_parts - 1, 'more pass', 'more passes')} "
+                 f"over the table instead")
         return None
     return folder.path
 
@@ -672,11 +717,13 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     set_aside = 0  # bytes of terminal children the enumeration set aside on disk
     if enum.terminal_parts > 1:
         phase("terminal")
+        if enum.spilled is not None:
+            enum.spilled.check()  # (a file changed on disk since: the passes over the table instead)
         spilled = enum.spilled is not None and enum.spilled.failed is None
         set_aside = enum.spilled.nbytes if spilled else 0
         if not quiet:
-            how = (f"of {enum.terminal_parts - 1} more partition(s) from the {gib(enum.spilled.nbytes)} of their "
-                   f"children set aside" if spilled else
+            how = (f"of {counted(enum.terminal_parts - 1, 'more partition')} from the {gib(enum.spilled.nbytes)} "
+                   f"of their children set aside" if spilled else
                    f"in {enum.terminal_parts - 1} more pass(es)" + _passes_hint(enum, plan, sizes))
             gave_up = "" if spilled or enum.spilled is None else \
                 f" (the children set aside for them were given up: {enum.spilled.failed})"
@@ -698,8 +745,9 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
             except OSError as exc:
                 from dobutsu_tb.tablebase.output import OutputError, describe_os_error
 
+                why = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else describe_os_error(exc)
                 raise OutputError(f"the terminal children set aside in {folder.path} (--work-dir) could not be "
-                                  f"read back: {describe_os_error(exc)}; nothing was written") from None
+                                  f"read back: {why}; nothing was written") from None
     _free_cycles()  # the enumeration's terminal set and lists
     if not quiet:
         _log(f"enumerated {enum.reachable:,} positions ({enum.nonterminal:,} non-terminal) "

@@ -34,6 +34,7 @@ move (a loss in 0, as in shogi; docs/rules.md §6: none is reachable from the st
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import time
@@ -132,8 +133,11 @@ def child_lists(threads: int, shards: int, batch: int, max_moves: int) -> np.nda
 
 
 #: Terminal children read back from disk at a time (:func:`count_terminal_partitions`): 16 MiB,
-#: thousands of insertions a region of a big set (:data:`_BIG_BATCH`).
+#: thousands of insertions a region of a big set (:data:`_BIG_BATCH`); fewer when the set's room
+#: is less (a slice of children, repeats included, never makes the set grow), but never fewer than
+#: :data:`_LEAST_ROOM` (the set grows then).
 _SPILL_READ = 1 << 21
+_LEAST_ROOM = 1 << 16
 
 
 class TerminalSpill:
@@ -196,6 +200,20 @@ class TerminalSpill:
                 f.close()
         except OSError as exc:
             self.discard(f"cannot write {f.name} ({exc.strerror or exc})")
+
+    def check(self) -> None:
+        """Give the files up (:attr:`failed`) when one is missing or not the size written: changed
+        on disk since, a count from it would be wrong."""
+        for p, path in enumerate(self.paths, 1):
+            if self.failed is not None:
+                return
+            try:
+                size = os.path.getsize(path)
+            except OSError as exc:
+                self.discard(f"cannot read {path} ({exc.strerror or exc})")
+                return
+            if size != self.items[p] * 8:
+                self.discard(f"{path} has {size:,} bytes, not the {self.items[p] * 8:,} written")
 
     def discard(self, why: str) -> None:
         """Give the files up: close and remove them, and say why (:attr:`failed`)."""
@@ -956,6 +974,8 @@ def count_terminal_partitions(enum: Enumeration, progress: Callable[[int], None]
     """
     if enum.terminal_parts <= 1:
         return
+    if enum.spilled is not None:
+        enum.spilled.check()
     if enum.spilled is not None and enum.spilled.failed is None:
         _count_spilled_partitions(enum, progress)
         return
@@ -1022,14 +1042,16 @@ def _count_spilled_partitions(enum: Enumeration, progress: Callable[[int], None]
         for part, path in enumerate(spill.paths, 1):
             terminal = CompactSet(expected, bits, shift, config.SET_LOAD_FACTOR, threads)
             by_class = np.zeros((table.n_shards, CLASS_MASK + 1), np.int64)
+            read = 0
             with open(path, "rb") as f:
                 while True:
                     interrupt.check()
-                    n = f.readinto(memoryview(items).cast("B")) // 8
+                    if terminal.room() < _LEAST_ROOM:  # (repeats included, a slice may hold more than there is room)
+                        terminal.grow(len(terminal) + max(_SPILL_READ, len(terminal)))
+                    n = f.readinto(memoryview(items[:min(_SPILL_READ, terminal.room())]).cast("B")) // 8
                     if n == 0:
                         break
-                    if terminal.room() < n:
-                        terminal.grow(len(terminal) + max(n, len(terminal)))
+                    read += n
                     while True:
                         _deal_by_shard(items, n, terminal.layout, term, counts)
                         if _insert(table.slots, table.layout, table.counts, enum.tags, no_nt, term, counts,
@@ -1039,6 +1061,8 @@ def _count_spilled_partitions(enum: Enumeration, progress: Callable[[int], None]
                         terminal.grow(2 * len(terminal))  # a displacement did not fit: add again (idempotent)
                     if progress is not None:
                         progress(n)
+            if read != spill.items[part]:  # (changed on disk since: a count from it would be wrong)
+                raise OSError(errno.EIO, f"{read:,} children read back of the {spill.items[part]:,} written", path)
             os.unlink(path)
             totals = by_class.sum(axis=0)
             enum.catch_terminal += int(totals[CATCH])

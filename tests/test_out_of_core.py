@@ -115,12 +115,12 @@ def test_a_plan_of_terminal_partitions_sets_their_children_aside(tmp_path, monke
         assert seen == [[True]]
         assert re.search(r"terminal positions in 2 partitions, 1 of them set aside in \S+ \(about \d+ [KM]iB of disk\)",
                          err), err
-        assert re.search(r"counting the terminal positions of 1 more partition\(s\) from the \d+ [KM]iB of their "
+        assert re.search(r"counting the terminal positions of 1 more partition from the \d+ [KM]iB of their "
                          r"children set aside", err), err
     else:
         assert seen == [False]
         assert re.search(rf"the disk of {work} \(--work-dir\) has 1000 bytes free, less than the \d+ [KM]iB the "
-                         r"terminal children of 1 partition\(s\) would take: they are counted in 1 more pass\(es\) "
+                         r"terminal children of 1 partition would take: they are counted in 1 more pass "
                          r"over the table instead", err), err
         assert "counting the terminal positions in 1 more pass(es)" in err
 
@@ -367,6 +367,57 @@ def test_children_set_aside_are_given_up_when_a_write_fails(tmp_path):
     assert list(tmp_path.iterdir()) == []
     count_terminal_partitions(split)
     assert (split.catch_terminal, split.try_terminal) == (whole.catch_terminal, whole.try_terminal)
+
+
+def test_children_set_aside_that_changed_on_disk_are_not_counted(tmp_path):
+    """A file of set-aside children cut short (or removed) after the enumeration is given up
+    before the count, which expands the table again: never a count from what is left."""
+    from dobutsu_tb.tablebase.enumeration import count_terminal_partitions
+
+    game = game_of(get_variant("dobutsu-3x3"))
+    start = Position.start(game.variant).state()
+    whole = enumerate_positions(game, start)
+    for damage in (lambda p: os.truncate(p, 8 * 3), os.unlink):
+        split = enumerate_positions(game, start, terminal_parts=4, spill_dir=tmp_path)
+        damage(split.spilled.paths[1])
+        count_terminal_partitions(split)
+        assert (split.catch_terminal, split.try_terminal) == (whole.catch_terminal, whole.try_terminal)
+        assert split.spilled.failed.startswith((f"{split.spilled.paths[1]} has 24 bytes, not the ",
+                                                f"cannot read {split.spilled.paths[1]} (No such file"))
+        assert list(tmp_path.iterdir()) == []
+
+
+def test_the_work_folders_of_killed_builds_are_removed(tmp_path, capsys):
+    """A build killed outright (SIGKILL, out of memory) leaves its work folder, gigabytes of
+    terminal children: the next build in that folder removes it, and keeps those of builds that
+    still run."""
+    dead = tmp_path / ".dobutsu-tb-work-999999999-abc"  # (no such process)
+    alive = tmp_path / f".dobutsu-tb-work-{os.getppid()}-def"
+    for folder in (dead, alive):
+        folder.mkdir()
+        (folder / "terminal-1-of-2.bin").write_bytes(b"x" * 64)
+    build_tablebase(tmp_path / "a.h5", LION_CHICK, progress=None, work_dir=tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [alive.name, "a.h5"]
+    assert f"removed 1 work folder of a build that was killed: {dead.name}" in capsys.readouterr().err
+
+
+def test_lists_the_disk_cannot_hold_are_one_error(tmp_path, monkeypatch):
+    """A spilled list whose disk cannot be had (a full disk) is one error line before it is
+    mapped: a mapped page the disk cannot hold would end the process with SIGBUS."""
+    import errno
+
+    from dobutsu_tb.tablebase.output import OutputError
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    work = tmp_path / "work"
+    with pytest.raises(OutputError) as raised:
+        build_tablebase(tmp_path / "spilled.h5", LION_CHICK, progress=False, work_dir=work, spill=True)
+    assert re.fullmatch(rf"the work folder {work} \(--work-dir\) has no room for the analysis's lists \(\d+ KiB more: "
+                        r"No space left on device\); nothing was written", str(raised.value)), str(raised.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_children_set_aside_are_given_up_when_the_partitions_double(tmp_path, small_tables):
