@@ -85,6 +85,7 @@ from dobutsu_tb.tablebase.enumeration import (
     regrow_tags,
     sort_shares,
     thread_counters,
+    within_room,
 )
 from dobutsu_tb.tablebase.game.game import Game, game_of
 from dobutsu_tb.tablebase.game.layout import CATCH, TRY
@@ -155,28 +156,6 @@ def _by_shard(values: np.ndarray, drop: int, layout: np.ndarray, shards: int) ->
     grouped = np.empty_like(values)
     group_by_shard(values, drop, layout, shards, grouped, starts)
     return grouped, starts
-
-
-#: A table or set grows when its room (keys it may still take) falls below this many and more keys
-#: come; until then the keys of a round go in parts that fit its room.
-_LEAST_ROOM = 1 << 16
-
-
-def _within_room(values: np.ndarray, keys, grow):
-    """``values`` in parts that ``keys`` (a compact table or set) surely has room for: a part at
-    most its room, which only the keys new to it use up; it is grown (``grow(expected)``) only when
-    the room falls below :data:`_LEAST_ROOM` and more values come. (A round's values hold many
-    keys already there: growing for all of them would double a table that is nearly full but big
-    enough.)"""
-    at = 0
-    while at < values.shape[0]:
-        left = values.shape[0] - at
-        room = keys.room()
-        if room < min(left, _LEAST_ROOM):
-            grow(len(keys) + max(left, len(keys)))
-            continue
-        yield values[at: at + room]
-        at += min(room, left)
 
 
 class ShardWorker:
@@ -288,7 +267,7 @@ class ShardWorker:
         self.fresh = [remap[a].astype(slot_dtype(self.table.capacity)) for a in self.fresh]
 
     def _insert_nonterminal(self, hashes: np.ndarray) -> None:
-        for part in _within_room(hashes, self.table, self._grow_table):
+        for part in within_room(hashes, self.table, self._grow_table):
             while True:
                 shards = self.table.n_shards
                 grouped, starts = _by_shard(part, 0, self.table.layout, shards)
@@ -303,7 +282,7 @@ class ShardWorker:
                 self._grow_table(2 * len(self.table))  # a displacement did not fit: insert again (idempotent)
 
     def _insert_terminal(self, items: np.ndarray) -> None:
-        for part in _within_room(items, self.terminal, self.terminal.grow):
+        for part in within_room(items, self.terminal, self.terminal.grow):
             while True:
                 grouped, starts = _by_shard(part, CLASS_BITS, self.terminal.layout, self.terminal.n_shards)
                 if add_terminals_grouped(self.terminal.buf, self.terminal.layout, self.terminal.counts, grouped,

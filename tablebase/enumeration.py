@@ -133,11 +133,29 @@ def child_lists(threads: int, shards: int, batch: int, max_moves: int) -> np.nda
 
 
 #: Terminal children read back from disk at a time (:func:`count_terminal_partitions`): 16 MiB,
-#: thousands of insertions a region of a big set (:data:`_BIG_BATCH`); fewer when the set's room
-#: is less (a slice of children, repeats included, never makes the set grow), but never fewer than
-#: :data:`_LEAST_ROOM` (the set grows then).
+#: thousands of insertions a region of a big set (:data:`_BIG_BATCH`), added in parts that fit
+#: the set's room (:func:`within_room`).
 _SPILL_READ = 1 << 21
+#: A table or set grows when its room (keys it may still take) falls below this many and more keys
+#: come; until then the keys go in parts that fit its room (:func:`within_room`).
 _LEAST_ROOM = 1 << 16
+
+
+def within_room(values: np.ndarray, keys, grow):
+    """``values`` in parts that ``keys`` (a compact table or set) surely has room for: a part at
+    most its room, which only the keys new to it use up; it is grown (``grow(expected)``) only when
+    the room falls below :data:`_LEAST_ROOM` and more values come. (Values hold many keys already
+    there, a cluster round's or a file of terminal children's: growing for all of them would
+    double a table or set that is nearly full but big enough.)"""
+    at = 0
+    while at < values.shape[0]:
+        left = values.shape[0] - at
+        room = keys.room()
+        if room < min(left, _LEAST_ROOM):
+            grow(len(keys) + max(left, len(keys)))
+            continue
+        yield values[at: at + room]
+        at += min(room, left)
 
 
 class TerminalSpill:
@@ -1046,19 +1064,18 @@ def _count_spilled_partitions(enum: Enumeration, progress: Callable[[int], None]
             with open(path, "rb") as f:
                 while True:
                     interrupt.check()
-                    if terminal.room() < _LEAST_ROOM:  # (repeats included, a slice may hold more than there is room)
-                        terminal.grow(len(terminal) + max(_SPILL_READ, len(terminal)))
-                    n = f.readinto(memoryview(items[:min(_SPILL_READ, terminal.room())]).cast("B")) // 8
+                    n = f.readinto(memoryview(items).cast("B")) // 8
                     if n == 0:
                         break
                     read += n
-                    while True:
-                        _deal_by_shard(items, n, terminal.layout, term, counts)
-                        if _insert(table.slots, table.layout, table.counts, enum.tags, no_nt, term, counts,
-                                   terminal.buf, terminal.layout, terminal.counts, by_class, 0, 0,
-                                   region_bits(terminal.allocated))[1] == 0:
-                            break
-                        terminal.grow(2 * len(terminal))  # a displacement did not fit: add again (idempotent)
+                    for part_items in within_room(items[:n], terminal, terminal.grow):
+                        while True:
+                            _deal_by_shard(part_items, part_items.shape[0], terminal.layout, term, counts)
+                            if _insert(table.slots, table.layout, table.counts, enum.tags, no_nt, term, counts,
+                                       terminal.buf, terminal.layout, terminal.counts, by_class, 0, 0,
+                                       region_bits(terminal.allocated))[1] == 0:
+                                break
+                            terminal.grow(2 * len(terminal))  # a displacement did not fit: add again (idempotent)
                     if progress is not None:
                         progress(n)
             if read != spill.items[part]:  # (changed on disk since: a count from it would be wrong)
