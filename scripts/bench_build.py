@@ -262,7 +262,7 @@ def scaling(variant: str, start: str | None, out: str) -> None:
     with every CPU; print each phase's and part's speed-up over both one-thread builds.
 
     The build has threads besides numba's (the main thread, which makes HDF5's chunk writes
-    while the pool compresses; the pools that sort the records): with one numba thread and two
+    while the compiled kernel compresses): with one numba thread and two
     CPUs they run on the CPU numba leaves idle, so that the one-thread build is not one CPU's."""
     cpus = os.cpu_count() or 1
     runs = {}

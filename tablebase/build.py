@@ -8,7 +8,6 @@ import os
 import shutil
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -19,6 +18,7 @@ from tqdm import tqdm
 from dobutsu_tb.encoding import config, interrupt
 from dobutsu_tb.encoding.compact import BLOCKS, table_key_at, table_slot_dtype
 from dobutsu_tb.encoding.jit import njit, prange
+from dobutsu_tb.encoding.sorting import sort_runs
 from dobutsu_tb.encoding.words import counted
 from dobutsu_tb.tablebase import retrograde
 from dobutsu_tb.tablebase.enumeration import StartPositionError, count_terminal_partitions, enumerate_positions
@@ -35,6 +35,7 @@ from dobutsu_tb.tablebase.memory import (  # noqa: F401 (InsufficientMemoryError
     estimate_build,
     gib,
     gib_up,
+    in_memory_file_system,
     make_plan,
     peak_resident_memory,
     total_memory,
@@ -222,12 +223,12 @@ def long_values_of(table, solution, key_shift: int) -> LongValues:
     return LongValues.of(codes, solution.long_dtm + 1)
 
 
-def _records_in(table, solution, key_shift: int, bounds: list, counts: np.ndarray, pool=None) -> np.ndarray:
+def _records_in(table, solution, key_shift: int, bounds: list, counts: np.ndarray) -> np.ndarray:
     """The sort records of the positions whose code lies in ``[bounds[0], bounds[-1])``, sorted
     (uint64, shape (n,)), made in one scan of the table and sorted a sub-range
-    ``[bounds[r], bounds[r + 1])`` at a time, each on a thread of ``pool`` (numpy sorts without
-    the GIL; None: one after another); ``counts`` (int64, shape (BLOCKS, len(bounds) - 1)):
-    the positions of each block of slots in each sub-range (columns of :func:`range_counts`)."""
+    ``[bounds[r], bounds[r + 1])`` a thread (:func:`~dobutsu_tb.encoding.sorting.sort_runs`);
+    ``counts`` (int64, shape (BLOCKS, len(bounds) - 1)): the positions of each block of slots in
+    each sub-range (columns of :func:`range_counts`)."""
     n_ranges = len(bounds) - 1
     sizes = counts.sum(axis=0)
     starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -238,12 +239,7 @@ def _records_in(table, solution, key_shift: int, bounds: list, counts: np.ndarra
                     made)
     if not np.array_equal(made, counts):
         raise AssertionError("the records of a key range are not the ones counted")
-    parts = [out[starts[r]:starts[r + 1]] for r in range(n_ranges)]
-    if pool is None or n_ranges == 1:
-        for part in parts:
-            part.sort()
-    else:
-        list(pool.map(np.ndarray.sort, parts))
+    sort_runs(out, starts)
     return out
 
 
@@ -278,13 +274,11 @@ def record_blocks(table, solution, key_shift: int, passes: int) -> RecordBlocks:
 
     def blocks():
         counts = range_counts(table, key_shift, fine)  # one scan for every range
-        with ThreadPoolExecutor(threads) as pool:
-            for g, bounds in enumerate(groups):
-                interrupt.check()
-                out = _records_in(table, solution, key_shift, bounds, counts[:, g * step:g * step + len(bounds) - 1],
-                                  pool)
-                yield out
-                del out
+        for g, bounds in enumerate(groups):
+            interrupt.check()
+            out = _records_in(table, solution, key_shift, bounds, counts[:, g * step:g * step + len(bounds) - 1])
+            yield out
+            del out
 
     longs = long_values_of(table, solution, key_shift) if solution.long_slots.shape[0] else None
     return RecordBlocks(len(table), blocks, longs)
@@ -605,8 +599,12 @@ def build_tablebase(out, start=None, progress: bool | None = None,
             if target.removed and progress is not False:
                 _log(f"removed {counted(len(target.removed), 'leftover file')} of an interrupted build: "
                      + ", ".join(p.name for p in target.removed))
+            if plan is not None:
+                plan = _terminal_disk(plan, base, progress is False)
             if progress is not False and expected is not None and plan is not None:
                 _log(plan.describe())  # (for a start of unknown counts: once they are known, after the enumeration)
+            if progress is not False and expected is not None and plan is not None and plan.spill:
+                _warn_memory_disk(base)
             with interrupt.stop_on_signals():  # the commit too: a signal never cuts it in two
                 if cluster is not None:
                     from dobutsu_tb.tablebase.cluster import build_on_cluster
@@ -669,21 +667,42 @@ def _passes_hint(enum, plan: BuildPlan, sizes: Sizes) -> str:
             f"terminal positions; about {gib(more)} more, --max-memory, would hold it all)")
 
 
-def _terminal_folder(plan: BuildPlan, folder: "WorkFolder", quiet: bool) -> Path | None:
-    """Where the enumeration sets aside the terminal children of the partitions it does not hold
-    (:attr:`BuildPlan.terminal_disk`): the work folder when its disk has the room, else None (one
-    more pass over the table for each, said in a line)."""
-    if not plan.terminal_disk or folder.path is None:
-        return None
-    free = shutil.disk_usage(folder.path).free
-    if free < plan.terminal_disk:
-        if not quiet:
-            _log(f"the disk of {folder.base} (--work-dir) has {gib(free)} free, less than the "
-                 f"{gib(plan.terminal_disk)} the terminal children of {counted(plan.terminal_parts - 1, 'partition')} "
-                 f"would take: they are counted in {counted(plan.terminal_parts - 1, 'more pass', 'more passes')} "
-                 f"over the table instead")
-        return None
-    return folder.path
+def _terminal_disk(plan: BuildPlan, base: Path, quiet: bool) -> BuildPlan:
+    """``plan`` as it stands once the disk of ``base`` (``--work-dir``) is seen: where it has less
+    room free than the terminal children of the partitions not held would take
+    (:attr:`BuildPlan.terminal_disk`), or is a file system in memory (tmpfs: what is set aside
+    there takes memory beside the budget), those partitions are counted in one more pass over the
+    table each instead (said in a line), and the plan says so."""
+    if not plan.terminal_disk:
+        return plan
+    place = base
+    while not place.exists() and place != place.parent:  # (the folders --work-dir names are made later)
+        place = place.parent
+    try:
+        free = shutil.disk_usage(place).free
+    except OSError:  # (the work folder's own error comes when it is made)
+        return plan
+    kind = in_memory_file_system(place)
+    if kind is None and free >= plan.terminal_disk:
+        return plan
+    if not quiet:
+        what = f"the terminal children of {counted(plan.terminal_parts - 1, 'partition')}"
+        passes = f"they are counted in {counted(plan.terminal_parts - 1, 'more pass', 'more passes')} over the table"
+        _log(f"the disk of {base} (--work-dir) has {gib(free)} free, less than the {gib(plan.terminal_disk)} {what} "
+             f"would take: {passes} instead" if kind is None else
+             f"the work folder {base} (--work-dir) is on {kind}, in memory: the {gib(plan.terminal_disk)} {what} "
+             f"would take would be memory beside the budget; {passes} instead (--work-dir on a disk sets them aside)")
+    return dataclasses.replace(plan, terminal_disk=0)
+
+
+def _warn_memory_disk(base: Path) -> None:
+    """A warning line when the work folder (``--work-dir``), where a plan spills the analysis's
+    lists to spare memory, is on a file system in memory (tmpfs, ramfs): the lists would take
+    memory beside the budget there."""
+    kind = in_memory_file_system(base)
+    if kind is not None:
+        _log(f"warning: the work folder {base} (--work-dir) is on {kind}, in memory: the lists spilled there "
+             f"take memory beside the budget; give --work-dir a folder on a disk")
 
 
 def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, plan: BuildPlan, sizes: Sizes,
@@ -713,7 +732,8 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
             if log_due(bar):
                 _log(f"enumeration: {counted(expanded, 'position')} expanded, {queued:,} non-terminal ones found")
         enum = enumerate_positions(game, start.state(), expected, on_batch, budget, plan.terminal_parts,
-                                   plan.set_load_factor, plan.table_load, _terminal_folder(plan, folder, quiet))
+                                   plan.set_load_factor, plan.table_load,
+                                   folder.path if plan.terminal_disk else None)
     set_aside = 0  # bytes of terminal children the enumeration set aside on disk
     if enum.terminal_parts > 1:
         phase("terminal")
@@ -724,7 +744,8 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
         if not quiet:
             how = (f"of {counted(enum.terminal_parts - 1, 'more partition')} from the {gib(enum.spilled.nbytes)} "
                    f"of their children set aside" if spilled else
-                   f"in {enum.terminal_parts - 1} more pass(es)" + _passes_hint(enum, plan, sizes))
+                   f"in {counted(enum.terminal_parts - 1, 'more pass', 'more passes')}"
+                   + _passes_hint(enum, plan, sizes))
             gave_up = "" if spilled or enum.spilled is None else \
                 f" (the children set aside for them were given up: {enum.spilled.failed})"
             _log(f"enumerated {enum.nonterminal:,} non-terminal positions in {enum.seconds:.1f} s; counting the "
@@ -759,6 +780,8 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     check_plan = dataclasses.replace(check_plan, terminal_parts=enum.terminal_parts, terminal_disk=set_aside)
     if not quiet and expected is None:
         _log(f"{check_plan.describe()} (planned for the counts found)")
+        if check_plan.spill:
+            _warn_memory_disk(folder.base)
     if check_plan.spill and folder.path is None:
         folder.spill = True
         folder.__enter__()

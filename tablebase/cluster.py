@@ -40,7 +40,6 @@ import os
 import socket
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -338,8 +337,7 @@ class ShardWorker:
         counts = thread_counters(t, self.n)
         if slice_.shape[0]:  # (in key order, as the in-process analysis: retrograde.frontier_keys)
             keys = self.table.keys_at(slice_)
-            with ThreadPoolExecutor(t) as pool:
-                sort_shares(keys, t, pool)
+            sort_shares(keys, t)
             self.kernels._predecessors(self.game.rules_array, self.table.slots, self.table.layout, keys, self.n, out,
                                        counts)
         return self._messages([(a,) for a in self._deal(out, counts[:, :, 0])], "retrograde")

@@ -38,7 +38,6 @@ import errno
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -79,6 +78,7 @@ from dobutsu_tb.encoding.compact_set import (
 )
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.encoding.routing import grouped_by_region, region_bits, route
+from dobutsu_tb.encoding.sorting import even_starts, sort_runs
 from dobutsu_tb.tablebase.game.game import Game
 from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import CATCH, MAX_MOVES, NONTERMINAL, TRY
@@ -641,14 +641,14 @@ def _occupied(slots, start, out):
     return n, s
 
 
-def sort_shares(a: np.ndarray, parts: int, pool) -> None:
-    """Sort each of ``parts`` equal shares of ``a`` in place, on ``pool``'s threads (numpy sorts
-    without the GIL): a thread of a kernel given a slice of a share meets its items in order."""
-    per = -(-a.shape[0] // parts)
-    list(pool.map(lambda lo: a[lo:lo + per].sort(), range(0, a.shape[0], per)))
+def sort_shares(a: np.ndarray, parts: int) -> None:
+    """Sort each of ``parts`` equal shares of ``a`` (int64) in place, the shares on every thread
+    (:func:`~dobutsu_tb.encoding.sorting.sort_runs`): a thread of a kernel given a slice of a share
+    meets its items in order."""
+    sort_runs(a, even_starts(a.shape[0], parts))
 
 
-def slots_in_key_order(table: CompactTable, found: np.ndarray, parts: int, pool) -> np.ndarray:
+def slots_in_key_order(table: CompactTable, found: np.ndarray, parts: int) -> np.ndarray:
     """The slots ``found`` (int64, shape (n,)), each of ``parts`` equal shares in the order of
     its keys' top 31 bits (:func:`sort_shares`), so that a thread given a slice of a share
     expands neighbouring positions one after another: they take the same branches in the move
@@ -659,7 +659,7 @@ def slots_in_key_order(table: CompactTable, found: np.ndarray, parts: int, pool)
     packed >>= 32  # the key's bits 62..32 above the slot
     packed <<= 32
     packed |= found
-    sort_shares(packed, parts, pool)
+    sort_shares(packed, parts)
     packed &= np.int64(0xFFFFFFFF)
     return packed
 
@@ -894,7 +894,6 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
     scan = 0
     swept_fresh = False
     pending = window[:0]  # fresh slots found, in key order, not yet expanded
-    pool = ThreadPoolExecutor(threads)
     try:
         while True:
             interrupt.check()
@@ -906,7 +905,7 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
                     scan, swept_fresh = 0, False
                     continue
                 swept_fresh = True
-                pending = slots_in_key_order(table, window[:w], threads, pool)
+                pending = slots_in_key_order(table, window[:w], threads)
             size = batch_size(bool(region_bits(table.nbytes) or region_bits(terminal.allocated)),
                               (table.room(), terminal.room()), max_moves)
             if nt.shape[2] * threads < size * max_moves:
@@ -957,8 +956,6 @@ def enumerate_positions(game: Game, start_state, expected: tuple[int, int] | Non
         if spill is not None:
             spill.discard("the enumeration stopped")
         raise
-    finally:
-        pool.shutdown()
     if spill is not None:
         spill.finish()
     totals = by_class.sum(axis=0) - dropped

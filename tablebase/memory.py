@@ -140,6 +140,60 @@ def default_budget() -> int | None:
     return None if available is None else available + resident_memory()
 
 
+
+#: File systems whose files live in memory: what a build spills there takes memory, not disk.
+MEMORY_FILE_SYSTEMS = ("tmpfs", "ramfs")
+
+
+def _unescape_mount(field: str) -> str:
+    """A mount point as ``/proc/self/mountinfo`` writes it (space, tab, newline and backslash as
+    octal escapes: ``\\040``) made plain."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def file_system_of(path, mountinfo: str = "/proc/self/mountinfo") -> str | None:
+    """The type of the file system that holds ``path`` (``'ext4'``, ``'tmpfs'`` ...), from the
+    mount point in ``mountinfo`` (proc(5)) nearest above it; a path that does not exist yet is
+    taken at its nearest existing folder. None where that cannot be told (no such file: not Linux).
+
+    Parameters
+    ----------
+    path : str or Path
+        A file or folder, existing or not.
+    mountinfo : str, optional
+        The mount table to read (tests give their own).
+
+    Returns
+    -------
+    str or None
+    """
+    place = Path(os.path.abspath(path))
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    place = Path(os.path.realpath(place))
+    best, kind = -1, None
+    try:
+        with open(mountinfo, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                fields = line.split()
+                if "-" not in fields or len(fields) < 5:
+                    continue
+                after = fields[fields.index("-") + 1:]
+                mount = Path(_unescape_mount(fields[4]))
+                depth = len(mount.parts)
+                if after and depth >= best and (place == mount or mount in place.parents):
+                    best, kind = depth, after[0]  # (a later mount on the same point hides the earlier)
+    except OSError:
+        return None
+    return kind
+
+
+def in_memory_file_system(path) -> str | None:
+    """The type of ``path``'s file system when its files live in memory (tmpfs, ramfs: what is
+    spilled there takes memory beside the build's budget), else None (:func:`file_system_of`)."""
+    kind = file_system_of(path)
+    return kind if kind in MEMORY_FILE_SYSTEMS else None
+
 def parse_size(text: str) -> int:
     """Bytes of a size like ``20G``, ``512M``, ``1.5GiB``, ``1gb`` or ``1000000`` (bytes): K, M, G,
     T and P are powers of 1024, with or without ``B`` or ``iB``, in either case (as ``free`` and
@@ -345,14 +399,14 @@ class BuildPlan:
             parts.append(f"a dense table of {self.table_slots:,} slots ({self.table_load:.0%} full)")
         if self.terminal_parts > 1:
             parts.append(f"terminal positions in {self.terminal_parts} partitions, "
-                         + (f"{self.terminal_parts - 1} of them set aside in {self.work_dir} (about "
+                         + (f"{self.terminal_parts - 1} of them set aside in {os.path.abspath(self.work_dir)} (about "
                             f"{gib(self.terminal_disk)} of disk)" if self.terminal_disk else
                             f"counted in {self.terminal_parts} passes"))
         if self.record_passes > 1:
             parts.append(f"records written in {self.record_passes} key ranges")
         if self.set_load_factor != config.SET_LOAD_FACTOR:
             parts.append(f"terminal set up to {self.set_load_factor:.0%} full")
-        parts.append(f"lists spilled to {self.work_dir} (up to {gib(self.disk)} of disk)" if self.spill
+        parts.append(f"lists spilled to {os.path.abspath(self.work_dir)} (up to {gib(self.disk)} of disk)" if self.spill
                      else "no disk besides the output file")
         return "; ".join(parts)
 

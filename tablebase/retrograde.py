@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -268,12 +267,12 @@ def apply_predecessors(slots, layout, values, counters, hashes, lost, code, n_th
         out_n[t] = decided
 
 
-def frontier_keys(table, frontier: np.ndarray, parts: int, pool) -> np.ndarray:
+def frontier_keys(table, frontier: np.ndarray, parts: int) -> np.ndarray:
     """The keys (int64) of a frontier's slots, each of ``parts`` equal shares sorted
     (:func:`~dobutsu_tb.tablebase.enumeration.sort_shares`), so that a thread given a share, or
     a slice of one, meets its positions in key order (:data:`_WINDOW`)."""
     keys = table.keys_at(frontier)
-    sort_shares(keys, parts, pool)
+    sort_shares(keys, parts)
     return keys
 
 
@@ -499,32 +498,31 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
     buffers.clear()
     slots, layout = enum.table.slots, enum.table.layout
     group = region_bits(enum.table.nbytes)
-    with ThreadPoolExecutor(threads) as pool:
-        for start in range(0, frontier.shape[0], _WINDOW):
+    for start in range(0, frontier.shape[0], _WINDOW):
+        interrupt.check()
+        keys = frontier_keys(enum.table, frontier[start:start + _WINDOW], threads)
+        for lo in range(0, keys.shape[0], _GROUPED_FRONTIER if group else _FRONTIER):
             interrupt.check()
-            keys = frontier_keys(enum.table, frontier[start:start + _WINDOW], threads, pool)
-            for lo in range(0, keys.shape[0], _GROUPED_FRONTIER if group else _FRONTIER):
-                interrupt.check()
-                if group:  # (module docstring)
-                    lists, counts, hashes, decided = buffers.grouped()
-                    kernels._predecessors(rules, slots, layout, keys[lo:lo + _GROUPED_FRONTIER], 1, lists, counts)
-                    n = grouped_by_region(lists, 0, counts, 0, layout[L_BITS] - group, hashes)
-                    apply_predecessors(slots, layout, values, counters, hashes[:n], ply % 2 == 0, code, threads,
-                                       decided, out_n)
-                    per = -(-n // threads)
-                    for t in range(threads):
-                        buffers.append(decided[t * per:t * per + out_n[t]])
-                    continue
-                share = keys[lo:lo + _FRONTIER]
-                per = -(-share.shape[0] // threads)
-                starts = np.minimum(np.arange(threads, dtype=np.int64) * per, share.shape[0])
-                ends = np.minimum(starts + per, share.shape[0])
-                while (starts < ends).any():
-                    kernels._propagate(rules, slots, layout, values, counters, share, starts, ends, ply, code, out,
-                                       out_n)
-                    for t in range(threads):  # (out is written again by the next call)
-                        buffers.append(out[t, :out_n[t]])
-            del keys
+            if group:  # (module docstring)
+                lists, counts, hashes, decided = buffers.grouped()
+                kernels._predecessors(rules, slots, layout, keys[lo:lo + _GROUPED_FRONTIER], 1, lists, counts)
+                n = grouped_by_region(lists, 0, counts, 0, layout[L_BITS] - group, hashes)
+                apply_predecessors(slots, layout, values, counters, hashes[:n], ply % 2 == 0, code, threads,
+                                   decided, out_n)
+                per = -(-n // threads)
+                for t in range(threads):
+                    buffers.append(decided[t * per:t * per + out_n[t]])
+                continue
+            share = keys[lo:lo + _FRONTIER]
+            per = -(-share.shape[0] // threads)
+            starts = np.minimum(np.arange(threads, dtype=np.int64) * per, share.shape[0])
+            ends = np.minimum(starts + per, share.shape[0])
+            while (starts < ends).any():
+                kernels._propagate(rules, slots, layout, values, counters, share, starts, ends, ply, code, out,
+                                   out_n)
+                for t in range(threads):  # (out is written again by the next call)
+                    buffers.append(out[t, :out_n[t]])
+        del keys
     return _joined([buffers.decided()], dtype, alloc)
 
 

@@ -254,3 +254,55 @@ def test_wide_bit_sets_match_python_sets(adds, removes):
         assert bits.popcount_word(m[1, w]) == bin(word).count("1")
         if word:
             assert bits.lowest_bit_word(m[1, w]) == (word & -word).bit_length() - 1
+
+
+# --- sorting -------------------------------------------------------------------------------
+
+
+def _runs(n, cuts):
+    return np.array([0, *sorted(c % (n + 1) for c in cuts), n], np.int64)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(-2**63, 2**63 - 1), max_size=400), st.lists(st.integers(0, 10**6), max_size=4),
+       st.sampled_from([0, 8, 40, 56]))
+def test_sort_runs_is_numpys_sort_run_by_run(items, cuts, low_bits):
+    """encoding.sorting.sort_runs (the build's radix sort) against np.sort: int64 with its sign,
+    uint64 up to the top bit, and items alike in their high bits or low bits (a key range's
+    records, a window's keys above their slots), run by run."""
+    from dobutsu_tb.encoding.sorting import sort_runs
+
+    signed = np.array(items, np.int64)
+    if low_bits:  # items differing only in a few middle bits, the rest alike (runs of equal digits)
+        signed = (signed >> np.int64(64 - low_bits)) << np.int64(9)
+    for a in (signed, signed.view(np.uint64)):
+        starts = _runs(a.shape[0], cuts)
+        want = a.copy()
+        for r in range(starts.shape[0] - 1):
+            want[starts[r]:starts[r + 1]].sort()
+        got = a.copy()
+        sort_runs(got, starts)
+        assert np.array_equal(got, want)
+
+
+def test_sort_runs_on_big_runs_and_its_errors():
+    """Runs long enough for every level of the radix sort (2**18 items, 256 buckets a level),
+    with many repeats; and one-line errors for what it cannot sort."""
+    from dobutsu_tb.encoding.sorting import even_starts, sort_runs
+
+    rng = np.random.default_rng(7)
+    a = np.concatenate([rng.integers(0, 2**62, 1 << 18), rng.integers(0, 1000, 1 << 18),
+                        (rng.integers(0, 2**20, 1 << 17) << 32) | 5]).astype(np.int64)
+    starts = even_starts(a.shape[0], 3)
+    assert starts.tolist() == [0, 218454, 436908, 655360]
+    want = np.concatenate([np.sort(a[starts[r]:starts[r + 1]]) for r in range(3)])
+    sort_runs(a, starts)
+    assert np.array_equal(a, want)
+    with pytest.raises(ValueError, match="int64 or uint64"):
+        sort_runs(np.zeros(4, np.int32), [0, 4])
+    with pytest.raises(ValueError, match="int64 or uint64"):
+        sort_runs(np.zeros(8, np.int64)[::2], [0, 4])
+    with pytest.raises(ValueError, match="ascend from 0 to 4"):
+        sort_runs(np.zeros(4, np.int64), [0, 3, 2, 4])
+    with pytest.raises(ValueError, match="ascend from 0 to 4"):
+        sort_runs(np.zeros(4, np.int64), [0, 3])

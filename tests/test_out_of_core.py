@@ -75,17 +75,17 @@ def test_the_terminal_passes_log_as_the_enumeration_does(tmp_path, small_tables,
     assert f"terminal positions: {result.metadata.nonterminal:,} of {result.metadata.nonterminal:,} positions " \
            "expanded again to count them" in err, err
     # (the plan had room for the set; the tables that grew did not: how much more would have held it)
-    assert re.search(r"counting the terminal positions in 1 more pass\(es\), each as long as the enumeration's "
+    assert re.search(r"counting the terminal positions in 1 more pass, each as long as the enumeration's "
                      r"expansion \(the budget held 1/2 of the set of terminal positions; about \d+ KiB more, "
                      r"--max-memory, would hold it all\)", err), err
 
 
-@pytest.mark.parametrize("free", [None, 1000])
+@pytest.mark.parametrize("free", [None, 1000, "tmpfs"])
 def test_a_plan_of_terminal_partitions_sets_their_children_aside(tmp_path, monkeypatch, capsys, lion_chick_tb, free):
     """A plan of two terminal partitions (the 5x3 game's in 12 GiB): the enumeration sets the
     second one's terminal children aside in the work folder, and the count reads them back, or,
-    when the disk has less room free than the plan's figure, expands the table again. The same
-    file either way; the folder is gone."""
+    when the disk has less room free than the plan's figure or is a tmpfs (memory, not disk),
+    expands the table again. The same file either way; the folder is gone."""
     from dobutsu_tb.tablebase import build
 
     real_plan, real_count, seen = build.make_plan, build.count_terminal_partitions, []
@@ -102,7 +102,9 @@ def test_a_plan_of_terminal_partitions_sets_their_children_aside(tmp_path, monke
 
     monkeypatch.setattr(build, "make_plan", plan)
     monkeypatch.setattr(build, "count_terminal_partitions", count)
-    if free is not None:
+    if free == "tmpfs":
+        monkeypatch.setattr(build, "in_memory_file_system", lambda path: "tmpfs")
+    elif free is not None:
         usage = build.shutil.disk_usage(tmp_path)
         monkeypatch.setattr(build.shutil, "disk_usage", lambda path: usage._replace(free=free))
     work = tmp_path / "work"
@@ -117,12 +119,63 @@ def test_a_plan_of_terminal_partitions_sets_their_children_aside(tmp_path, monke
                          err), err
         assert re.search(r"counting the terminal positions of 1 more partition from the \d+ [KM]iB of their "
                          r"children set aside", err), err
+    elif free == "tmpfs":
+        assert seen == [False]
+        assert re.search(rf"the work folder {work} \(--work-dir\) is on tmpfs, in memory: the \d+ [KM]iB the terminal "
+                         r"children of 1 partition would take would be memory beside the budget; they are counted "
+                         r"in 1 more pass over the table instead \(--work-dir on a disk sets them aside\)", err), err
+        assert re.search(r"terminal positions in 2 partitions, counted in 2 passes", err), err
     else:
         assert seen == [False]
         assert re.search(rf"the disk of {work} \(--work-dir\) has 1000 bytes free, less than the \d+ [KM]iB the "
                          r"terminal children of 1 partition would take: they are counted in 1 more pass "
                          r"over the table instead", err), err
-        assert "counting the terminal positions in 1 more pass(es)" in err
+        assert "counting the terminal positions in 1 more pass" in err
+        # The plan line already says how they are counted, after the disk was seen.
+        assert re.search(r"terminal positions in 2 partitions, counted in 2 passes", err), err
+        assert err.index("has 1000 bytes free") < err.index("terminal positions in 2 partitions"), err
+
+
+def test_lists_spilled_to_a_tmpfs_are_warned_of(tmp_path, monkeypatch, capsys, lion_chick_tb):
+    """Lists spilled to a file system in memory (tmpfs: /dev/shm, a /tmp on many systems) take memory
+    beside the budget: one warning line says so and names the folder; the build goes on, same file."""
+    from dobutsu_tb.tablebase import build
+
+    seen = []
+    monkeypatch.setattr(build, "in_memory_file_system", lambda path: seen.append(path) or "tmpfs")
+    work = tmp_path / "work"
+    result = build_tablebase(tmp_path / "spilled.h5", LION_CHICK, progress=None, work_dir=work, spill=True)
+    _same_file(result.path, lion_chick_tb)
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert warnings == [f"warning: the work folder {work} (--work-dir) is on tmpfs, in memory: the lists spilled "
+                        f"there take memory beside the budget; give --work-dir a folder on a disk"], warnings
+    assert seen and not work.exists()
+
+
+def test_the_file_system_of_a_path_is_its_nearest_mount(tmp_path):
+    """memory.file_system_of reads the mount table: the deepest mount point above the path (the
+    last of those mounted on one point), octal escapes in mount points, paths not made yet taken at
+    their nearest existing folder; no table, no answer."""
+    (tmp_path / "with space" / "deep").mkdir(parents=True)
+    (tmp_path / "ram").mkdir()
+    (tmp_path / "with spacex").mkdir()
+    root = os.path.realpath(tmp_path).replace(" ", "\\040")
+    table = tmp_path / "mountinfo"
+    table.write_text(
+        "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"
+        f"30 27 0:27 / {root}/with\\040space rw,relatime shared:5 - xfs /dev/vdb rw\n"
+        f"31 27 0:28 / {root}/ram rw - ramfs ramfs rw\n"
+        f"32 27 0:29 / {root}/ram rw - tmpfs tmpfs rw,size=4k\n"
+        "bad line\n")
+    kind = lambda path: memory.file_system_of(path, str(table))  # noqa: E731
+    assert kind(tmp_path) == "ext4" and kind("/") == "ext4"
+    assert kind(tmp_path / "with space" / "deep") == "xfs"
+    assert kind(tmp_path / "with space" / "not" / "made") == "xfs"
+    assert kind(tmp_path / "ram" / "x.h5") == "tmpfs"
+    assert kind(tmp_path / "with spacex") == "ext4"  # (a mount point's name as a prefix is not a folder above)
+    assert memory.file_system_of(tmp_path, str(tmp_path / "none")) is None
+    if Path("/dev/shm").is_dir():
+        assert memory.in_memory_file_system("/dev/shm") == "tmpfs"
 
 
 def test_spilled_lists_free_their_disk_as_they_go(tmp_path, monkeypatch, lion_chick_tb):
@@ -310,7 +363,6 @@ def test_region_bits_cut_big_structures_into_stretches_of_32_mib():
 
 
 def test_slots_in_key_order_sort_each_share():
-    from concurrent.futures import ThreadPoolExecutor
 
     from dobutsu_tb.encoding.compact import table_key_at
     from dobutsu_tb.tablebase.enumeration import slots_in_key_order
@@ -318,8 +370,7 @@ def test_slots_in_key_order_sort_each_share():
     game = game_of(get_variant("dobutsu-3x3"))
     enum = enumerate_positions(game, Position.start(game.variant).state())
     found = np.flatnonzero(enum.table.slots).astype(np.int64)
-    with ThreadPoolExecutor(3) as pool:
-        ordered = slots_in_key_order(enum.table, found.copy(), 3, pool)
+    ordered = slots_in_key_order(enum.table, found.copy(), 3)
     assert np.array_equal(np.sort(ordered), found)  # the same slots
     per = -(-found.shape[0] // 3)
     for lo in range(0, found.shape[0], per):

@@ -1,0 +1,222 @@
+"""Sorting 64-bit integers in place: an MSD radix sort (American flag sort), run by run on every thread.
+
+The builder sorts three kinds of arrays: the positions of each window of the enumeration by key
+(2 M at a time), those of each window of the analysis (4 M), and every position's sort record
+before the write (up to a key range of hundreds of millions). numpy's sort of int64 took about
+60-75 ns an item on this project's hosts (a comparison sort, n log n: its SIMD sort is not used
+for them), about 9 s of the standard build. This one takes the items' bits 8 at a time from the
+highest bit in which they differ: a pass counts each bucket's items, a second moves each item
+to its bucket in place (McIlroy, Bostic and McIlroy, "Engineering radix sort", Computing Systems
+6(1), 1993: the American flag sort), and each bucket is sorted the same way on the next 8 bits,
+down to runs of :data:`_SMALL` items, which an insertion sort finishes. No memory beyond a few
+KiB a thread. The result is numpy's: the same values in ascending order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dobutsu_tb.encoding.jit import njit, prange
+
+#: Runs of at most this many items are finished by an insertion sort.
+_SMALL = 32
+#: Most segments waiting on a thread's stack: 256 a level, at most 8 levels below the first.
+_STACK = 9 * 256 + 1
+#: Runs and buckets of at most this many items (16 MiB: a window of the analysis on each of two
+#: threads) are sorted least significant digit first, through a buffer of their size, in digits
+#: of _LSD_BITS bits.
+_LSD_ITEMS = 1 << 21
+_LSD_BITS = 8
+_LSD_BUCKETS = 1 << _LSD_BITS
+_LSD_MAX = -(-64 // _LSD_BITS)
+
+
+@njit(inline="always")
+def _less(x, y, flip):
+    return (x ^ flip) < (y ^ flip)
+
+
+@njit
+def _insertion_sort(a, lo, hi, flip):
+    for i in range(lo + 1, hi):
+        v = a[i]
+        j = i - 1
+        while j >= lo and _less(v, a[j], flip):
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
+
+
+@njit
+def _top_shift(a, lo, hi, flip):
+    """The shift of the first 8-bit digit: the one whose highest bit is the highest bit in which
+    the items of ``a[lo:hi]`` differ; -1 when they are all equal."""
+    first = a[lo]
+    diff = np.uint64(0)
+    for i in range(lo + 1, hi):
+        diff |= a[i] ^ first
+    if diff == 0:
+        return -1
+    top = 63
+    while (diff >> np.uint64(top)) == 0:
+        top -= 1
+    return max(0, top - 7)
+
+
+@njit
+def _lsd_sort(a, lo, hi, flip, buf):
+    """Sort ``a[lo:hi]`` (at most ``buf``'s length) by its least significant digits first, through
+    ``buf``: a counting pass for every digit in which the items differ, then a stable scatter
+    pass for each of those digits, low to high."""
+    n = hi - lo
+    first = a[lo] ^ flip
+    diff = np.uint64(0)
+    for i in range(lo + 1, hi):
+        diff |= (a[i] ^ flip) ^ first
+    digits = 0
+    while digits < _LSD_MAX and (diff >> np.uint64(digits * _LSD_BITS)) != 0:
+        digits += 1
+    mask = np.uint64(_LSD_BUCKETS - 1)
+    count = np.zeros((digits, _LSD_BUCKETS), np.int64)
+    for i in range(lo, hi):
+        v = a[i] ^ flip
+        for d in range(digits):
+            count[d, np.int64((v >> np.uint64(d * _LSD_BITS)) & mask)] += 1
+    src, dst = a[lo:hi], buf[:n]
+    for d in range(digits):
+        if (diff >> np.uint64(d * _LSD_BITS)) & mask == 0:
+            continue  # every item has the same digit here
+        at = 0
+        for b in range(_LSD_BUCKETS):
+            c = count[d, b]
+            count[d, b] = at
+            at += c
+        sh = np.uint64(d * _LSD_BITS)
+        for i in range(n):
+            v = src[i]
+            b = np.int64(((v ^ flip) >> sh) & mask)
+            dst[count[d, b]] = v
+            count[d, b] += 1
+        src, dst = dst, src
+    if src.ctypes.data != a[lo:hi].ctypes.data:
+        a[lo:hi] = src
+
+
+@njit
+def _flag_sort(a, lo, hi, flip, buf):
+    """Sort ``a[lo:hi]`` (uint64; compared as ``x ^ flip``) in place: the American flag sort, its
+    buckets of at most ``buf``'s length (and a run that short) least significant digit first."""
+    if hi - lo <= _SMALL:
+        _insertion_sort(a, lo, hi, flip)
+        return
+    if hi - lo <= buf.shape[0]:
+        _lsd_sort(a, lo, hi, flip, buf)
+        return
+    shift = _top_shift(a, lo, hi, flip)
+    if shift < 0:
+        return
+    seg_lo = np.empty(_STACK, np.int64)
+    seg_hi = np.empty(_STACK, np.int64)
+    seg_shift = np.empty(_STACK, np.int64)
+    count = np.empty(256, np.int64)
+    heads = np.empty(256, np.int64)
+    tails = np.empty(256, np.int64)
+    seg_lo[0], seg_hi[0], seg_shift[0] = lo, hi, shift
+    top = 1
+    mask = np.uint64(255)
+    while top > 0:
+        top -= 1
+        s_lo, s_hi, sh = seg_lo[top], seg_hi[top], np.uint64(seg_shift[top])
+        if s_hi - s_lo <= _SMALL:
+            _insertion_sort(a, s_lo, s_hi, flip)
+            continue
+        if s_hi - s_lo <= buf.shape[0]:
+            _lsd_sort(a, s_lo, s_hi, flip, buf)
+            continue
+        count[:] = 0
+        for i in range(s_lo, s_hi):
+            count[np.int64(((a[i] ^ flip) >> sh) & mask)] += 1
+        at = s_lo
+        for b in range(256):
+            heads[b] = at
+            at += count[b]
+            tails[b] = at
+        if count[np.int64(((a[s_lo] ^ flip) >> sh) & mask)] != s_hi - s_lo:  # (else already in its one bucket)
+            for b in range(256):
+                while heads[b] < tails[b]:
+                    v = a[heads[b]]
+                    d = np.int64(((v ^ flip) >> sh) & mask)
+                    while d != b:
+                        k = heads[d]
+                        w = a[k]
+                        a[k] = v
+                        heads[d] = k + 1
+                        v = w
+                        d = np.int64(((v ^ flip) >> sh) & mask)
+                    a[heads[b]] = v
+                    heads[b] += 1
+        if sh == 0:
+            continue  # every bit compared: the buckets hold equal items
+        below = max(np.int64(sh) - 8, 0)
+        at = s_lo
+        for b in range(256):
+            if count[b] > 1:
+                seg_lo[top], seg_hi[top], seg_shift[top] = at, at + count[b], below
+                top += 1
+            at += count[b]
+
+
+@njit(parallel=True)
+def _sort_runs(a, starts, flip, scratch):
+    for r in prange(starts.shape[0] - 1):
+        _flag_sort(a, starts[r], starts[r + 1], flip, scratch[r])
+
+
+def scratch_for(runs: int, items: int) -> np.ndarray:
+    """Scratch space for :func:`sort_runs` of ``runs`` runs of at most ``items`` items each
+    (uint64, shape (runs, min(items, _LSD_ITEMS)): at most 16 MiB a run). A caller that sorts
+    again and again keeps it: this host charges for the first touch of fresh memory about as much
+    as the sort of a window itself (docs/building.md)."""
+    return np.empty((max(1, runs), max(1, min(items, _LSD_ITEMS))), np.uint64)
+
+
+def sort_runs(a: np.ndarray, starts: np.ndarray, scratch: np.ndarray | None = None) -> None:
+    """Sort each run ``a[starts[r]:starts[r + 1]]`` of ``a`` in place, the runs on every thread.
+
+    Parameters
+    ----------
+    a : numpy.ndarray of int64 or uint64, shape (n,), C-contiguous
+        The items; the result is ``np.sort``'s, run by run.
+    starts : array_like of int64, shape (runs + 1,)
+        Non-decreasing, from 0 to ``n``.
+    scratch : numpy.ndarray of uint64, shape (runs or more, m), optional
+        Space to sort through (:func:`scratch_for`; default: made for this call). Its contents
+        are overwritten; a smaller ``m`` sorts longer runs in place, by more radix passes.
+
+    Raises
+    ------
+    ValueError
+        If ``a`` is not a contiguous one-dimensional array of 64-bit integers, or ``starts`` does
+        not cut it into runs.
+    """
+    if a.ndim != 1 or a.dtype not in (np.int64, np.uint64) or not a.flags.c_contiguous or not a.flags.writeable:
+        raise ValueError("sort_runs sorts a writable contiguous one-dimensional array of int64 or uint64")
+    starts = np.ascontiguousarray(starts, np.int64)
+    if starts.ndim != 1 or starts.shape[0] < 1 or starts[0] != 0 or starts[-1] != a.shape[0] \
+            or np.any(np.diff(starts) < 0):
+        raise ValueError(f"the runs' starts must ascend from 0 to {a.shape[0]}")
+    runs = starts.shape[0] - 1
+    if scratch is None:
+        scratch = scratch_for(runs, int(np.diff(starts).max(initial=0)))
+    elif scratch.dtype != np.uint64 or scratch.ndim != 2 or scratch.shape[0] < runs or scratch.shape[1] < 1 \
+            or not scratch.flags.c_contiguous:
+        raise ValueError(f"the scratch space must be a contiguous uint64 array of at least {runs} rows")
+    flip = np.uint64(1 << 63) if a.dtype == np.int64 else np.uint64(0)  # (int64: the sign bit ordered first)
+    _sort_runs(a.view(np.uint64), starts, flip, scratch)
+
+
+def even_starts(n: int, parts: int) -> np.ndarray:
+    """The starts of ``parts`` runs of ``n`` items, equal but the last (int64, shape (parts + 1,)):
+    ``ceil(n / parts)`` items each, as the kernels that take a share of a list each cut it."""
+    per = -(-n // max(1, parts))
+    return np.minimum(np.arange(max(1, parts) + 1, dtype=np.int64) * per, n)
