@@ -1,23 +1,36 @@
-"""Sorting 64-bit integers in place: an MSD radix sort (American flag sort), run by run on every thread.
+"""Sorting 64-bit integers in place by radix, run by run on every thread.
 
 The builder sorts three kinds of arrays: the positions of each window of the enumeration by key
-(2 M at a time), those of each window of the analysis (4 M), and every position's sort record
-before the write (up to a key range of hundreds of millions). numpy's sort of int64 took about
-60-75 ns an item on this project's hosts (a comparison sort, n log n: its SIMD sort is not used
-for them), about 9 s of the standard build. This one takes the items' bits 8 at a time from the
-highest bit in which they differ: a pass counts each bucket's items, a second moves each item
-to its bucket in place (McIlroy, Bostic and McIlroy, "Engineering radix sort", Computing Systems
-6(1), 1993: the American flag sort), and each bucket is sorted the same way on the next 8 bits,
-down to runs of :data:`_SMALL` items, which an insertion sort finishes. No memory beyond a few
-KiB a thread. The result is numpy's: the same values in ascending order.
+(2 M at a time, a run a thread), those of each window of the analysis (4 M), and every position's
+sort record before the write (a key range at a time: 50 M a thread in the standard game).
+numpy's sort of int64 took 55-80 ns an item on the AMD EPYC host of 2026-12-07 (its SIMD sort
+took 10 ns on an Intel Xeon host: docs/experiments.md), about 9 s of the standard build there.
+
+A run of at most :data:`_LSD_ITEMS` items is sorted least significant digit first, through a
+scratch buffer of its size: one pass counts every 8-bit digit, then one stable scatter pass per
+digit in which the items differ, low to high (a window's keys: 6 to 8 passes). A longer run is
+first split in place on its highest differing digit (McIlroy, Bostic and McIlroy, "Engineering
+radix sort", Computing Systems 6(1), 1993: the American flag sort), again and again, until each
+bucket fits the buffer; runs and buckets of at most :data:`_SMALL` items by insertion. So a
+thread takes at most 16 MiB beside its run. The result is numpy's: the same values in
+ascending order. :func:`sort_runs` uses whichever of the two sorts is faster on the host
+(:func:`sort_method`).
 """
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
+from dobutsu_tb.encoding import config
 from dobutsu_tb.encoding.jit import njit, prange
 
+#: The sort this process uses (:func:`sort_method`): None until its first call times both.
+METHOD: str | None = None
+#: Random keys that :func:`sort_method` sorts both ways.
+_CALIBRATION = 1 << 17
 #: Runs of at most this many items are finished by an insertion sort.
 _SMALL = 32
 #: Most segments waiting on a thread's stack: 256 a level, at most 8 levels below the first.
@@ -172,16 +185,41 @@ def _sort_runs(a, starts, flip, scratch):
         _flag_sort(a, starts[r], starts[r + 1], flip, scratch[r])
 
 
-def scratch_for(runs: int, items: int) -> np.ndarray:
-    """Scratch space for :func:`sort_runs` of ``runs`` runs of at most ``items`` items each
-    (uint64, shape (runs, min(items, _LSD_ITEMS)): at most 16 MiB a run). A caller that sorts
-    again and again keeps it: this host charges for the first touch of fresh memory about as much
-    as the sort of a window itself (docs/building.md)."""
-    return np.empty((max(1, runs), max(1, min(items, _LSD_ITEMS))), np.uint64)
+def _time_sorts(n: int = _CALIBRATION) -> tuple[float, float]:
+    """Seconds (the best of three) of numpy's sort and of this module's on ``n`` random keys."""
+    keys = np.random.default_rng(0).integers(0, 1 << 62, n, dtype=np.int64)
+    starts = np.array([0, n], np.int64)
+    scratch = np.empty((1, n), np.uint64)
+    best = [float("inf"), float("inf")]
+    for _ in range(3):
+        for k in range(2):
+            a = keys.copy()
+            t = time.perf_counter()
+            if k == 0:
+                a.sort()
+            else:
+                _sort_runs(a.view(np.uint64), starts, np.uint64(1 << 63), scratch)
+            best[k] = min(best[k], time.perf_counter() - t)
+    return best[0], best[1]
 
 
-def sort_runs(a: np.ndarray, starts: np.ndarray, scratch: np.ndarray | None = None) -> None:
-    """Sort each run ``a[starts[r]:starts[r + 1]]`` of ``a`` in place, the runs on every thread.
+def sort_method() -> str:
+    """``'radix'`` or ``'numpy'``: the sort this process uses, the faster of the two on
+    :data:`_CALIBRATION` random keys, timed at its first call. numpy's sort of int64 is a SIMD
+    sort on some hosts (10 ns an item on the Intel Xeon host of 2026-11-26) and a slow one on
+    others (55-80 ns on the AMD EPYC host of 2026-12-07, where the radix sort takes 15-26 ns):
+    the results are the same, only the time differs."""
+    global METHOD
+    if METHOD is None:
+        numpy_s, radix_s = _time_sorts()
+        METHOD = "radix" if radix_s < numpy_s else "numpy"
+    return METHOD
+
+
+def sort_runs(a: np.ndarray, starts: np.ndarray) -> None:
+    """Sort each run ``a[starts[r]:starts[r + 1]]`` of ``a`` in place, the runs on every thread,
+    by this module's radix sort or by numpy's, whichever is faster on this host
+    (:func:`sort_method`).
 
     Parameters
     ----------
@@ -189,9 +227,6 @@ def sort_runs(a: np.ndarray, starts: np.ndarray, scratch: np.ndarray | None = No
         The items; the result is ``np.sort``'s, run by run.
     starts : array_like of int64, shape (runs + 1,)
         Non-decreasing, from 0 to ``n``.
-    scratch : numpy.ndarray of uint64, shape (runs or more, m), optional
-        Space to sort through (:func:`scratch_for`; default: made for this call). Its contents
-        are overwritten; a smaller ``m`` sorts longer runs in place, by more radix passes.
 
     Raises
     ------
@@ -206,11 +241,14 @@ def sort_runs(a: np.ndarray, starts: np.ndarray, scratch: np.ndarray | None = No
             or np.any(np.diff(starts) < 0):
         raise ValueError(f"the runs' starts must ascend from 0 to {a.shape[0]}")
     runs = starts.shape[0] - 1
-    if scratch is None:
-        scratch = scratch_for(runs, int(np.diff(starts).max(initial=0)))
-    elif scratch.dtype != np.uint64 or scratch.ndim != 2 or scratch.shape[0] < runs or scratch.shape[1] < 1 \
-            or not scratch.flags.c_contiguous:
-        raise ValueError(f"the scratch space must be a contiguous uint64 array of at least {runs} rows")
+    if runs == 0 or a.shape[0] == 0:
+        return
+    if sort_method() == "numpy":  # (numpy sorts without the GIL: a run a thread)
+        parts = [a[starts[r]:starts[r + 1]] for r in range(runs)]
+        with ThreadPoolExecutor(max(1, min(runs, config.THREADS))) as pool:
+            list(pool.map(np.ndarray.sort, parts))
+        return
+    scratch = np.empty((runs, max(1, min(int(np.diff(starts).max()), _LSD_ITEMS))), np.uint64)
     flip = np.uint64(1 << 63) if a.dtype == np.int64 else np.uint64(0)  # (int64: the sign bit ordered first)
     _sort_runs(a.view(np.uint64), starts, flip, scratch)
 

@@ -4,7 +4,7 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import naive
@@ -263,13 +263,22 @@ def _runs(n, cuts):
     return np.array([0, *sorted(c % (n + 1) for c in cuts), n], np.int64)
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.lists(st.integers(-2**63, 2**63 - 1), max_size=400), st.lists(st.integers(0, 10**6), max_size=4),
-       st.sampled_from([0, 8, 40, 56]))
-def test_sort_runs_is_numpys_sort_run_by_run(items, cuts, low_bits):
-    """encoding.sorting.sort_runs (the build's radix sort) against np.sort: int64 with its sign,
-    uint64 up to the top bit, and items alike in their high bits or low bits (a key range's
-    records, a window's keys above their slots), run by run."""
+@pytest.fixture(params=["radix", "numpy"])
+def sort_method(request, monkeypatch):
+    """Each of encoding.sorting's two ways, whichever this host's timing would pick."""
+    from dobutsu_tb.encoding import sorting
+
+    monkeypatch.setattr(sorting, "METHOD", request.param)
+    return request.param
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(items=st.lists(st.integers(-2**63, 2**63 - 1), max_size=400), cuts=st.lists(st.integers(0, 10**6), max_size=4),
+       low_bits=st.sampled_from([0, 8, 40, 56]))
+def test_sort_runs_is_numpys_sort_run_by_run(sort_method, items, cuts, low_bits):
+    """encoding.sorting.sort_runs (the build's sort) against np.sort: int64 with its sign, uint64
+    up to the top bit, and items alike in their high bits or low bits (a key range's records, a
+    window's keys above their slots), run by run."""
     from dobutsu_tb.encoding.sorting import sort_runs
 
     signed = np.array(items, np.int64)
@@ -285,11 +294,14 @@ def test_sort_runs_is_numpys_sort_run_by_run(items, cuts, low_bits):
         assert np.array_equal(got, want)
 
 
-def test_sort_runs_on_big_runs_and_its_errors():
-    """Runs long enough for every level of the radix sort (2**18 items, 256 buckets a level),
-    with many repeats; and one-line errors for what it cannot sort."""
+def test_sort_runs_on_big_runs_and_its_errors(sort_method, monkeypatch):
+    """Runs long enough for both of the radix sort's ways (a bucket buffer of 2**12 items: the
+    American flag sort above it, the least significant digit first below), with many repeats;
+    and one-line errors for what it cannot sort."""
+    from dobutsu_tb.encoding import sorting
     from dobutsu_tb.encoding.sorting import even_starts, sort_runs
 
+    monkeypatch.setattr(sorting, "_LSD_ITEMS", 1 << 12)
     rng = np.random.default_rng(7)
     a = np.concatenate([rng.integers(0, 2**62, 1 << 18), rng.integers(0, 1000, 1 << 18),
                         (rng.integers(0, 2**20, 1 << 17) << 32) | 5]).astype(np.int64)
@@ -306,3 +318,17 @@ def test_sort_runs_on_big_runs_and_its_errors():
         sort_runs(np.zeros(4, np.int64), [0, 3, 2, 4])
     with pytest.raises(ValueError, match="ascend from 0 to 4"):
         sort_runs(np.zeros(4, np.int64), [0, 3])
+
+
+def test_the_sort_method_is_the_faster_one(monkeypatch):
+    """sort_method times numpy's sort and the radix sort once, on the same keys, and keeps the
+    faster for the process."""
+    from dobutsu_tb.encoding import sorting
+
+    monkeypatch.setattr(sorting, "METHOD", None)
+    numpy_s, radix_s = sorting._time_sorts(1 << 12)
+    assert numpy_s > 0 and radix_s > 0
+    for times, want in (((2.0, 1.0), "radix"), ((1.0, 2.0), "numpy")):
+        monkeypatch.setattr(sorting, "METHOD", None)
+        monkeypatch.setattr(sorting, "_time_sorts", lambda times=times: times)
+        assert sorting.sort_method() == want and sorting.sort_method() == want
