@@ -6,13 +6,13 @@ sort record before the write (a key range at a time: 50 M a thread in the standa
 numpy's sort of int64 took 55-80 ns an item on the AMD EPYC host of 2026-12-07 (its SIMD sort
 took 10 ns on an Intel Xeon host: docs/experiments.md), about 9 s of the standard build there.
 
-A run of at most :data:`_LSD_ITEMS` items is sorted least significant digit first, through a
+A run of at most :data:`_LSD_ITEMS` items (256 K) is sorted least significant digit first, through a
 scratch buffer of its size: one pass counts every 8-bit digit, then one stable scatter pass per
 digit in which the items differ, low to high (a window's keys: 6 to 8 passes). A longer run is
 first split in place on its highest differing digit (McIlroy, Bostic and McIlroy, "Engineering
 radix sort", Computing Systems 6(1), 1993: the American flag sort), again and again, until each
 bucket fits the buffer; runs and buckets of at most :data:`_SMALL` items by insertion. So a
-thread takes at most 16 MiB beside its run. The result is numpy's: the same values in
+thread takes at most 2 MiB beside its run. The result is numpy's: the same values in
 ascending order. :func:`sort_runs` uses whichever of the two sorts is faster on the host
 (:func:`sort_method`).
 """
@@ -35,10 +35,11 @@ _CALIBRATION = 1 << 17
 _SMALL = 32
 #: Most segments waiting on a thread's stack: 256 a level, at most 8 levels below the first.
 _STACK = 9 * 256 + 1
-#: Runs and buckets of at most this many items (16 MiB: a window of the analysis on each of two
-#: threads) are sorted least significant digit first, through a buffer of their size, in digits
-#: of _LSD_BITS bits.
-_LSD_ITEMS = 1 << 21
+#: Runs and buckets of at most this many items are sorted least significant digit first, through
+#: a buffer of their size (2 MiB a thread), in digits of _LSD_BITS bits. A bigger buffer gained
+#: little (2 M keys a thread: 20.9 ns a key through 16 MiB, 22.0 through 2 MiB, 21.6 through
+#: 512 KiB) and its memory took a build within `--max-memory 1.0G` 31 MiB over its budget.
+_LSD_ITEMS = 1 << 18
 _LSD_BITS = 8
 _LSD_BUCKETS = 1 << _LSD_BITS
 _LSD_MAX = -(-64 // _LSD_BITS)

@@ -35,7 +35,8 @@ from dobutsu_tb.encoding.compact_set import set_nbytes
 from dobutsu_tb.encoding.routing import region_bits
 
 #: Bytes a build holds besides its tables: the interpreter, numpy, numba and its compiled
-#: kernels, thread buffers (measured: about 0.25 GiB).
+#: kernels, thread buffers (the radix sort's scratch among them: 2 MiB a thread) (measured:
+#: about 0.25 GiB).
 BASE_MEMORY = 320 << 20
 #: What the retrograde analysis holds beyond BASE_MEMORY besides the table and its cells: a
 #: window of frontier keys sorted (4 Mi keys), each thread's row of decisions, the resident pages
