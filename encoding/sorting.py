@@ -3,7 +3,7 @@
 The builder sorts three kinds of arrays: the positions of each window of the enumeration by key
 (2 M at a time, a run a thread), those of each window of the analysis (4 M), and every position's
 sort record before the write (a key range at a time: 50 M a thread in the standard game).
-numpy's sort of int64 took 55-80 ns an item on the AMD EPYC host of 2026-12-07 (its SIMD sort
+numpy's sort of int64 took 54-81 ns an item on the AMD EPYC host of 2026-12-07 (its SIMD sort
 took 10 ns on an Intel Xeon host: docs/experiments.md), about 9 s of the standard build there.
 
 A run of at most :data:`_LSD_ITEMS` items (256 K) is sorted least significant digit first, through a
@@ -40,6 +40,8 @@ _STACK = 9 * 256 + 1
 #: little (2 M keys a thread: 20.9 ns a key through 16 MiB, 22.0 through 2 MiB, 21.6 through
 #: 512 KiB) and its memory took a build within `--max-memory 1.0G` 31 MiB over its budget.
 _LSD_ITEMS = 1 << 18
+#: The most scratch space a sort takes a thread, in bytes (its buffer: 2 MiB).
+SCRATCH_BYTES = 8 * _LSD_ITEMS
 _LSD_BITS = 8
 _LSD_BUCKETS = 1 << _LSD_BITS
 _LSD_MAX = -(-64 // _LSD_BITS)
@@ -83,6 +85,7 @@ def _lsd_sort(a, lo, hi, flip, buf):
     ``buf``: a counting pass for every digit in which the items differ, then a stable scatter
     pass for each of those digits, low to high."""
     n = hi - lo
+    assert n <= buf.shape[0]
     first = a[lo] ^ flip
     diff = np.uint64(0)
     for i in range(lo + 1, hi):
@@ -182,8 +185,12 @@ def _flag_sort(a, lo, hi, flip, buf):
 
 @njit(parallel=True)
 def _sort_runs(a, starts, flip, scratch):
-    for r in prange(starts.shape[0] - 1):
-        _flag_sort(a, starts[r], starts[r + 1], flip, scratch[r])
+    """Sort the runs of ``a`` (:func:`sort_runs`): row t of ``scratch`` serves the runs t, t + T,
+    t + 2T ... (T its rows), one after another."""
+    rows = scratch.shape[0]
+    for t in prange(rows):
+        for r in range(t, starts.shape[0] - 1, rows):
+            _flag_sort(a, starts[r], starts[r + 1], flip, scratch[t])
 
 
 def _time_sorts(n: int = _CALIBRATION) -> tuple[float, float]:
@@ -205,15 +212,26 @@ def _time_sorts(n: int = _CALIBRATION) -> tuple[float, float]:
 
 
 def sort_method() -> str:
-    """``'radix'`` or ``'numpy'``: the sort this process uses, the faster of the two on
-    :data:`_CALIBRATION` random keys, timed at its first call. numpy's sort of int64 is a SIMD
-    sort on some hosts (10 ns an item on the Intel Xeon host of 2026-11-26) and a slow one on
-    others (55-80 ns on the AMD EPYC host of 2026-12-07, where the radix sort takes 15-26 ns):
-    the results are the same, only the time differs."""
+    """The sort this process uses: the faster of the two on :data:`_CALIBRATION` random keys,
+    timed at its first call (numpy's without numba's JIT, ``NUMBA_DISABLE_JIT=1``). numpy's sort
+    of int64 is a SIMD sort on some hosts (10 ns an item on the Intel Xeon host of 2026-11-26) and
+    a slow one on others (54-81 ns on the AMD EPYC host of 2026-12-07, where the radix sort takes
+    20-30 ns): the results are the same, only the time differs.
+
+    Returns
+    -------
+    str
+        ``'radix'`` or ``'numpy'``.
+    """
     global METHOD
     if METHOD is None:
-        numpy_s, radix_s = _time_sorts()
-        METHOD = "radix" if radix_s < numpy_s else "numpy"
+        import numba
+
+        if numba.config.DISABLE_JIT:
+            METHOD = "numpy"
+        else:
+            numpy_s, radix_s = _time_sorts()
+            METHOD = "radix" if radix_s < numpy_s else "numpy"
     return METHOD
 
 
@@ -237,7 +255,10 @@ def sort_runs(a: np.ndarray, starts: np.ndarray) -> None:
     """
     if a.ndim != 1 or a.dtype not in (np.int64, np.uint64) or not a.flags.c_contiguous or not a.flags.writeable:
         raise ValueError("sort_runs sorts a writable contiguous one-dimensional array of int64 or uint64")
-    starts = np.ascontiguousarray(starts, np.int64)
+    given = np.asarray(starts)
+    if given.size and not np.issubdtype(given.dtype, np.integer):
+        raise ValueError(f"the runs' starts must be integers, not {given.dtype}")
+    starts = np.ascontiguousarray(given, np.int64)
     if starts.ndim != 1 or starts.shape[0] < 1 or starts[0] != 0 or starts[-1] != a.shape[0] \
             or np.any(np.diff(starts) < 0):
         raise ValueError(f"the runs' starts must ascend from 0 to {a.shape[0]}")
@@ -249,13 +270,19 @@ def sort_runs(a: np.ndarray, starts: np.ndarray) -> None:
         with ThreadPoolExecutor(max(1, min(runs, config.THREADS))) as pool:
             list(pool.map(np.ndarray.sort, parts))
         return
-    scratch = np.empty((runs, max(1, min(int(np.diff(starts).max()), _LSD_ITEMS))), np.uint64)
+    rows = max(1, min(runs, config.THREADS))  # (a row a thread: SCRATCH_BYTES each at most)
+    scratch = np.empty((rows, max(1, min(int(np.diff(starts).max()), _LSD_ITEMS))), np.uint64)
     flip = np.uint64(1 << 63) if a.dtype == np.int64 else np.uint64(0)  # (int64: the sign bit ordered first)
     _sort_runs(a.view(np.uint64), starts, flip, scratch)
 
 
 def even_starts(n: int, parts: int) -> np.ndarray:
-    """The starts of ``parts`` runs of ``n`` items, equal but the last (int64, shape (parts + 1,)):
-    ``ceil(n / parts)`` items each, as the kernels that take a share of a list each cut it."""
+    """The starts of ``parts`` runs of ``n`` items, equal but the last: ``ceil(n / parts)`` items
+    each, as the kernels that take a share of a list each cut it.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (parts + 1,)
+    """
     per = -(-n // max(1, parts))
     return np.minimum(np.arange(max(1, parts) + 1, dtype=np.int64) * per, n)

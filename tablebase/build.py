@@ -675,8 +675,8 @@ def _terminal_disk(plan: BuildPlan, base: Path, quiet: bool) -> BuildPlan:
     table each instead (said in a line), and the plan says so."""
     if not plan.terminal_disk:
         return plan
-    place = base
-    while not place.exists() and place != place.parent:  # (the folders --work-dir names are made later)
+    place = Path(os.path.abspath(base))
+    while not os.path.exists(place) and place != place.parent:  # (made later; os.path: no PermissionError)
         place = place.parent
     try:
         free = shutil.disk_usage(place).free
@@ -688,10 +688,12 @@ def _terminal_disk(plan: BuildPlan, base: Path, quiet: bool) -> BuildPlan:
     if not quiet:
         what = f"the terminal children of {counted(plan.terminal_parts - 1, 'partition')}"
         passes = f"they are counted in {counted(plan.terminal_parts - 1, 'more pass', 'more passes')} over the table"
-        _log(f"the disk of {base} (--work-dir) has {gib(free)} free, less than the {gib(plan.terminal_disk)} {what} "
+        shown = os.path.abspath(base)
+        _log(f"the disk of {shown} (--work-dir) has {gib(free)} free, less than the {gib(plan.terminal_disk)} {what} "
              f"would take: {passes} instead" if kind is None else
-             f"the work folder {base} (--work-dir) is on {kind}, in memory: the {gib(plan.terminal_disk)} {what} "
-             f"would take would be memory beside the budget; {passes} instead (--work-dir on a disk sets them aside)")
+             f"the work folder {shown} (--work-dir) is on {kind}, in memory: {what} (about "
+             f"{gib(plan.terminal_disk)}) would take memory beside the budget there; {passes} instead (--work-dir on a "
+             f"disk sets them aside)")
     return dataclasses.replace(plan, terminal_disk=0)
 
 
@@ -701,8 +703,8 @@ def _warn_memory_disk(base: Path) -> None:
     memory beside the budget there."""
     kind = in_memory_file_system(base)
     if kind is not None:
-        _log(f"warning: the work folder {base} (--work-dir) is on {kind}, in memory: the lists spilled there "
-             f"take memory beside the budget; give --work-dir a folder on a disk")
+        _log(f"warning: the work folder {os.path.abspath(base)} (--work-dir) is on {kind}, in memory: the lists "
+             f"spilled there take memory beside the budget; give --work-dir a folder on a disk")
 
 
 def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, plan: BuildPlan, sizes: Sizes,

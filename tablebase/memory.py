@@ -33,10 +33,11 @@ from dobutsu_tb.encoding.compact import dense_table_slots, table_nbytes
 from dobutsu_tb.encoding.compact_layout import CompactTableFullError, shards_for, slot_bits_for
 from dobutsu_tb.encoding.compact_set import set_nbytes
 from dobutsu_tb.encoding.routing import region_bits
+from dobutsu_tb.encoding.sorting import SCRATCH_BYTES
 
 #: Bytes a build holds besides its tables: the interpreter, numpy, numba and its compiled
-#: kernels, thread buffers (the radix sort's scratch among them: 2 MiB a thread) (measured:
-#: about 0.25 GiB).
+#: kernels, thread buffers (measured: about 0.25 GiB), the radix sort's scratch on two threads
+#: (each phase counts that of more threads: :func:`sort_scratch`).
 BASE_MEMORY = 320 << 20
 #: What the retrograde analysis holds beyond BASE_MEMORY besides the table and its cells: a
 #: window of frontier keys sorted (4 Mi keys), each thread's row of decisions, the resident pages
@@ -141,7 +142,6 @@ def default_budget() -> int | None:
     return None if available is None else available + resident_memory()
 
 
-
 #: File systems whose files live in memory: what a build spills there takes memory, not disk.
 MEMORY_FILE_SYSTEMS = ("tmpfs", "ramfs")
 
@@ -169,7 +169,7 @@ def file_system_of(path, mountinfo: str = "/proc/self/mountinfo") -> str | None:
     str or None
     """
     place = Path(os.path.abspath(path))
-    while not place.exists() and place != place.parent:
+    while not os.path.exists(place) and place != place.parent:  # (os.path: no PermissionError)
         place = place.parent
     place = Path(os.path.realpath(place))
     best, kind = -1, None
@@ -191,9 +191,22 @@ def file_system_of(path, mountinfo: str = "/proc/self/mountinfo") -> str | None:
 
 def in_memory_file_system(path) -> str | None:
     """The type of ``path``'s file system when its files live in memory (tmpfs, ramfs: what is
-    spilled there takes memory beside the build's budget), else None (:func:`file_system_of`)."""
+    spilled there takes memory beside the build's budget), else None (:func:`file_system_of`).
+    A file system in memory under another name (an overlay on a tmpfs, a zram block device) is
+    not seen.
+
+    Parameters
+    ----------
+    path : str or Path
+        A file or folder, existing or not.
+
+    Returns
+    -------
+    str or None
+    """
     kind = file_system_of(path)
     return kind if kind in MEMORY_FILE_SYSTEMS else None
+
 
 def parse_size(text: str) -> int:
     """Bytes of a size like ``20G``, ``512M``, ``1.5GiB``, ``1gb`` or ``1000000`` (bytes): K, M, G,
@@ -317,7 +330,7 @@ class Sizes:
         """The table, its tags, the terminal set (at most ``load`` full), and
         :meth:`grouped`."""
         return (self.table(nonterminal) + self.slots(nonterminal) + self.terminal_set(terminal_in_memory, load)
-                + self.grouped(nonterminal, terminal_in_memory))
+                + self.grouped(nonterminal, terminal_in_memory) + sort_scratch())
 
     def retrograde(self, nonterminal: int, spilled: bool = False) -> int:
         """The table, a value and a counter byte a slot, the analysis's buffers
@@ -325,13 +338,19 @@ class Sizes:
         frontier; and :meth:`grouped`) and (unless spilled) the lists."""
         lists = 0 if spilled else int(LIST_SHARE * nonterminal) * 4 * 2
         buffers = min(ANALYSIS_BUFFERS, 8 * nonterminal) + self.grouped(nonterminal)
-        return self.table(nonterminal) + 2 * self.slots(nonterminal) + buffers + lists
+        return self.table(nonterminal) + 2 * self.slots(nonterminal) + buffers + lists + sort_scratch()
 
     def records(self, nonterminal: int, passes: int) -> int:
         """The table, the value bytes and one pass's sort records (8 bytes a position): the
         counters are gone by then (the value bytes are moved into the first half of the analysis's
         cells, whose second half goes back to the system: retrograde.contiguous_values)."""
-        return self.table(nonterminal) + self.slots(nonterminal) + 8 * math.ceil(nonterminal / passes)
+        return self.table(nonterminal) + self.slots(nonterminal) + 8 * math.ceil(nonterminal / passes) + sort_scratch()
+
+
+def sort_scratch() -> int:
+    """Bytes of the radix sort's scratch (:data:`~dobutsu_tb.encoding.sorting.SCRATCH_BYTES` a
+    thread, at each sort of a phase) beyond the two threads that :data:`BASE_MEMORY` counts."""
+    return max(0, config.THREADS - 2) * SCRATCH_BYTES
 
 
 def record_passes(sizes: Sizes, nonterminal: int) -> int:

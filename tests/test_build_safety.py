@@ -312,6 +312,23 @@ def test_the_memory_estimate_grows_with_the_positions():
     assert full == build_module.BASE_MEMORY + (512 + 128) * 2**20 + (512 + 16) * 2**20
 
 
+def test_the_plan_counts_the_sorts_scratch_of_more_than_two_threads(monkeypatch):
+    """BASE_MEMORY holds the radix sort's scratch of two threads; each phase's estimate adds that
+    of every thread beyond them (2 MiB each), so a plan on many cores does not go over its budget."""
+    from dobutsu_tb.encoding import config
+    from dobutsu_tb.encoding.sorting import SCRATCH_BYTES
+    from dobutsu_tb.tablebase import memory
+
+    sizes = memory.Sizes(44, 18)
+    counts = (build_module.STANDARD_NONTERMINAL, build_module.STANDARD_TERMINAL)
+    monkeypatch.setattr(config, "THREADS", 2)
+    two = (sizes.enumeration(*counts), sizes.retrograde(counts[0]), sizes.records(counts[0], 3))
+    assert memory.sort_scratch() == 0 and SCRATCH_BYTES == 2 << 20
+    monkeypatch.setattr(config, "THREADS", 16)
+    assert (sizes.enumeration(*counts), sizes.retrograde(counts[0]), sizes.records(counts[0], 3)) == tuple(
+        x + 14 * SCRATCH_BYTES for x in two)
+
+
 def test_parallel_commands_wait_for_the_cached_build(tmp_path):
     """Three ``verify-line`` at once for a start that no tablebase covers yet: the first builds it
     into the cache folder, the other two say they wait for it, then all three use it (the issue:
