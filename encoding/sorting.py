@@ -123,33 +123,29 @@ def _lsd_sort(a, lo, hi, flip, buf):
 def _flag_sort(a, lo, hi, flip, buf):
     """Sort ``a[lo:hi]`` (uint64; compared as ``x ^ flip``) in place: the American flag sort, its
     buckets of at most ``buf``'s length (and a run that short) least significant digit first."""
-    if hi - lo <= _SMALL:
-        _insertion_sort(a, lo, hi, flip)
-        return
-    if hi - lo <= buf.shape[0]:
-        _lsd_sort(a, lo, hi, flip, buf)
-        return
-    shift = _top_shift(a, lo, hi, flip)
-    if shift < 0:
-        return
     seg_lo = np.empty(_STACK, np.int64)
     seg_hi = np.empty(_STACK, np.int64)
     seg_shift = np.empty(_STACK, np.int64)
     count = np.empty(256, np.int64)
     heads = np.empty(256, np.int64)
     tails = np.empty(256, np.int64)
-    seg_lo[0], seg_hi[0], seg_shift[0] = lo, hi, shift
+    seg_lo[0], seg_hi[0], seg_shift[0] = lo, hi, -1  # (the run's first digit: found when needed)
     top = 1
     mask = np.uint64(255)
     while top > 0:
         top -= 1
-        s_lo, s_hi, sh = seg_lo[top], seg_hi[top], np.uint64(seg_shift[top])
+        s_lo, s_hi, shift = seg_lo[top], seg_hi[top], seg_shift[top]
         if s_hi - s_lo <= _SMALL:
             _insertion_sort(a, s_lo, s_hi, flip)
             continue
         if s_hi - s_lo <= buf.shape[0]:
             _lsd_sort(a, s_lo, s_hi, flip, buf)
             continue
+        if shift < 0:
+            shift = _top_shift(a, s_lo, s_hi, flip)
+            if shift < 0:
+                continue  # every item alike
+        sh = np.uint64(shift)
         count[:] = 0
         for i in range(s_lo, s_hi):
             count[np.int64(((a[i] ^ flip) >> sh) & mask)] += 1
