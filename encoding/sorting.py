@@ -249,7 +249,8 @@ def sort_runs(a: np.ndarray, starts: np.ndarray) -> None:
         If ``a`` is not a contiguous one-dimensional array of 64-bit integers, or ``starts`` does
         not cut it into runs.
     """
-    if a.ndim != 1 or a.dtype not in (np.int64, np.uint64) or not a.flags.c_contiguous or not a.flags.writeable:
+    if not isinstance(a, np.ndarray) or a.ndim != 1 or a.dtype not in (np.int64, np.uint64) \
+            or not a.flags.c_contiguous or not a.flags.writeable:
         raise ValueError("sort_runs sorts a writable contiguous one-dimensional array of int64 or uint64")
     given = np.asarray(starts)
     if given.size and not np.issubdtype(given.dtype, np.integer):

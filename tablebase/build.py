@@ -604,7 +604,7 @@ def build_tablebase(out, start=None, progress: bool | None = None,
             if progress is not False and expected is not None and plan is not None:
                 _log(plan.describe())  # (for a start of unknown counts: once they are known, after the enumeration)
             if progress is not False and expected is not None and plan is not None and plan.spill:
-                _warn_memory_disk(base)
+                _warn_memory_disk(base, plan.disk)
             with interrupt.stop_on_signals():  # the commit too: a signal never cuts it in two
                 if cluster is not None:
                     from dobutsu_tb.tablebase.cluster import build_on_cluster
@@ -697,14 +697,26 @@ def _terminal_disk(plan: BuildPlan, base: Path, quiet: bool) -> BuildPlan:
     return dataclasses.replace(plan, terminal_disk=0)
 
 
-def _warn_memory_disk(base: Path) -> None:
+def _warn_memory_disk(base: Path, disk: int = 0) -> None:
     """A warning line when the work folder (``--work-dir``), where a plan spills the analysis's
-    lists to spare memory, is on a file system in memory (tmpfs, ramfs): the lists would take
-    memory beside the budget there."""
+    lists to spare memory, is on a file system in memory (tmpfs, ramfs: the lists would take
+    memory beside the budget there), or has less room free than the ``disk`` bytes the plan
+    gives them at most (the build stops with an ``error:`` line when a list does not fit)."""
+    shown = os.path.abspath(base)
     kind = in_memory_file_system(base)
     if kind is not None:
-        _log(f"warning: the work folder {os.path.abspath(base)} (--work-dir) is on {kind}, in memory: the lists "
+        _log(f"warning: the work folder {shown} (--work-dir) is on {kind}, in memory: the lists "
              f"spilled there take memory beside the budget; give --work-dir a folder on a disk")
+    place = Path(shown)
+    while not os.path.exists(place) and place != place.parent:
+        place = place.parent
+    try:
+        free = shutil.disk_usage(place).free
+    except OSError:  # (the work folder's own error comes when it is made)
+        return
+    if free < disk:
+        _log(f"warning: the disk of {shown} (--work-dir) has {gib(free)} free, less than the up to {gib(disk)} the "
+             f"analysis's spilled lists may take: the build stops with an error if they do not fit")
 
 
 def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, plan: BuildPlan, sizes: Sizes,
@@ -783,7 +795,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     if not quiet and expected is None:
         _log(f"{check_plan.describe()} (planned for the counts found)")
         if check_plan.spill:
-            _warn_memory_disk(folder.base)
+            _warn_memory_disk(folder.base, check_plan.disk)
     if check_plan.spill and folder.path is None:
         folder.spill = True
         folder.__enter__()

@@ -318,6 +318,8 @@ def test_sort_runs_on_big_runs_and_its_errors(sort_method, monkeypatch):
         sort_runs(np.zeros(4, np.int64), [0, 3, 2, 4])
     with pytest.raises(ValueError, match="ascend from 0 to 4"):
         sort_runs(np.zeros(4, np.int64), [0, 3])
+    with pytest.raises(ValueError, match="int64 or uint64"):
+        sort_runs([3, 2, 1], [0, 3])
     with pytest.raises(ValueError, match="must be integers, not float64"):
         sort_runs(np.zeros(4, np.int64), [0.0, 2.5, 4.0])
 

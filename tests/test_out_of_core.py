@@ -152,6 +152,22 @@ def test_lists_spilled_to_a_tmpfs_are_warned_of(tmp_path, monkeypatch, capsys, l
     assert seen and not work.exists()
 
 
+def test_a_disk_too_small_for_the_spilled_lists_is_warned_of(tmp_path, monkeypatch, capsys, lion_chick_tb):
+    """A work folder whose disk has less room free than the plan gives the spilled lists: a warning
+    line says so before the analysis (the lists themselves fit here: the same file)."""
+    from dobutsu_tb.tablebase import build
+
+    usage = build.shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(build.shutil, "disk_usage", lambda path: usage._replace(free=1000))
+    work = tmp_path / "work"
+    result = build_tablebase(tmp_path / "spilled.h5", LION_CHICK, progress=None, work_dir=work, spill=True)
+    _same_file(result.path, lion_chick_tb)
+    err = capsys.readouterr().err
+    assert re.search(rf"warning: the disk of {work} \(--work-dir\) has 1000 bytes free, less than the up to \d+ "
+                     r"[KM]iB the analysis's spilled lists may take: the build stops with an error if they do not "
+                     r"fit\n", err), err
+
+
 def test_the_file_system_of_a_path_is_its_nearest_mount(tmp_path):
     """memory.file_system_of reads the mount table: the deepest mount point above the path (the
     last of those mounted on one point), octal escapes in mount points, paths not made yet taken at
