@@ -64,13 +64,21 @@ def _insertion_sort(a, lo, hi, flip):
 
 
 @njit
-def _top_shift(a, lo, hi, flip):
-    """The shift of the first 8-bit digit: the one whose highest bit is the highest bit in which
-    the items of ``a[lo:hi]`` differ; -1 when they are all equal."""
+def _differing_bits(a, lo, hi):
+    """The bits in which the items of ``a[lo:hi]`` (a non-empty run) differ, as a mask (the same
+    compared as ``x ^ flip``: a flip cancels in the ``^``)."""
     first = a[lo]
     diff = np.uint64(0)
     for i in range(lo + 1, hi):
         diff |= a[i] ^ first
+    return diff
+
+
+@njit
+def _top_shift(a, lo, hi):
+    """The shift of the first 8-bit digit: the one whose highest bit is the highest bit in which
+    the items of ``a[lo:hi]`` differ; -1 when they are all equal."""
+    diff = _differing_bits(a, lo, hi)
     if diff == 0:
         return -1
     top = 63
@@ -86,10 +94,7 @@ def _lsd_sort(a, lo, hi, flip, buf):
     pass for each of those digits, low to high."""
     n = hi - lo
     assert n <= buf.shape[0]
-    first = a[lo] ^ flip
-    diff = np.uint64(0)
-    for i in range(lo + 1, hi):
-        diff |= (a[i] ^ flip) ^ first
+    diff = _differing_bits(a, lo, hi)
     digits = 0
     while digits < _LSD_MAX and (diff >> np.uint64(digits * _LSD_BITS)) != 0:
         digits += 1
@@ -142,7 +147,7 @@ def _flag_sort(a, lo, hi, flip, buf):
             _lsd_sort(a, s_lo, s_hi, flip, buf)
             continue
         if shift < 0:
-            shift = _top_shift(a, s_lo, s_hi, flip)
+            shift = _top_shift(a, s_lo, s_hi)
             if shift < 0:
                 continue  # every item alike
         sh = np.uint64(shift)

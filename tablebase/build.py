@@ -37,6 +37,7 @@ from dobutsu_tb.tablebase.memory import (  # noqa: F401 (InsufficientMemoryError
     gib_up,
     in_memory_file_system,
     make_plan,
+    nearest_folder,
     peak_resident_memory,
     total_memory,
 )
@@ -363,8 +364,6 @@ class WorkFolder:
     def _remove_leftovers(self) -> list[str]:
         """Remove the folders that builds killed outright (SIGKILL, the system out of memory) left in
         ``base``: those whose process is gone. Returns their names."""
-        import shutil
-
         removed = []
         try:
             found = [p for p in self.base.iterdir() if p.name.startswith(self.PREFIX) and p.is_dir()]
@@ -387,8 +386,6 @@ class WorkFolder:
 
     def _remove(self) -> None:
         if self.path is not None:
-            import shutil
-
             shutil.rmtree(self.path, ignore_errors=True)
             self.path = None
         for folder in self._made:  # the folders mkdir made for --work-dir, deepest first, if still empty
@@ -599,12 +596,13 @@ def build_tablebase(out, start=None, progress: bool | None = None,
             if target.removed and progress is not False:
                 _log(f"removed {counted(len(target.removed), 'leftover file')} of an interrupted build: "
                      + ", ".join(p.name for p in target.removed))
+            disk = _work_disk(base) if plan is not None and (plan.terminal_disk or plan.spill) else (None, None)
             if plan is not None:
-                plan = _terminal_disk(plan, base, progress is False)
+                plan = _terminal_disk(plan, base, progress is False, disk)
             if progress is not False and expected is not None and plan is not None:
                 _log(plan.describe())  # (for a start of unknown counts: once they are known, after the enumeration)
             if progress is not False and expected is not None and plan is not None and plan.spill:
-                _warn_memory_disk(base, plan.disk)
+                _warn_memory_disk(base, plan.disk, disk)
             with interrupt.stop_on_signals():  # the commit too: a signal never cuts it in two
                 if cluster is not None:
                     from dobutsu_tb.tablebase.cluster import build_on_cluster
@@ -667,23 +665,26 @@ def _passes_hint(enum, plan: BuildPlan, sizes: Sizes) -> str:
             f"terminal positions; about {gib(more)} more, --max-memory, would hold it all)")
 
 
-def _terminal_disk(plan: BuildPlan, base: Path, quiet: bool) -> BuildPlan:
+def _work_disk(base: Path) -> tuple[int | None, str | None]:
+    """The bytes free on the disk of the work folder ``base`` (``--work-dir``, or its nearest
+    folder that exists; None when that cannot be told: the work folder's own error comes when it
+    is made), and the type of its file system when that lives in memory (tmpfs), else None."""
+    place = nearest_folder(base)
+    try:
+        free = shutil.disk_usage(place).free
+    except OSError:
+        free = None
+    return free, in_memory_file_system(place)
+
+
+def _terminal_disk(plan: BuildPlan, base: Path, quiet: bool, disk: tuple[int | None, str | None]) -> BuildPlan:
     """``plan`` as it stands once the disk of ``base`` (``--work-dir``) is seen: where it has less
     room free than the terminal children of the partitions not held would take
     (:attr:`BuildPlan.terminal_disk`), or is a file system in memory (tmpfs: what is set aside
     there takes memory beside the budget), those partitions are counted in one more pass over the
-    table each instead (said in a line), and the plan says so."""
-    if not plan.terminal_disk:
-        return plan
-    place = Path(os.path.abspath(base))
-    while not os.path.exists(place) and place != place.parent:  # (made later; os.path: no PermissionError)
-        place = place.parent
-    try:
-        free = shutil.disk_usage(place).free
-    except OSError:  # (the work folder's own error comes when it is made)
-        return plan
-    kind = in_memory_file_system(place)
-    if kind is None and free >= plan.terminal_disk:
+    table each instead (said in a line), and the plan says so. ``disk``: :func:`_work_disk`'s."""
+    free, kind = disk
+    if not plan.terminal_disk or free is None or (kind is None and free >= plan.terminal_disk):
         return plan
     if not quiet:
         what = f"the terminal children of {counted(plan.terminal_parts - 1, 'partition')}"
@@ -697,25 +698,19 @@ def _terminal_disk(plan: BuildPlan, base: Path, quiet: bool) -> BuildPlan:
     return dataclasses.replace(plan, terminal_disk=0)
 
 
-def _warn_memory_disk(base: Path, disk: int = 0) -> None:
+def _warn_memory_disk(base: Path, need: int, disk: tuple[int | None, str | None]) -> None:
     """A warning line when the work folder (``--work-dir``), where a plan spills the analysis's
     lists to spare memory, is on a file system in memory (tmpfs, ramfs: the lists would take
-    memory beside the budget there), or has less room free than the ``disk`` bytes the plan
-    gives them at most (the build stops with an ``error:`` line when a list does not fit)."""
+    memory beside the budget there), or has less room free than the ``need`` bytes the plan
+    gives them at most (the build stops with an ``error:`` line when a list does not fit).
+    ``disk``: :func:`_work_disk`'s."""
     shown = os.path.abspath(base)
-    kind = in_memory_file_system(base)
+    free, kind = disk
     if kind is not None:
         _log(f"warning: the work folder {shown} (--work-dir) is on {kind}, in memory: the lists "
              f"spilled there take memory beside the budget; give --work-dir a folder on a disk")
-    place = Path(shown)
-    while not os.path.exists(place) and place != place.parent:
-        place = place.parent
-    try:
-        free = shutil.disk_usage(place).free
-    except OSError:  # (the work folder's own error comes when it is made)
-        return
-    if free < disk:
-        _log(f"warning: the disk of {shown} (--work-dir) has {gib(free)} free, less than the up to {gib(disk)} the "
+    if free is not None and free < need:
+        _log(f"warning: the disk of {shown} (--work-dir) has {gib(free)} free, less than the up to {gib(need)} the "
              f"analysis's spilled lists may take: the build stops with an error if they do not fit")
 
 
@@ -795,7 +790,7 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     if not quiet and expected is None:
         _log(f"{check_plan.describe()} (planned for the counts found)")
         if check_plan.spill:
-            _warn_memory_disk(folder.base, check_plan.disk)
+            _warn_memory_disk(folder.base, check_plan.disk, _work_disk(folder.base))
     if check_plan.spill and folder.path is None:
         folder.spill = True
         folder.__enter__()

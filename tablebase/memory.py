@@ -152,6 +152,15 @@ def _unescape_mount(field: str) -> str:
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
+def nearest_folder(path) -> Path:
+    """``path`` made absolute, or its nearest folder above that exists (a ``--work-dir`` whose
+    folders the build makes later); never raises (``os.path.exists``: no ``PermissionError``)."""
+    place = Path(os.path.abspath(path))
+    while not os.path.exists(place) and place != place.parent:
+        place = place.parent
+    return place
+
+
 def file_system_of(path, mountinfo: str = "/proc/self/mountinfo") -> str | None:
     """The type of the file system that holds ``path`` (``'ext4'``, ``'tmpfs'`` ...), from the
     mount point in ``mountinfo`` (proc(5)) nearest above it; a path that does not exist yet is
@@ -168,10 +177,7 @@ def file_system_of(path, mountinfo: str = "/proc/self/mountinfo") -> str | None:
     -------
     str or None
     """
-    place = Path(os.path.abspath(path))
-    while not os.path.exists(place) and place != place.parent:  # (os.path: no PermissionError)
-        place = place.parent
-    place = Path(os.path.realpath(place))
+    place = Path(os.path.realpath(nearest_folder(path)))
     best, kind = -1, None
     try:
         with open(mountinfo, encoding="utf-8", errors="replace") as f:

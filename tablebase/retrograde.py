@@ -40,6 +40,7 @@ from dobutsu_tb.encoding.compact import table_find, table_home
 from dobutsu_tb.encoding.compact_layout import L_BITS, key_hash
 from dobutsu_tb.encoding.jit import njit, prange
 from dobutsu_tb.encoding.routing import grouped_by_region, owner_of, region_bits
+from dobutsu_tb.encoding.sorting import even_starts
 from dobutsu_tb.tablebase.enumeration import TAG_NO_MOVES, TAG_WIN1, Enumeration, sort_shares, thread_counters
 from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import MAX_UNMOVES
@@ -514,9 +515,8 @@ def propagate_ply(enum: Enumeration, cells: np.ndarray, ply: int, frontier: np.n
                     buffers.append(decided[t * per:t * per + out_n[t]])
                 continue
             share = keys[lo:lo + _FRONTIER]
-            per = -(-share.shape[0] // threads)
-            starts = np.minimum(np.arange(threads, dtype=np.int64) * per, share.shape[0])
-            ends = np.minimum(starts + per, share.shape[0])
+            bounds = even_starts(share.shape[0], threads)
+            starts, ends = bounds[:-1].copy(), bounds[1:]  # (starts: where each thread stopped, kept by the kernel)
             while (starts < ends).any():
                 kernels._propagate(rules, slots, layout, values, counters, share, starts, ends, ply, code, out,
                                    out_n)
