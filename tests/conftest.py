@@ -28,6 +28,42 @@ import naive  # noqa: E402
 from dobutsu_tb.tablebase.game.position import Position  # noqa: E402
 from dobutsu_tb.tablebase.game.variant import get_variant, shipped_variants  # noqa: E402
 
+#: The test files that build on the shapes ``prewarm.py`` compiles (its comments say which).
+PREWARMED_FILES = {"test_cluster.py", "test_export.py", "test_out_of_core.py", "test_rules.py", "test_variants.py"}
+_prewarm = []
+
+
+def pytest_collection_finish(session):
+    """In a run of most of the suite, compile the other board shapes' kernels in the background,
+    at the lowest priority, while the first tests run (tests/prewarm.py); ``DOBUTSU_TB_PREWARM=0``
+    turns it off."""
+    import subprocess
+
+    import numba
+
+    files = {item.path.name for item in session.items}
+    if (os.environ.get("DOBUTSU_TB_PREWARM") == "0" or numba.config.DISABLE_JIT or len(files) < 10
+            or not files & PREWARMED_FILES):
+        return
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prewarm.py")
+    _prewarm.append(subprocess.Popen([sys.executable, script], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True))
+
+
+def pytest_sessionfinish(session):
+    """Stop the background compiling, and its children, if it has not ended (it leads their
+    process group: tests/prewarm.py)."""
+    import signal
+
+    for child in _prewarm:
+        if child.poll() is None:
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        child.wait()
+
+
 DATA = os.path.join(os.path.dirname(__file__), "data")
 LION_CHICK = "S/-l-/-c-/-C-/-L-/-"
 #: The shipped variants' names, for tests run on each.
