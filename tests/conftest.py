@@ -28,40 +28,70 @@ import naive  # noqa: E402
 from dobutsu_tb.tablebase.game.position import Position  # noqa: E402
 from dobutsu_tb.tablebase.game.variant import get_variant, shipped_variants  # noqa: E402
 
-#: The test files that build on the shapes ``prewarm.py`` compiles (its comments say which).
-PREWARMED_FILES = {"test_cluster.py", "test_export.py", "test_out_of_core.py", "test_rules.py", "test_variants.py"}
-_prewarm = []
+#: The test files that build on the shapes ``prewarm.py`` compiles (its comments say which): a
+#: run that selects none of them starts no background compiling.
+PREWARMED_FILES = {"test_build_safety.py", "test_cluster.py", "test_export.py", "test_out_of_core.py",
+                   "test_rules.py", "test_variants.py"}
+#: The test files a run must select to start the background compiling (a whole run has 25).
+PREWARM_MIN_FILES = 10
+_prewarm = []  # (the background process, its temporary folder)
 
 
 def pytest_collection_finish(session):
-    """In a run of most of the suite, compile the other board shapes' kernels in the background,
-    at the lowest priority, while the first tests run (tests/prewarm.py); ``DOBUTSU_TB_PREWARM=0``
-    turns it off."""
+    """In a run of most of the suite (:data:`PREWARM_MIN_FILES` test files or more, one of
+    :data:`PREWARMED_FILES` among them), compile the other board shapes' kernels in the
+    background, at the lowest priority, while the first tests run (tests/prewarm.py). Not with
+    ``DOBUTSU_TB_PREWARM=0``, numba's JIT off, ``--collect-only``, or in a pytest-xdist worker."""
     import subprocess
+    import tempfile
 
     import numba
 
     files = {item.path.name for item in session.items}
-    if (os.environ.get("DOBUTSU_TB_PREWARM") == "0" or numba.config.DISABLE_JIT or len(files) < 10
+    if (os.environ.get("DOBUTSU_TB_PREWARM") == "0" or numba.config.DISABLE_JIT or session.config.option.collectonly
+            or os.environ.get("PYTEST_XDIST_WORKER") or len(files) < PREWARM_MIN_FILES
             or not files & PREWARMED_FILES):
         return
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prewarm.py")
-    _prewarm.append(subprocess.Popen([sys.executable, script], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, start_new_session=True))
+    # (its temporary files, and its children's, in a folder of its own: removed at the end even
+    # when the process was killed, which runs no clean-up)
+    work = tempfile.mkdtemp(prefix="dobutsu-tb-prewarm-")
+    child = subprocess.Popen([sys.executable, script, str(os.getpid())], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                             env={**os.environ, "TMPDIR": work})
+    _prewarm.append((child, work))
+
+
+def wait_for_prewarm(timeout: float = 900.0) -> None:
+    """Wait until the background compiling has ended (killing it after ``timeout`` seconds): for a
+    test that looks at every file of the tests' kernel cache, which the background process writes."""
+    import subprocess
+
+    for child, _ in _prewarm:
+        try:
+            child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _stop(child)
+
+
+def _stop(child) -> None:
+    """Kill the background process and its children (it leads their process group)."""
+    if child.poll() is None:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    child.wait()
 
 
 def pytest_sessionfinish(session):
-    """Stop the background compiling, and its children, if it has not ended (it leads their
-    process group: tests/prewarm.py)."""
-    import signal
+    """Stop the background compiling if it has not ended; remove its temporary folder."""
+    import shutil
 
-    for child in _prewarm:
-        if child.poll() is None:
-            try:
-                os.killpg(child.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        child.wait()
+    for child, work in _prewarm:
+        _stop(child)
+        shutil.rmtree(work, ignore_errors=True)
+    _prewarm.clear()
 
 
 DATA = os.path.join(os.path.dirname(__file__), "data")

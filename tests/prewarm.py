@@ -1,11 +1,15 @@
-"""Compile the build kernels of the board shapes the test suite builds on, into its kernel cache.
+"""Compile the kernels of the board shapes the test suite builds on, into its kernel cache, on the
+CPU the tests leave idle.
 
-conftest.py starts this at the beginning of a whole run, as a background process at the lowest
-priority: with the cache empty (a fresh clone, CI), about a third of the suite's time was
-numba compiling, on one core at a time, while the other core idled. Here each shape compiles
-(:func:`dobutsu_tb.tablebase.precompile.compile_kernels`, as a build does) before the tests that
-need it reach it; a test that gets there first compiles what it needs itself, as without this
-process, and a shape already cached costs nothing. Nothing the tests assert depends on it.
+conftest.py starts this at the beginning of a run of most of the suite, as a background process
+of its own session: ``python tests/prewarm.py PARENT_PID``. With the cache empty (a fresh clone,
+CI), the suite compiled on one CPU at a time while the other idled: 20 min 37 s without this
+process, 17 min 37 s with it (docs/experiments.md, "Compiling on the idle CPU while the tests
+run"). For each shape it compiles the build kernels
+(:func:`dobutsu_tb.tablebase.precompile.compile_kernels`, as a build does), then builds the
+tablebase of the royal pieces alone and runs the front ends on it, before the tests that need
+them get there. A test that gets there first compiles what it needs itself, as without this
+process; a shape already compiled is skipped. What fails here is left for the tests to find.
 
 The order is the order in which the test files first need each shape. The standard shape
 (3 files x 4 ranks) is not here: the first test compiles it at once.
@@ -13,50 +17,83 @@ The order is the order in which the test files first need each shape. The standa
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
+import sys
+import threading
+import time
 
 #: (variant, dense table's slot dtype or ""), in the order the test files first build them.
 SHAPES = (
+    ("dobutsu-3x3", ""),  # test_build_safety.py, test_cluster.py, test_export.py
     ("dobutsu-5x3", ""),  # test_cluster.py
-    ("dobutsu-3x3", ""),  # test_export.py
-    ("dobutsu", "int32"),  # test_out_of_core.py
+    ("dobutsu", "int32"),  # a dense table: test_out_of_core.py (dobutsu-nodrops, of the same shape)
     ("dobutsu-6x3", ""),  # test_rules.py, test_variants.py
-    ("dobutsu-4x4", ""),
+    ("dobutsu-4x4", ""),  # test_rules.py, test_variants.py
 )
 
 
 class _SameSession(subprocess.Popen):
     """``subprocess.Popen`` that keeps the child in this process's session, so in its process group
-    (conftest.py kills the group at the session's end) and its scheduling group (below)."""
+    (conftest.py kills the group at the session's end) and its autogroup (:func:`lowest_priority`)."""
 
     def __init__(self, *args, **kwargs):
         kwargs["start_new_session"] = False
         super().__init__(*args, **kwargs)
 
 
-def lowest_priority() -> None:
-    """Run this process, and the children it starts, only on a CPU the tests leave idle.
+def lowest_priority() -> bool:
+    """Run this process, and the children it starts, (almost) only on a CPU the tests leave idle;
+    False if that cannot be had.
 
     With the kernel's autogroups (Linux, ``/proc/sys/kernel/sched_autogroup_enabled``) each session
-    shares the CPUs equally with every other whatever its processes' nice values, and
-    ``compile_kernels`` starts each child in a session of its own: without this, the compiling
-    took a CPU from the tests (the suite's first build, compiling the standard shape beside it,
-    took 97 s in place of 39). So the children stay in this session, whose autogroup gets the
-    lowest priority, and each process the nice value 19 where autogroups are off."""
+    gets an equal share of the CPUs whatever its processes' nice values, and ``compile_kernels``
+    starts each child in a session of its own: so, with nice 19 alone, the compiling took a CPU
+    from the tests (the suite's first build, compiling the standard shape beside it, took 97 s in
+    place of 44-53 s: docs/experiments.md). So the children stay in this session, and its
+    autogroup gets nice 19 (weight 15 against the tests' 1024); each process gets nice 19 too,
+    for systems without autogroups. Its autogroup is this process's own only when it leads its
+    session (as conftest.py starts it): otherwise it is left alone, and so is the prewarming."""
     os.nice(19)
-    try:
-        with open("/proc/self/autogroup", "w") as f:
-            f.write("19")
-    except OSError:  # (not Linux, or no autogroups)
-        pass
     subprocess.Popen = _SameSession
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
+            autogroups = f.read().strip() == "1"
+    except OSError:  # (not Linux, or a kernel without autogroups: nice values rule)
+        return True
+    if not autogroups:
+        return True
+    if os.getsid(0) != os.getpid():
+        return False
+    for _ in range(20):
+        try:
+            with open("/proc/self/autogroup", "w") as f:
+                f.write("19")
+            return True
+        except OSError as exc:  # (EAGAIN: another autogroup's nice was set in the last 100 ms)
+            if exc.errno != errno.EAGAIN:
+                return False
+            time.sleep(0.2)
+    return False
+
+
+def end_with_parent(parent: int) -> None:
+    """End this process and its children once ``parent`` (the tests' process) has gone: a run
+    killed before its end cannot stop this one (a thread that looks every second)."""
+    import signal
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def front_ends(variant) -> None:
     """Build the tablebase of ``variant``'s royal pieces alone and run the front ends the tests
-    run on such files (probe, line, verify, stats, export), for their kernels: what fails here
-    is the tests' to find."""
+    run on such files (probe, line, verify, stats, export), for their kernels."""
     import tempfile
 
     from click.testing import CliRunner
@@ -66,6 +103,8 @@ def front_ends(variant) -> None:
     from dobutsu_tb.tablebase.precompile import tiny_start
 
     start = tiny_start(variant)
+    if start is None:  # (its royal pieces alone are terminal: the tests' own builds compile it)
+        return
     with tempfile.TemporaryDirectory(prefix="dobutsu-tb-prewarm-") as work:
         path = os.path.join(work, "t.h5")
         build_tablebase(path, start, progress=False, variant=variant)
@@ -75,18 +114,25 @@ def front_ends(variant) -> None:
             runner.invoke(cli, [*args, "--tb", path])
 
 
-def main() -> None:
+def main(parent: int) -> None:
+    if not lowest_priority():
+        return
+    end_with_parent(parent)
     from dobutsu_tb.tablebase import precompile
     from dobutsu_tb.tablebase.game.game import game_of
     from dobutsu_tb.tablebase.game.variant import get_variant
 
-    lowest_priority()
     for name, dense in SHAPES:
-        variant = get_variant(name)
-        precompile.compile_kernels(game_of(variant), dense=dense)
-        if not dense:
-            front_ends(variant)
+        try:
+            variant = get_variant(name)
+            game = game_of(variant)
+            if precompile.kernels_cached(game, dense):
+                continue
+            if precompile.compile_kernels(game, dense=dense) and not dense:
+                front_ends(variant)
+        except Exception:  # (the tests meet it, with its message)
+            continue
 
 
 if __name__ == "__main__":
-    main()
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else os.getppid())
