@@ -76,11 +76,9 @@ def wait_for_prewarm(timeout: float = 900.0) -> None:
 
 def _stop(child) -> None:
     """Kill the background process and its children (it leads their process group)."""
-    if child.poll() is None:
-        try:
-            os.killpg(child.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    from dobutsu_tb.tablebase.precompile import _kill_group
+
+    _kill_group(child)
     child.wait()
 
 
