@@ -119,7 +119,7 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
         v = game.variant
         table = f", with a dense table of {dense} slots," if dense else ""
         log(f"compiling the kernels for boards of {v.files} files x {v.ranks} ranks{table} (once per version of the "
-            f"program and board shape, about 20 seconds)")
+            f"program and board shape, up to a minute)")
     work = tempfile.mkdtemp(prefix="dobutsu-tb-precompile-")  # the children's builds: ours to remove, killed or not
     request = game.variant.to_json() + "\n" + (start.text() if start is not None else "") + "\n" + dense
     env = {**os.environ, CHILD_ENV: "1",  # the same folder, whatever the environment

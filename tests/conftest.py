@@ -1,3 +1,4 @@
+import contextlib
 import os
 import random
 import sys
@@ -56,22 +57,36 @@ def pytest_collection_finish(session):
     # (its temporary files, and its children's, in a folder of its own: removed at the end even
     # when the process was killed, which runs no clean-up)
     work = tempfile.mkdtemp(prefix="dobutsu-tb-prewarm-")
-    child = subprocess.Popen([sys.executable, script, str(os.getpid())], stdin=subprocess.DEVNULL,
+    child = subprocess.Popen([sys.executable, script, str(os.getpid()), work], stdin=subprocess.DEVNULL,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                              env={**os.environ, "TMPDIR": work})
     _prewarm.append((child, work))
 
 
-def wait_for_prewarm(timeout: float = 900.0) -> None:
-    """Wait until the background compiling has ended (killing it after ``timeout`` seconds): for a
-    test that looks at every file of the tests' kernel cache, which the background process writes."""
-    import subprocess
+@contextlib.contextmanager
+def prewarm_held(timeout: float = 900.0):
+    """Hold the background compiling between two of its steps for the ``with`` block, once the
+    step it is in has ended (killing it after ``timeout`` seconds): for a test that looks at every
+    file of the tests' kernel cache, which the background process writes (tests/prewarm.py, ``hold``)."""
+    import time
 
-    for child, _ in _prewarm:
-        try:
-            child.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _stop(child)
+    from prewarm import HELD, HOLD
+
+    for _, work in _prewarm:
+        open(os.path.join(work, HOLD), "w").close()
+    try:
+        deadline = time.monotonic() + timeout
+        for child, work in _prewarm:
+            while child.poll() is None and not os.path.exists(os.path.join(work, HELD)):
+                if time.monotonic() > deadline:
+                    _stop(child)
+                    break
+                time.sleep(0.2)
+        yield
+    finally:
+        for _, work in _prewarm:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(work, HOLD))
 
 
 def _stop(child) -> None:

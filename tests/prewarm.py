@@ -2,35 +2,50 @@
 CPU the tests leave idle.
 
 conftest.py starts this at the beginning of a run of most of the suite, as a background process
-of its own session: ``python tests/prewarm.py PARENT_PID``. With the cache empty (a fresh clone,
+of its own session: ``python tests/prewarm.py PARENT_PID FOLDER`` (FOLDER: its temporary files,
+and the files by which the tests hold it between two steps: :func:`hold`). With the cache empty (a fresh clone,
 CI), the suite compiled on one CPU at a time while the other idled: 20 min 37 s without this
 process, 17 min 37 s with it (docs/experiments.md, "Compiling on the idle CPU while the tests
 run"). For each shape it compiles the build kernels
 (:func:`dobutsu_tb.tablebase.precompile.compile_kernels`, as a build does), then builds the
-tablebase of the royal pieces alone and runs the front ends on it, before the tests that need
-them get there. A test that gets there first compiles what it needs itself, as without this
-process; a shape already compiled is skipped. What fails here is left for the tests to find.
+tablebase of the royal pieces alone and runs the front ends on it; it calls the game's kernels one
+by one, as the tests of the rules do; all before the tests that need them get there. A test that
+gets there first compiles what it needs itself, as without this process; a shape already compiled
+is skipped. What fails here is left for the tests to find.
 
-The order is the order in which the test files first need each shape. The standard shape
-(3 files x 4 ranks) is not here: the first test compiles it at once.
+The order is the order in which the test files first need each (:data:`STEPS`). The standard
+shape's build kernels (3 files x 4 ranks) are not here: the first test compiles them at once.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 import sys
 import threading
 import time
 
-#: (variant, dense table's slot dtype or ""), in the order the test files first build them.
-SHAPES = (
-    ("dobutsu-3x3", ""),  # test_build_safety.py, test_cluster.py, test_export.py
-    ("dobutsu-5x3", ""),  # test_cluster.py
-    ("dobutsu", "int32"),  # a dense table: test_out_of_core.py (dobutsu-nodrops, of the same shape)
-    ("dobutsu-6x3", ""),  # test_rules.py, test_variants.py
-    ("dobutsu-4x4", ""),  # test_rules.py, test_variants.py
+#: What to compile, in the order in which the test files first need it: (what, variant, dense
+#: table's slot dtype or ""). "build" compiles a shape's build kernels and then runs the front ends
+#: on a tiny tablebase (:func:`front_ends`); "game" the game's kernels called one by one, as the
+#: tests of the rules call them (:func:`game_kernels`). A variant named by a tuple is one of the
+#: tests' own, made by :func:`tests_variant`.
+STEPS = (
+    ("build", "dobutsu-3x3", ""),  # test_build_safety.py, test_cluster.py, test_export.py
+    ("build", "dobutsu-5x3", ""),  # test_cluster.py
+    ("build", "dobutsu", "int32"),  # a dense table: test_out_of_core.py (dobutsu-nodrops, of the same shape)
+    ("build", "dobutsu", "int64"),  # test_out_of_core.py: a dense table of small tables' long remainders
+    ("game", "dobutsu-4x4", ""),  # test_encoding.py, test_rules.py
+    ("game", "dobutsu-6x3", ""),
+    ("game", "dobutsu-3x3", ""),  # test_rules.py
+    ("game", "dobutsu-5x3", ""),
+    ("game", "dobutsu", ""),
+    ("build", "dobutsu-6x3", ""),  # test_rules.py, test_variants.py
+    ("build", "dobutsu-4x4", ""),
+    ("build", ("one-by-five",), ""),  # test_variants.py: a board of one file (keys of 63 bits)
+    ("build", ("wide", 4, 5), ""),  # test_variants.py: 56-bit keys on 4 files x 5 ranks
 )
 
 
@@ -93,7 +108,7 @@ def end_with_parent(parent: int) -> None:
 
 def front_ends(variant) -> None:
     """Build the tablebase of ``variant``'s royal pieces alone and run the front ends the tests
-    run on such files (probe, line, verify, stats, export), for their kernels."""
+    run on such files (probe, verify, stats, export, line, verify-line), for their kernels."""
     import tempfile
 
     from click.testing import CliRunner
@@ -109,12 +124,74 @@ def front_ends(variant) -> None:
         path = os.path.join(work, "t.h5")
         build_tablebase(path, start, progress=False, variant=variant)
         runner = CliRunner()
-        for args in (["probe", start.text()], ["probe", start.fen()], ["line", start.text(), "--json"], ["verify"],
-                     ["stats", "--json"], ["export", "--out", os.path.join(work, "t.parquet")]):
+        for args in (["probe", start.text()], ["probe", start.fen()], ["verify"], ["stats", "--json"],
+                     ["export", "--out", os.path.join(work, "t.parquet")]):
             runner.invoke(cli, [*args, "--tb", path])
+        line = runner.invoke(cli, ["line", start.text(), "--json", "--tb", path])
+        moves = [m["move"] for m in json.loads(line.output)["moves"]] if line.exit_code == 0 else []
+        runner.invoke(cli, ["verify-line", "--tb", path, "--start", start.text(), *moves])
 
 
-def main(parent: int) -> None:
+def game_kernels(variant) -> None:
+    """Call each of the game's jitted kernels once, with the types the tests give them
+    (test_rules.py, test_encoding.py), and the game's array functions and perft."""
+    import numpy as np
+
+    from conftest import jitted
+    from dobutsu_tb.tablebase.game.game import game_of
+    from dobutsu_tb.tablebase.game.position import Position
+
+    game = game_of(variant)
+    state = Position.start(variant).state()
+    game.perft(state, 2)
+    keys = game.encode(np.array([state[0]], np.int64), np.array([state[1]], np.int64), fold_mirror=False)
+    game.decode(keys)
+    k = jitted(game)
+    b, h = (np.int64(w) for w in state)
+    moves, keys, classes, boards, hands = (np.empty(max(game.layout["MAX_MOVES"], game.layout["MAX_UNMOVES"]),
+                                                    np.int64) for _ in range(5))
+    key = k.encode_state(b, h)
+    k.canonical_key(b, h), k.mirror_state(b, h), k.flip_state(b, h), k.decode_key(np.int64(key))
+    k.game_over(b, h), k.classify(b, h)
+    n = k.gen_moves(b, h, moves)
+    k.make_move(b, h, moves[0]) if n else None
+    k.gen_unmoves(b, h, boards, hands, False), k.gen_unmoves(b, h, boards, hands, True)
+    k.parent_keys(b, h, keys), k.child_keys(b, h, moves, keys, classes)
+
+
+def tests_variant(spec):
+    """A variant of the tests' own, by ``spec``: ``("one-by-five",)`` is test_variants.py's
+    ``ONE_FILE``, ``("wide", 4, 5)`` its variant of immobile pieces with 56-bit keys."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    from test_variants import ONE_FILE, _immobile
+
+    from dobutsu_tb.tablebase.game.variant import parse_variant
+
+    if spec == ("one-by-five",):
+        return parse_variant(tomllib.loads(ONE_FILE))
+    return parse_variant(_immobile(*spec, "S/aBaB/-l--/aC--/--L-/BaBa/-", "ABC"))
+
+
+#: The file by which the tests ask this process to hold between two steps (while it exists), and
+#: the file by which it says it holds, in its folder (conftest.prewarm_held).
+HOLD, HELD = "hold", "held"
+
+
+def hold(folder: str) -> None:
+    """Wait while the tests ask this process to hold (a file :data:`HOLD` in ``folder``), saying so
+    by a file :data:`HELD`: between two steps, it writes nothing into the kernel cache."""
+    if not os.path.exists(os.path.join(folder, HOLD)):
+        return
+    open(os.path.join(folder, HELD), "w").close()
+    while os.path.exists(os.path.join(folder, HOLD)):
+        time.sleep(0.2)
+    os.remove(os.path.join(folder, HELD))
+
+
+def main(parent: int, folder: str) -> None:
     if not lowest_priority():
         return
     end_with_parent(parent)
@@ -122,15 +199,18 @@ def main(parent: int) -> None:
     from dobutsu_tb.tablebase.game.game import game_of
     from dobutsu_tb.tablebase.game.variant import get_variant
 
-    for name, dense in SHAPES:
+    for what, name, dense in STEPS:
+        hold(folder)
         try:
-            variant = get_variant(name)
+            variant = tests_variant(name) if isinstance(name, tuple) else get_variant(name)
+            if what == "game":
+                game_kernels(variant)
             # (False for a shape already compiled, which is skipped)
-            if precompile.compile_kernels(game_of(variant), dense=dense) and not dense:
+            elif precompile.compile_kernels(game_of(variant), dense=dense) and not dense:
                 front_ends(variant)
         except Exception:  # (the tests meet it, with its message)
             continue
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else os.getppid())
+    main(int(sys.argv[1]), sys.argv[2])

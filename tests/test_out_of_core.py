@@ -250,10 +250,9 @@ def test_a_dense_table_gives_the_same_file(tmp_path, monkeypatch):
     """A budget that a power of two of slots does not fit, but a table sized to the known count
     does (85 % full; the 5x3 game in 12 GiB): the same keys and values as the plain build, and
     the table did not grow."""
-    from conftest import wait_for_prewarm
+    from conftest import prewarm_held
     from dobutsu_tb.tablebase import build
 
-    wait_for_prewarm()  # (no other process writes into the kernel cache while it looks)
     variant = get_variant("dobutsu-nodrops")
     start = Position.start(variant).text()
     plain = build_tablebase(tmp_path / "plain.h5", start, variant=variant, progress=False)
@@ -265,14 +264,15 @@ def test_a_dense_table_gives_the_same_file(tmp_path, monkeypatch):
     pow2 = memory.Sizes(44, 19)
     assert pow2.retrograde(meta.nonterminal, spilled=True) > budget - memory.BASE_MEMORY
     cache = Path(jit.cache_root())
-    before = {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()}
-    result = build_tablebase(tmp_path / "dense.h5", start, variant=variant, progress=False, max_memory=budget,
-                             work_dir=tmp_path)
+    with prewarm_held():  # (no other process writes into the kernel cache while it looks)
+        before = {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()}
+        result = build_tablebase(tmp_path / "dense.h5", start, variant=variant, progress=False, max_memory=budget,
+                                 work_dir=tmp_path)
+        # Its kernels (int32 slots) compiled in the precompile children, or were cached: none in the build.
+        mark = Path(numba.config.CACHE_DIR) / "shape-3x4" / precompile.DENSE_MARK.format("int32")  # (this version's)
+        late = [p.name for p in cache.rglob("*") if p.is_file() and before.get(p) != p.stat().st_mtime_ns
+                and p.stat().st_mtime_ns > mark.stat().st_mtime_ns]
     assert result.plan.table_load == 0.85 and result.plan.table_slots == 458_752  # the table as it was made
-    # Its kernels (int32 slots) compiled in the precompile children, or were cached: none in the build.
-    mark = Path(numba.config.CACHE_DIR) / "shape-3x4" / precompile.DENSE_MARK.format("int32")  # (this version's)
-    late = [p.name for p in cache.rglob("*") if p.is_file() and before.get(p) != p.stat().st_mtime_ns
-            and p.stat().st_mtime_ns > mark.stat().st_mtime_ns]
     assert late == [], late
     keys, values, _ = _contents(result.path)
     want_keys, want_values, _ = _contents(plain.path)
