@@ -31,8 +31,8 @@ from dobutsu_tb.tablebase.game.variant import get_variant, shipped_variants  # n
 
 #: The test files that build on the shapes ``prewarm.py`` compiles (its comments say which): a
 #: run that selects none of them starts no background compiling.
-PREWARMED_FILES = {"test_build_safety.py", "test_cluster.py", "test_export.py", "test_out_of_core.py",
-                   "test_rules.py", "test_variants.py"}
+PREWARMED_FILES = {"test_build_safety.py", "test_cluster.py", "test_encoding.py", "test_export.py",
+                   "test_out_of_core.py", "test_rules.py", "test_variants.py"}
 #: The test files a run must select to start the background compiling (a whole run has 25).
 PREWARM_MIN_FILES = 10
 _prewarm = []  # (the background process, its temporary folder)
@@ -84,9 +84,11 @@ def prewarm_held(timeout: float = 900.0):
                 time.sleep(0.2)
         yield
     finally:
-        for _, work in _prewarm:
+        for child, work in _prewarm:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(os.path.join(work, HOLD))
+            while child.poll() is None and os.path.exists(os.path.join(work, HELD)):  # (until it goes on)
+                time.sleep(0.05)
 
 
 def _stop(child) -> None:
