@@ -12,7 +12,10 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import tomllib
+try:
+    import tomllib
+except ImportError:  # Python 3.10 (the package depends on tomli there)
+    import tomli as tomllib
 
 VARIANTS = Path(__file__).resolve().parent.parent / "tablebase" / "game" / "variants"
 FILES = "abcdefghijklmno"
