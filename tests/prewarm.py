@@ -47,7 +47,7 @@ STEPS = (
     ("build", "dobutsu-6x3", ""),  # test_rules.py, test_variants.py
     ("build", "dobutsu-4x4", ""),
     ("build", ("one-by-five",), ""),  # test_variants.py: a board of one file (keys of 63 bits)
-    ("build", ("wide", 4, 5), ""),  # test_variants.py: 56-bit keys on 4 files x 5 ranks
+    ("build", ("wide", 4, 5), ""),  # test_variants.py: 56-bit keys on 4 files x 5 ranks (WIDEST_KEYS)
 )
 
 
@@ -150,31 +150,32 @@ def game_kernels(variant) -> None:
     game.decode(keys)
     k = jitted(game)
     b, h = (np.int64(w) for w in state)
-    moves, keys, classes, boards, hands = (np.empty(max(game.layout["MAX_MOVES"], game.layout["MAX_UNMOVES"]),
-                                                    np.int64) for _ in range(5))
-    key = k.encode_state(b, h)
-    k.canonical_key(b, h), k.mirror_state(b, h), k.flip_state(b, h), k.decode_key(np.int64(key))
-    k.game_over(b, h), k.classify(b, h)
-    n = k.gen_moves(b, h, moves)
-    k.make_move(b, h, moves[0]) if n else None
-    k.gen_unmoves(b, h, boards, hands, False), k.gen_unmoves(b, h, boards, hands, True)
-    k.parent_keys(b, h, keys), k.child_keys(b, h, moves, keys, classes)
+    size = max(game.layout["MAX_MOVES"], game.layout["MAX_UNMOVES"])
+    moves, keys, classes, boards, hands = (np.empty(size, np.int64) for _ in range(5))
+    for kernel in (k.canonical_key, k.mirror_state, k.flip_state, k.game_over, k.classify):
+        kernel(b, h)
+    k.decode_key(np.int64(k.encode_state(b, h)))
+    if k.gen_moves(b, h, moves):
+        k.make_move(b, h, moves[0])
+    for pruned in (False, True):
+        k.gen_unmoves(b, h, boards, hands, pruned)
+    k.parent_keys(b, h, keys)
+    k.child_keys(b, h, moves, keys, classes)
 
 
 def tests_variant(spec):
     """A variant of the tests' own, by ``spec``: ``("one-by-five",)`` is test_variants.py's
-    ``ONE_FILE``, ``("wide", 4, 5)`` its variant of immobile pieces with 56-bit keys."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib
-    from test_variants import ONE_FILE, _immobile
+    ``ONE_FILE``, ``("wide", files, ranks)`` its variant of immobile pieces of that board in
+    ``WIDEST_KEYS``."""
+    from test_variants import ONE_FILE, WIDEST_KEYS, _immobile
 
     from dobutsu_tb.tablebase.game.variant import parse_variant
+    from naive import tomllib
 
     if spec == ("one-by-five",):
         return parse_variant(tomllib.loads(ONE_FILE))
-    return parse_variant(_immobile(*spec, "S/aBaB/-l--/aC--/--L-/BaBa/-", "ABC"))
+    [(start, kinds)] = [(start, kinds) for files, ranks, start, kinds, _ in WIDEST_KEYS if (files, ranks) == spec[1:]]
+    return parse_variant(_immobile(*spec, start, kinds))
 
 
 #: The file by which the tests ask this process to hold between two steps (while it exists), and

@@ -7,7 +7,6 @@ import pickle
 import subprocess
 import sys
 import textwrap
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -17,9 +16,7 @@ from conftest import TEST_CACHE
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
 
-#: Every puzzle command (and each engine of Room Sweeper), with a line its output must hold. The
-#: test runs the commands of Room Sweeper and the Cross Squared Number Puzzle beside the others, in
-#: two lanes, each in order (the commands of one puzzle share its kernels, compiled by the first).
+#: Every puzzle command (and each engine of Room Sweeper), with a line its output must hold.
 PUZZLE_COMMANDS = [
     (["lastone", DATA / "lastone" / "t-shape-seed.dat"], "4 jumps"),
     (["lastone", DATA / "lastone" / "cross.txt", "--count"], "jump sequences that solve it:"),
@@ -51,8 +48,7 @@ def test_the_search_tests_then_every_puzzle_command_in_one_cache():
     """The issue's failure: after the search tests, ``puzzle squares`` died with
     ``ModuleNotFoundError: No module named 'test_search'`` (a generic kernel's index listed the
     tests' types). The search tests run first, in a process of their own, into the tests' cache;
-    then every puzzle command runs against the same folder (in two lanes at once: two processes
-    saving into one index is the kernel cache's everyday case too)."""
+    then every puzzle command runs against the same folder."""
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
                           str(ROOT / "tests" / "test_search.py")], capture_output=True, text=True, check=False,
                          timeout=900, cwd=ROOT)
@@ -60,13 +56,8 @@ def test_the_search_tests_then_every_puzzle_command_in_one_cache():
     # The situation of the issue holds: an index of the tests' cache names the tests' module.
     indexes = list(Path(TEST_CACHE).glob("numba-*/search_*/dfs.never_dead-*.nbi"))
     assert any(b"test_search" in path.read_bytes() for path in indexes), indexes
-    lanes = [[c for c in PUZZLE_COMMANDS if c[0][0] not in ("squares", "sweep")],
-             [c for c in PUZZLE_COMMANDS if c[0][0] in ("squares", "sweep")]]
-    with ThreadPoolExecutor(len(lanes)) as pool:
-        done = pool.map(lambda lane: [(args, expected, _cli("puzzle", *args)) for args, expected in lane], lanes)
-        ran = [run for lane in done for run in lane]
-    assert len(ran) == len(PUZZLE_COMMANDS)
-    for args, expected, result in ran:
+    for args, expected in PUZZLE_COMMANDS:
+        result = _cli("puzzle", *args)
         shown = f"puzzle {' '.join(map(str, args))}: exit {result.returncode}\n{result.stdout[-1500:]}\n{result.stderr}"
         assert result.returncode == 0 and "Traceback" not in result.stderr, shown
         assert not result.stderr.strip(), shown  # not even a warning: another program's index is a plain miss

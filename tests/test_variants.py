@@ -160,10 +160,15 @@ def test_a_key_too_wide_for_a_sort_record_is_listed_drawn_and_refused_by_the_bui
     assert sorted(p.name for p in tmp_path.iterdir()) == ["wide.toml"]
 
 
-@pytest.mark.parametrize("files, ranks, start, kinds, bits", [
+#: Variants of immobile pieces (:func:`_immobile`) with the widest keys: (files, ranks, start, kinds,
+#: the key's bits). tests/prewarm.py compiles the 4x5 board's.
+WIDEST_KEYS = [
     (3, 4, "S/elB/EBC/--L/ceD/-", "ABCDEF", 50),
     (4, 5, "S/aBaB/-l--/aC--/--L-/BaBa/-", "ABC", 56),
-])
+]
+
+
+@pytest.mark.parametrize("files, ranks, start, kinds, bits", WIDEST_KEYS)
 def test_two_byte_values_with_the_widest_keys(tmp_path, monkeypatch, files, ranks, start, kinds, bits):
     """A DTM of 254 plies or more takes two-byte values, whatever the keys' width up to the 56 bits
     a sort record holds beside a byte (its byte says LONG; the value goes in a list of its own):
