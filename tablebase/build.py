@@ -41,7 +41,7 @@ from dobutsu_tb.tablebase.memory import (  # noqa: F401 (InsufficientMemoryError
     peak_resident_memory,
     total_memory,
 )
-from dobutsu_tb.tablebase.precompile import compile_kernels
+from dobutsu_tb.tablebase.precompile import big_build, compile_kernels
 from dobutsu_tb.tablebase.schema import Metadata, value_counts
 from dobutsu_tb.tablebase.values import LONG, describe_value
 from dobutsu_tb.tablebase.writer import (
@@ -612,7 +612,8 @@ def build_tablebase(out, start=None, progress: bool | None = None,
                 else:
                     dense = "" if plan.table_load is None else \
                         table_slot_dtype(plan.table_slots, game.layout["MAX_KEY_BITS"], config.THREADS).name
-                    compile_kernels(game, _log if progress is not False else None, interrupt.check, start, dense)
+                    compile_kernels(game, _log if progress is not False else None, interrupt.check, start, dense,
+                                    big_build(plan))
                     with WorkFolder(base, plan.spill or plan.terminal_disk > 0) as folder:
                         if folder.removed and progress is not False:
                             _log(f"removed {counted(len(folder.removed), 'work folder')} of a build that was "

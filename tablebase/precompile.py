@@ -13,10 +13,18 @@ a mark in the variant's cache folder; the build then loads its kernels from the 
 
 numba compiles on one core, so two children share the work, one the enumeration's kernels and
 one the rest, each on a core of its own (15.0-15.8 s for the standard shape's first build against
-31.1-32.6 s with one child). The second does not wait for the first's kernels: its tiny builds
-start from enumerations made without numba's JIT (:func:`_enumerate_plainly`), which the
-enumeration's kernels make the same. Both save into one cache folder at once, which numba's cache
-does not allow for (``encoding/jit.py``, ``_TolerantIndex.save``).
+31.1-32.6 s with one child, on 2026-12-06). The second does not wait for the first's kernels: its
+tiny builds start from enumerations made without numba's JIT (:func:`_enumerate_plainly`), which
+the enumeration's kernels make the same; and no kernel is the work of both (the radix sort is the
+second's, the terminal positions' later passes the first's). Both save into one cache folder at once,
+which numba's cache does not allow for (``encoding/jit.py``, ``_TolerantIndex.save``).
+
+The paths that only big builds take (:func:`big_build`: terminal positions in partitions, a dense
+table, tables or sets of 2 GiB and more, two-byte values) compile only for a build whose plan
+takes them, with a mark of their own (:data:`BIG_MARK`): compiling them for every first build
+made the standard shape's 49 s instead of 25 s (docs/building.md, "Kernels"). A build of a small
+plan that meets one of them anyway (a DTM of 254 plies or more, a start of unknown counts whose
+terminal set outgrows the budget) compiles that kernel itself, as every build did before.
 
 The kernels depend on the variant's board shape and the sources only, never on the sizes of the
 tables, so the tiny builds compile the real one's. A kernel that they missed would compile in the
@@ -45,6 +53,11 @@ WIDE_MARK = "compiled-by-precompile-wide-slots"
 #: The mark of a dense table's kernels (a build whose memory plan sizes the table to its count:
 #: :func:`~dobutsu_tb.encoding.compact.dense_table_slots`), by the dtype of its slots.
 DENSE_MARK = "compiled-by-precompile-dense-{}"
+#: The mark of the kernels of the paths that only big builds take (:func:`big_build`): terminal
+#: positions in partitions (counted in more passes, or set aside on disk), the analysis grouped by
+#: region, tables grown past 2**31 slots, two-byte values. A build of another plan does without
+#: them, and its first one compiles in about half the time (docs/building.md, "Kernels").
+BIG_MARK = "compiled-by-precompile-big"
 #: Set in the child's environment: a build there compiles its own kernels (no grandchild).
 CHILD_ENV = "DOBUTSU_TB_PRECOMPILING"
 
@@ -62,17 +75,30 @@ def _wide(game) -> bool:
     return game.layout["MAX_KEY_BITS"] - (MIN_SLOT_BITS + 1) > MAX_NARROW_REMAINDER
 
 
-def kernels_cached(game, dense: str = "") -> bool:
+def big_build(plan) -> bool:
+    """Whether a build of ``plan`` (:class:`~dobutsu_tb.tablebase.memory.BuildPlan`) takes the
+    paths of :data:`BIG_MARK`'s kernels: terminal positions in partitions, lists spilled to disk, a
+    dense table, or a peak of :data:`~dobutsu_tb.encoding.routing.GROUP_FROM` bytes or more (only
+    a table or a set that big has its accesses grouped by region: the plan's peak bounds both)."""
+    from dobutsu_tb.encoding import routing
+
+    return (plan.terminal_parts > 1 or plan.spill or plan.table_load is not None
+            or plan.peak >= routing.GROUP_FROM)
+
+
+def kernels_cached(game, dense: str = "", big: bool = False) -> bool:
     """Whether a child process has compiled ``game``'s build kernels into the kernel cache (those of
-    its board's shape, for the slots its tables have; and with ``dense``, the name of a dtype, those
-    of a dense table of such slots)."""
+    its board's shape, for the slots its tables have; with ``big``, those of the paths of big builds
+    too, :data:`BIG_MARK`; and with ``dense``, the name of a dtype, those of a dense table of such
+    slots)."""
     marks = (MARK, WIDE_MARK) if _wide(game) else (MARK,)
+    marks += (BIG_MARK,) if big or dense else ()
     marks += (DENSE_MARK.format(dense),) if dense else ()
     return all(os.path.exists(os.path.join(_folder(game), mark)) for mark in marks)
 
 
 def compile_kernels(game, log: Callable[[str], None] | None = None, check: Callable[[], None] | None = None,
-                    start=None, dense: str = "") -> bool:
+                    start=None, dense: str = "", big: bool = False) -> bool:
     """Compile ``game``'s build kernels in two child processes at once, unless they are cached
     already.
 
@@ -97,7 +123,10 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
     dense : str, optional
         The dtype of a dense table's slots (``"int32"`` or ``"int64"``), when the build's memory
         plan has one: the children compile its kernels too (once per shape and dtype: a kernel
-        compiles for each dtype of the slots it is given).
+        compiles for each dtype of the slots it is given), and those of ``big``.
+    big : bool, optional
+        The children compile the kernels of the paths of big builds too (:func:`big_build`,
+        :data:`BIG_MARK`); without it, a build that takes one of them compiles its kernel itself.
 
     Returns
     -------
@@ -106,7 +135,8 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
     """
     import numba
 
-    if os.environ.get(CHILD_ENV) or numba.config.DISABLE_JIT or kernels_cached(game, dense):
+    big = big or bool(dense)
+    if os.environ.get(CHILD_ENV) or numba.config.DISABLE_JIT or kernels_cached(game, dense, big):
         return False
     folder = _folder(game)
     try:
@@ -117,11 +147,13 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
         return False
     if log is not None:
         v = game.variant
-        table = f", with a dense table of {dense} slots," if dense else ""
+        table = (f", with a dense table of {dense} slots," if dense else
+                 ", with the paths of big builds," if big else "")
         log(f"compiling the kernels for boards of {v.files} files x {v.ranks} ranks{table} (once per version of the "
             f"program and board shape, up to a minute)")
     work = tempfile.mkdtemp(prefix="dobutsu-tb-precompile-")  # the children's builds: ours to remove, killed or not
-    request = game.variant.to_json() + "\n" + (start.text() if start is not None else "") + "\n" + dense
+    request = "\n".join((game.variant.to_json(), start.text() if start is not None else "", dense,
+                         "big" if big else ""))
     env = {**os.environ, CHILD_ENV: "1",  # the same folder, whatever the environment
            "DOBUTSU_TB_CACHE": os.path.dirname(numba.config.CACHE_DIR)}
     children = []
@@ -179,11 +211,13 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
         Path(folder, MARK).touch()
         if _wide(game):
             Path(folder, WIDE_MARK).touch()
+        if big:
+            Path(folder, BIG_MARK).touch()
         if dense:
             Path(folder, DENSE_MARK.format(dense)).touch()
     except OSError:  # (no room for the mark: the build loads what it can and compiles the rest)
         return False
-    return kernels_cached(game, dense)
+    return kernels_cached(game, dense, big)
 
 
 def _kill_group(child: subprocess.Popen) -> None:
@@ -266,6 +300,12 @@ def _dense_request(text: str) -> str:
     return lines[2].strip() if len(lines) > 2 else ""
 
 
+def _big_request(text: str) -> bool:
+    """Whether the request asks for the kernels of the paths of big builds (:data:`BIG_MARK`)."""
+    lines = text.split("\n")
+    return len(lines) > 3 and lines[3].strip() == "big"
+
+
 def _dense_expected(game, dtype: str) -> int | None:
     """Non-terminal positions to expect for a dense table (85 % full) whose slots have ``dtype``
     (int32 or int64): the smallest such table that is not a power of two a shard; None where it
@@ -294,26 +334,30 @@ def _main(work: str, part: str) -> None:
     read from stdin (:func:`_read_request`), building tiny tablebases in ``work`` (the parent
     removes it).
 
-    ``enumeration`` enumerates the tiny game (its royal pieces alone) as a build does, in one
-    partition and in two (terminal positions left for later passes), grows the table and the set of
-    terminal positions (as for a start of unknown counts) and doubles the set's partitions (as when
-    it outgrows a budget); for keys long enough that small tables have uint64 slots
-    (:func:`_wide`), it also builds a tiny game in a table of the uint32 slots of a big one.
+    ``enumeration`` enumerates the tiny game (its royal pieces alone) as a build does and grows its
+    table and a set of terminal positions (as for a start of unknown counts); for keys long enough
+    that small tables have uint64 slots (:func:`_wide`), it also builds a tiny game in a table of
+    the uint32 slots of a big one.
+    For a big build (the request's fourth line, :data:`BIG_MARK`) it also enumerates in two
+    partitions (the terminal positions of the second counted in a later pass over the table, and
+    set aside on disk), grows the table as one past 2**31 slots, doubles the set's partitions (as
+    when it outgrows a budget), and with a dense table's dtype builds one.
 
     ``analysis`` takes the rest, on the same enumerations made without numba's JIT in a
     process of its own (:func:`_enumerate_plainly`: a fraction of a second), so that it need not
-    wait for the other child's kernels: a plain tiny build and one with two-byte values, and by
-    hand the paths a tiny game does not take: one ply of the analysis from the start (a game of
-    royal pieces alone may have no decided position to start from), the terminal positions of the
-    second partition counted, the records made in three key ranges and the keys of positions without a move."""
+    wait for the other child's kernels: a plain tiny build, and by hand the paths a tiny game does
+    not take: one ply of the analysis from the start (a game of royal pieces alone may have no
+    decided position to start from), the records made in three key ranges and the keys of positions
+    without a move. For a big build, also the analysis grouped by region, a dense table's and a
+    tiny build with two-byte values."""
     from dobutsu_tb.encoding.jit import saves_failed
 
     text, variant, start = _read_request()
     os.makedirs(work, exist_ok=True)
     if part == "enumeration":
-        _compile_enumeration(start, _dense_request(text))
+        _compile_enumeration(start, _dense_request(text), _big_request(text))
     elif part == "analysis":
-        _compile_analysis(text, variant, start, work)
+        _compile_analysis(text, variant, start, work, _big_request(text))
     else:
         sys.exit(f"no such share of the kernels: {part!r}")
     if saves_failed():  # (the mark would say that kernels are cached which are not)
@@ -337,25 +381,39 @@ def _remap_in_int64(wide: bool):
         compact.remap_dtype = real
 
 
-def _compile_enumeration(start, dense: str = "") -> None:
+def _compile_enumeration(start, dense: str = "", big: bool = True) -> None:
     import numpy as np
 
-    from dobutsu_tb.encoding import config
+    from dobutsu_tb.encoding import config, sorting
     from dobutsu_tb.encoding.compact_set import CompactSet
     from dobutsu_tb.tablebase import enumeration
     from dobutsu_tb.tablebase.enumeration import CLASS_MASK, enumerate_positions
 
     game, bits, shift = start.game, start.game.layout["MAX_KEY_BITS"], start.game.layout["KEY_SHIFT"]
-    for wide_remap in (False, True):  # each old slot's new place in int32, and in int64 (past 2**31 slots)
+    # The radix sort's kernel is the other child's to compile (this one compiles the longest,
+    # _insert): its windows in key order sort with numpy's, so as not to compile it twice at once.
+    sorting.METHOD = "numpy"
+    # each old slot's new place in int32, and with ``big`` in int64 (past 2**31 slots)
+    for wide_remap in (False, True) if big else (False,):
         with _remap_in_int64(wide_remap):
             enum = enumerate_positions(game, start.state())
             enumeration.regrow_tags(enum.tags, enum.table.grow(2 * len(enum.table)), enum.table.capacity)
-    enumerate_positions(game, start.state(), terminal_parts=2)
+    expected = _narrow_expected(game)
+    if expected:  # a big table's uint32 slots, grown; and a table of uint64 slots grown into them
+        for wide_remap in (False, True) if big else (False,):
+            with _remap_in_int64(wide_remap):
+                enum = enumerate_positions(game, start.state(), expected=(expected, 1))
+                enum.table.grow(2 * enum.table.capacity)
+                enum = enumerate_positions(game, start.state())
+                enum.table.grow(expected)
+    terminal = CompactSet(1, bits, shift, config.SET_LOAD_FACTOR, config.THREADS)
+    terminal.grow(2 * terminal.room() + 2)  # (as for a start of unknown counts)
+    if not big:
+        return
+    enumeration.count_terminal_partitions(enumerate_positions(game, start.state(), terminal_parts=2))
     with tempfile.TemporaryDirectory() as folder:  # the other partition's terminal children set aside
         enumeration.count_terminal_partitions(enumerate_positions(game, start.state(), terminal_parts=2,
                                                                   spill_dir=folder))
-    terminal = CompactSet(1, bits, shift, config.SET_LOAD_FACTOR, config.THREADS)
-    terminal.grow(2 * terminal.room() + 2)
     enumeration._deal_by_shard(np.zeros(1, np.int64), 1, terminal.layout,  # (a tiny game may set none aside)
                                np.zeros((1, terminal.n_shards, 1), np.int64),
                                enumeration.thread_counters(1, terminal.n_shards))
@@ -363,17 +421,10 @@ def _compile_enumeration(start, dense: str = "") -> None:
     game.jitted(enumeration)._keep_partition_zero(game.rules_array, terminal.buf, terminal.layout, smaller.buf,
                                                   smaller.layout, smaller.counts, 1, np.zeros(CLASS_MASK + 1, np.int64))
     del enum, terminal, smaller
-    expected = _narrow_expected(game)
-    if expected:  # a big table's uint32 slots, grown; and a table of uint64 slots grown into them
-        for wide_remap in (False, True):
-            with _remap_in_int64(wide_remap):
-                enum = enumerate_positions(game, start.state(), expected=(expected, 1))
-                enum.table.grow(2 * enum.table.capacity)
-                enum = enumerate_positions(game, start.state())
-                enum.table.grow(expected)
     expected = _dense_expected(game, dense) if dense else None
-    if expected:  # a dense table, its terminal positions in two partitions
-        enumerate_positions(game, start.state(), expected=(expected, 1), terminal_parts=2, table_load=0.85)
+    if expected:  # a dense table, its terminal positions in two partitions (counted in a second pass)
+        enumeration.count_terminal_partitions(enumerate_positions(game, start.state(), expected=(expected, 1),
+                                                                  terminal_parts=2, table_load=0.85))
 
 
 def _narrow_expected(game) -> int | None:
@@ -390,9 +441,9 @@ def _narrow_expected(game) -> int | None:
 
 #: The enumerations that :func:`_enumerate_plainly` makes: a file name, and
 #: :func:`~dobutsu_tb.tablebase.enumeration.enumerate_positions`'s ``terminal_parts`` and whether
-#: the table has a big one's uint32 slots (:func:`_narrow_expected`; only where it says so).
-_PLAIN = {"one-partition.pickle": (1, False), "two-partitions.pickle": (2, False), "narrow-slots.pickle": (1, True),
-          "dense.pickle": (2, "dense")}
+#: the table has a big one's uint32 slots (:func:`_narrow_expected`; only where it says so) or is
+#: dense (only where the request asks for it).
+_PLAIN = {"one-partition.pickle": (1, False), "narrow-slots.pickle": (1, True), "dense.pickle": (2, "dense")}
 
 
 def _enumerate_plainly(work: str) -> None:
@@ -418,15 +469,15 @@ def _enumerate_plainly(work: str) -> None:
             pickle.dump(fields, f, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _compile_analysis(text: str, variant, start, work: str) -> None:
+def _compile_analysis(text: str, variant, start, work: str, big: bool = True) -> None:
     import pickle
 
     import numpy as np
 
-    from dobutsu_tb.encoding import routing
+    from dobutsu_tb.encoding import routing, sorting
     from dobutsu_tb.tablebase import build, retrograde
     from dobutsu_tb.tablebase.build import _keys_with_value, build_tablebase, record_blocks
-    from dobutsu_tb.tablebase.enumeration import Enumeration, count_terminal_partitions
+    from dobutsu_tb.tablebase.enumeration import Enumeration
     from dobutsu_tb.tablebase.writer import RECORD_VALUE_BITS
 
     plain = subprocess.run(_python_command("_enumerate_plainly", work), input=text, text=True, capture_output=True,
@@ -435,6 +486,7 @@ def _compile_analysis(text: str, variant, start, work: str) -> None:
         lines = [line for line in plain.stderr.splitlines() if line.strip()]
         sys.exit(f"the enumeration without the JIT failed: {lines[-1] if lines else plain.returncode}")
     game, shift = start.game, start.game.layout["KEY_SHIFT"]
+    sorting.sort_method()  # (the radix sort's kernel, timed against numpy's: this child's to compile)
 
     def enumerated(name: str = "one-partition.pickle") -> Enumeration:
         with open(os.path.join(work, name), "rb") as f:
@@ -457,23 +509,21 @@ def _compile_analysis(text: str, variant, start, work: str) -> None:
     cells = retrograde.seed_values(enum)
     slot = enum.table.lookup([start.key()])
     retrograde.propagate_ply(enum, cells, 1, slot.astype(retrograde.slot_dtype(enum.table.capacity)))
-    enum = enumerated("two-partitions.pickle")
-    count_terminal_partitions(enum)
-    solved_and_recorded(enum, 3)
-    big = "one-partition.pickle"  # (a table with a big one's slots)
+    solved_and_recorded(enumerated(), 3)
+    big_table = "one-partition.pickle"  # (a table with a big one's slots)
     if _narrow_expected(game):  # the tiny builds' tables had uint64 slots: a big table's are uint32
-        big = "narrow-slots.pickle"
-        solved_and_recorded(enumerated(big), 1)
+        big_table = "narrow-slots.pickle"
+        solved_and_recorded(enumerated(big_table), 1)
+    del enum, cells
+    if not big:
+        return
     grouping = routing.GROUP_FROM, routing.REGION_BYTES  # a big table's plies, grouped by region
     routing.GROUP_FROM, routing.REGION_BYTES = 0, 1 << 12
     try:
-        retrograde.solve(enumerated(big))
+        retrograde.solve(enumerated(big_table))
     finally:
         routing.GROUP_FROM, routing.REGION_BYTES = grouping
     if os.path.exists(os.path.join(work, "dense.pickle")):  # a dense table, its terminal positions in two passes
-        enum = enumerated("dense.pickle")
-        count_terminal_partitions(enum)
-        solved_and_recorded(enum, 2)
-    del enum, cells
+        solved_and_recorded(enumerated("dense.pickle"), 2)
     retrograde.LONG_DTM = 3  # two-byte values (what a DTM of 254 plies or more needs)
     build_tablebase(Path(work) / "wide.h5", start, progress=False, variant=variant, memory_check=False)

@@ -209,7 +209,7 @@ def main(parent: int, folder: str) -> None:
             if what == "game":
                 game_kernels(variant)
             # (False for a shape already compiled, which is skipped)
-            elif precompile.compile_kernels(game_of(variant), dense=dense) and not dense:
+            elif precompile.compile_kernels(game_of(variant), dense=dense, big=True) and not dense:
                 front_ends(variant)
         except Exception:  # (the tests meet it, with its message)
             continue

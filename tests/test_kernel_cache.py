@@ -239,7 +239,7 @@ def test_a_build_with_the_cache_empty_has_a_child_compile_its_kernels(tmp_path):
     the cache filled (0.18 GiB for this one; 0.39 GiB when it compiled them itself). The next
     build compiles nothing, and both files hold the same positions and values."""
     from conftest import LION_CHICK
-    from dobutsu_tb.tablebase.precompile import MARK
+    from dobutsu_tb.tablebase.precompile import BIG_MARK, MARK
     from dobutsu_tb.tablebase.reader import TablebaseFile
 
     env = {**os.environ, "DOBUTSU_TB_CACHE": str(tmp_path / "cache")}
@@ -253,6 +253,8 @@ def test_a_build_with_the_cache_empty_has_a_child_compile_its_kernels(tmp_path):
     written_after = [p.name for p in (tmp_path / "cache").rglob("*") if p.is_file()
                      and p.stat().st_mtime_ns > mark.stat().st_mtime_ns]
     assert written_after == [], written_after  # the build compiled nothing itself
+    # (nor did the children compile the paths of big builds: a plan of one pass of each)
+    assert not list((tmp_path / "cache").glob(f"numba-*/shape-3x4/{BIG_MARK}"))
     peaks = [float(line.rsplit("peak memory so far ", 1)[1].split()[0]) for line in runs[0].stderr.splitlines()
              if "peak memory so far" in line]
     assert peaks and max(peaks) < 0.3, runs[0].stderr
@@ -262,6 +264,22 @@ def test_a_build_with_the_cache_empty_has_a_child_compile_its_kernels(tmp_path):
             keys, values = f.read_all()
             contents.append((keys.tolist(), values.tolist()))
     assert contents[0] == contents[1] and len(contents[0][0]) == 11_711
+
+
+def test_only_a_big_plan_has_the_children_compile_the_paths_of_big_builds(tmp_path):
+    """The standard game's plan with memory to spare takes none of the paths of big builds (its
+    first build compiles in about half the time); within 1 GiB it counts the terminal positions in
+    partitions, and the 5x3 game's tables pass 2 GiB: both have the children compile those paths
+    (precompile.BIG_MARK), so that nothing compiles beside their tables at their peak."""
+    from dobutsu_tb.tablebase import memory
+    from dobutsu_tb.tablebase.precompile import big_build
+
+    standard = memory.make_plan(memory.Sizes(44, 19), 99_485_568, 147_317_599, None, tmp_path)
+    tight = memory.make_plan(memory.Sizes(44, 19), 99_485_568, 147_317_599, 1 << 30, tmp_path)
+    five_by_three = memory.make_plan(memory.Sizes(47, 16), 1_441_956_293, 1_917_954_233, None, tmp_path)
+    assert standard.terminal_parts == 1 and not standard.spill and not big_build(standard)
+    assert tight.terminal_parts > 1 and big_build(tight)
+    assert big_build(five_by_three)
 
 
 def test_a_failed_or_interrupted_precompile_leaves_the_build_to_compile(monkeypatch, tmp_path):
@@ -274,7 +292,7 @@ def test_a_failed_or_interrupted_precompile_leaves_the_build_to_compile(monkeypa
     from dobutsu_tb.tablebase.game.variant import standard_variant
 
     game = game_of(standard_variant())
-    monkeypatch.setattr(precompile, "kernels_cached", lambda g, dense="": False)
+    monkeypatch.setattr(precompile, "kernels_cached", lambda g, dense="", big=False: False)
     monkeypatch.setattr(precompile, "_folder", lambda g: str(tmp_path / "shape"))  # (not the current folder)
     failing = [sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit('no compiler here')"]
     monkeypatch.setattr(precompile, "_child_command", lambda work, part: failing)
@@ -320,7 +338,7 @@ def test_an_interrupt_kills_the_children_and_theirs(monkeypatch, tmp_path):
     from dobutsu_tb.tablebase.game.game import game_of
     from dobutsu_tb.tablebase.game.variant import standard_variant
 
-    monkeypatch.setattr(precompile, "kernels_cached", lambda g, dense="": False)
+    monkeypatch.setattr(precompile, "kernels_cached", lambda g, dense="", big=False: False)
     monkeypatch.setattr(precompile, "_folder", lambda g: str(tmp_path / "shape"))  # (not the current folder)
     monkeypatch.setattr(precompile, "_child_command",
                         lambda work, part: [sys.executable, "-c", GRANDPARENT, str(tmp_path / part)])
@@ -358,7 +376,7 @@ def test_no_room_for_the_mark_leaves_the_build_to_compile(monkeypatch, tmp_path)
     def full(self, *args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device", str(self))
 
-    monkeypatch.setattr(precompile, "kernels_cached", lambda g, dense="": False)
+    monkeypatch.setattr(precompile, "kernels_cached", lambda g, dense="", big=False: False)
     monkeypatch.setattr(precompile, "_folder", lambda g: str(tmp_path / "shape"))  # (not the current folder)
     monkeypatch.setattr(precompile, "_child_command",
                         lambda work, part: [sys.executable, "-c", "import sys; sys.stdin.read()"])
@@ -381,10 +399,10 @@ def test_the_child_compiles_the_kernels_of_wide_keys_with_two_byte_values(monkey
     game = game_of(parse_variant({"name": "wide", "files": 3, "ranks": 4, "start": "S/elB/EBC/--L/ceD/-",
                                   "drops": False, "pieces": pieces}))
     assert game.layout["MAX_KEY_BITS"] == 50
-    monkeypatch.setattr(precompile, "kernels_cached", lambda g, dense="": False)
+    monkeypatch.setattr(precompile, "kernels_cached", lambda g, dense="", big=False: False)
     monkeypatch.setattr(precompile, "_folder", lambda g: str(tmp_path / "shape"))  # (not the current folder)
     said = []
-    precompile.compile_kernels(game, said.append)
+    precompile.compile_kernels(game, said.append, big=True)
     assert len(said) == 1 and said[0].startswith("compiling the kernels for boards of 3 files x 4 ranks"), said
 
 def test_without_the_jit_a_build_runs_as_plain_python(tmp_path):
