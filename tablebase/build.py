@@ -580,8 +580,9 @@ def build_tablebase(out, start=None, progress: bool | None = None,
     source = "--max-memory" if max_memory is not None else "MemAvailable in /proc/meminfo"
     plan = None if cluster is not None else make_plan(sizes, *planned, budget, base, spill,
                                                       known=expected is not None, source=source)
-    if expected is None and budget is not None and cluster is None and variant.hand_order:
-        estimate = estimate_build(sizes, variant, start)  # (the shares of boards with drops)
+    # (a start of unknown counts: what it may reach, for the refusal below and the kernels to compile)
+    estimate = estimate_build(sizes, variant, start) if expected is None and cluster is None else None
+    if estimate is not None and budget is not None and variant.hand_order:  # (the shares of boards with drops)
         if estimate.peak_low > budget and estimate.low > ESTIMATE_FLOOR:
             raise InsufficientMemoryError(
                 f"{variant.name} from {start.text()}: {estimate.describe()}, more than the budget of {gib(budget)} "
@@ -613,7 +614,7 @@ def build_tablebase(out, start=None, progress: bool | None = None,
                     dense = "" if plan.table_load is None else \
                         table_slot_dtype(plan.table_slots, game.layout["MAX_KEY_BITS"], config.THREADS).name
                     compile_kernels(game, _log if progress is not False else None, interrupt.check, start, dense,
-                                    big_build(plan))
+                                    big_build(plan, estimate))
                     with WorkFolder(base, plan.spill or plan.terminal_disk > 0) as folder:
                         if folder.removed and progress is not False:
                             _log(f"removed {counted(len(folder.removed), 'work folder')} of a build that was "

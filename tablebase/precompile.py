@@ -15,16 +15,18 @@ numba compiles on one core, so two children share the work, one the enumeration'
 one the rest, each on a core of its own (15.0-15.8 s for the standard shape's first build against
 31.1-32.6 s with one child, on 2026-12-06). The second does not wait for the first's kernels: its
 tiny builds start from enumerations made without numba's JIT (:func:`_enumerate_plainly`), which
-the enumeration's kernels make the same; and no kernel is the work of both (the radix sort is the
-second's, the terminal positions' later passes the first's). Both save into one cache folder at once,
+the enumeration's kernels make the same; and no large kernel is the work of both (the radix sort
+is the second's, the terminal positions' later passes the first's; some twenty small helpers,
+such as the table's look-ups, are compiled by both). Both save into one cache folder at once,
 which numba's cache does not allow for (``encoding/jit.py``, ``_TolerantIndex.save``).
 
 The paths that only big builds take (:func:`big_build`: terminal positions in partitions, a dense
 table, tables or sets of 2 GiB and more, two-byte values) compile only for a build whose plan
-takes them, with a mark of their own (:data:`BIG_MARK`): compiling them for every first build
-made the standard shape's 49 s instead of 25 s (docs/building.md, "Kernels"). A build of a small
-plan that meets one of them anyway (a DTM of 254 plies or more, a start of unknown counts whose
-terminal set outgrows the budget) compiles that kernel itself, as every build did before.
+takes them (for a start of unknown counts, one whose estimate may), with a mark of their own
+(:data:`BIG_MARK`): about 5 s of a shape's first build (30-35 s with them, 25-29 s without, the
+standard shape; the rest of what it was, 38-50 s, was the kernels both children compiled). A
+build that meets one of them anyway (a DTM of 254 plies or more, a start that goes past its
+estimate) compiles that kernel itself, as every build did before.
 
 The kernels depend on the variant's board shape and the sources only, never on the sizes of the
 tables, so the tiny builds compile the real one's. A kernel that they missed would compile in the
@@ -56,7 +58,7 @@ DENSE_MARK = "compiled-by-precompile-dense-{}"
 #: The mark of the kernels of the paths that only big builds take (:func:`big_build`): terminal
 #: positions in partitions (counted in more passes, or set aside on disk), the analysis grouped by
 #: region, tables grown past 2**31 slots, two-byte values. A build of another plan does without
-#: them, and its first one compiles in about half the time (docs/building.md, "Kernels").
+#: them, and its first one compiles about 5 s sooner (docs/building.md, "Kernels").
 BIG_MARK = "compiled-by-precompile-big"
 #: Set in the child's environment: a build there compiles its own kernels (no grandchild).
 CHILD_ENV = "DOBUTSU_TB_PRECOMPILING"
@@ -75,13 +77,21 @@ def _wide(game) -> bool:
     return game.layout["MAX_KEY_BITS"] - (MIN_SLOT_BITS + 1) > MAX_NARROW_REMAINDER
 
 
-def big_build(plan) -> bool:
+def big_build(plan, estimate=None) -> bool:
     """Whether a build of ``plan`` (:class:`~dobutsu_tb.tablebase.memory.BuildPlan`) takes the
     paths of :data:`BIG_MARK`'s kernels: terminal positions in partitions, lists spilled to disk, a
     dense table, or a peak of :data:`~dobutsu_tb.encoding.routing.GROUP_FROM` bytes or more (only
-    a table or a set that big has its accesses grouped by region: the plan's peak bounds both)."""
+    a table or a set that big has its accesses grouped by region: the plan's peak bounds both).
+
+    For a start of unknown counts, whose plan sizes only the start, ``estimate``
+    (:class:`~dobutsu_tb.tablebase.memory.Estimate`) says: it may take them when the peak it
+    estimates for the most positions it expects reaches the plan's budget or ``GROUP_FROM`` bytes.
+    A build that goes past its estimate compiles what it meets in its own process."""
     from dobutsu_tb.encoding import routing
 
+    if estimate is not None:
+        limit = routing.GROUP_FROM if plan.budget is None else min(routing.GROUP_FROM, plan.budget)
+        return estimate.peak_high >= limit
     return (plan.terminal_parts > 1 or plan.spill or plan.table_load is not None
             or plan.peak >= routing.GROUP_FROM)
 
@@ -147,8 +157,8 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
         return False
     if log is not None:
         v = game.variant
-        table = (f", with a dense table of {dense} slots," if dense else
-                 ", with the paths of big builds," if big else "")
+        table = (f", with a dense table of {dense} slots" if dense else
+                 ", with the paths of big builds" if big else "")
         log(f"compiling the kernels for boards of {v.files} files x {v.ranks} ranks{table} (once per version of the "
             f"program and board shape, up to a minute)")
     work = tempfile.mkdtemp(prefix="dobutsu-tb-precompile-")  # the children's builds: ours to remove, killed or not
@@ -355,7 +365,7 @@ def _main(work: str, part: str) -> None:
     text, variant, start = _read_request()
     os.makedirs(work, exist_ok=True)
     if part == "enumeration":
-        _compile_enumeration(start, _dense_request(text), _big_request(text))
+        _compile_enumeration(start, _dense_request(text), _big_request(text), work)
     elif part == "analysis":
         _compile_analysis(text, variant, start, work, _big_request(text))
     else:
@@ -381,7 +391,7 @@ def _remap_in_int64(wide: bool):
         compact.remap_dtype = real
 
 
-def _compile_enumeration(start, dense: str = "", big: bool = True) -> None:
+def _compile_enumeration(start, dense: str = "", big: bool = True, work: str | None = None) -> None:
     import numpy as np
 
     from dobutsu_tb.encoding import config, sorting
@@ -411,7 +421,9 @@ def _compile_enumeration(start, dense: str = "", big: bool = True) -> None:
     if not big:
         return
     enumeration.count_terminal_partitions(enumerate_positions(game, start.state(), terminal_parts=2))
-    with tempfile.TemporaryDirectory() as folder:  # the other partition's terminal children set aside
+    # (the other partition's terminal children set aside: in ``work``, which the parent removes
+    # when it kills this child)
+    with tempfile.TemporaryDirectory(dir=work) as folder:
         enumeration.count_terminal_partitions(enumerate_positions(game, start.state(), terminal_parts=2,
                                                                   spill_dir=folder))
     enumeration._deal_by_shard(np.zeros(1, np.int64), 1, terminal.layout,  # (a tiny game may set none aside)
