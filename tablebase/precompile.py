@@ -289,31 +289,26 @@ def tiny_start(variant, start=None):
 
 
 def _read_request():
-    """The variant and the tiny builds' start, read from stdin (``Variant.to_json``, then a line
-    with the build's start, then one with the dtype of a dense table's slots or nothing): (the
+    """The variant and the tiny builds' start, read from stdin (:func:`_request_line`): (the
     request's text, the variant, the start)."""
     from dobutsu_tb.tablebase.game.position import Position
     from dobutsu_tb.tablebase.game.variant import variant_from_json
 
     text = sys.stdin.read()
-    lines = text.split("\n")
-    variant = variant_from_json(lines[0])
-    start = tiny_start(variant, Position.from_text(lines[1], variant) if len(lines) > 1 and lines[1] else None)
+    variant = variant_from_json(_request_line(text, 0))
+    given = _request_line(text, 1)
+    start = tiny_start(variant, Position.from_text(given, variant) if given else None)
     if start is None:
         sys.exit("no start of the royal pieces alone that is not terminal")
     return text, variant, start
 
 
-def _dense_request(text: str) -> str:
-    """The dtype of a dense table's slots that the request asks for, or ``""``."""
+def _request_line(text: str, k: int) -> str:
+    """Line ``k`` of a request, stripped, or ``""``: 0 the variant (``Variant.to_json``), 1 the
+    build's start, 2 the dtype of a dense table's slots, 3 ``big`` for the paths of big builds
+    (:data:`BIG_MARK`); each but the first may be empty."""
     lines = text.split("\n")
-    return lines[2].strip() if len(lines) > 2 else ""
-
-
-def _big_request(text: str) -> bool:
-    """Whether the request asks for the kernels of the paths of big builds (:data:`BIG_MARK`)."""
-    lines = text.split("\n")
-    return len(lines) > 3 and lines[3].strip() == "big"
+    return lines[k].strip() if len(lines) > k else ""
 
 
 def _dense_expected(game, dtype: str) -> int | None:
@@ -365,9 +360,9 @@ def _main(work: str, part: str) -> None:
     text, variant, start = _read_request()
     os.makedirs(work, exist_ok=True)
     if part == "enumeration":
-        _compile_enumeration(start, _dense_request(text), _big_request(text), work)
+        _compile_enumeration(start, _request_line(text, 2), _request_line(text, 3) == "big", work)
     elif part == "analysis":
-        _compile_analysis(text, variant, start, work, _big_request(text))
+        _compile_analysis(text, variant, start, work, _request_line(text, 3) == "big")
     else:
         sys.exit(f"no such share of the kernels: {part!r}")
     if saves_failed():  # (the mark would say that kernels are cached which are not)
@@ -468,7 +463,7 @@ def _enumerate_plainly(work: str) -> None:
     from dobutsu_tb.tablebase.enumeration import enumerate_positions
 
     text, _, start = _read_request()
-    dense = _dense_request(text)
+    dense = _request_line(text, 2)
     for name, (parts, narrow) in _PLAIN.items():
         expected = (_dense_expected(start.game, dense) if dense else None) if narrow == "dense" else \
             _narrow_expected(start.game)
