@@ -282,6 +282,35 @@ def test_only_a_big_plan_has_the_children_compile_the_paths_of_big_builds(tmp_pa
     assert big_build(five_by_three)
 
 
+def test_a_start_of_unknown_counts_asks_for_the_big_paths_by_its_estimate(tmp_path):
+    """A start whose counts nobody knows is planned for its start alone, a plan that takes no big
+    path: its estimate decides instead. dobutsu-nodrops within 330 MiB doubled its terminal
+    partitions and compiled six kernels mid-build (7.2 s, 248 MB against 1.5 s, 205 MB) when the
+    plan alone decided; the lion-and-chick ending, estimated at 321 MiB, stays small."""
+    from conftest import LION_CHICK
+    from dobutsu_tb.encoding import config
+    from dobutsu_tb.tablebase import memory
+    from dobutsu_tb.tablebase.game.game import game_of
+    from dobutsu_tb.tablebase.game.position import Position
+    from dobutsu_tb.tablebase.game.variant import get_variant
+    from dobutsu_tb.tablebase.precompile import big_build
+
+    def big(variant_name, start, budget):
+        variant = get_variant(variant_name)
+        layout = game_of(variant).layout
+        sizes = memory.Sizes(layout["MAX_KEY_BITS"], layout["KEY_SHIFT"])
+        position = Position.from_text(start, variant) if start else Position.start(variant)
+        plan = memory.make_plan(sizes, config.DEFAULT_EXPECTED, config.DEFAULT_EXPECTED, budget, tmp_path,
+                                known=False)
+        assert not big_build(plan)  # (the plan alone never says so)
+        return big_build(plan, memory.estimate_build(sizes, variant, position))
+
+    assert big("dobutsu-nodrops", None, 330 << 20)
+    assert not big("dobutsu-nodrops", None, None) and not big("dobutsu-nodrops", None, 23 << 30)
+    assert not big("dobutsu", LION_CHICK, 330 << 20) and not big("dobutsu-3x3", None, None)
+    assert big("dobutsu-6x3", None, None)  # (its estimate passes 2 GiB: tables grouped by region)
+
+
 def test_a_failed_or_interrupted_precompile_leaves_the_build_to_compile(monkeypatch, tmp_path):
     """A child that fails says why in one line and the build compiles its kernels itself; an
     interrupt while the child runs kills it and goes on up."""
