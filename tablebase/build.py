@@ -150,7 +150,8 @@ def _records_kernel(slots, layout, values, key_shift, bounds, offsets, out, coun
                 r += 1
             out[offsets[b, r] + made[r]] = np.uint64((code << RECORD_VALUE_BITS) | np.int64(values[s]))
             made[r] += 1
-        counts[b, :] = made
+        for r in range(n_ranges):  # (a loop: an array assigned to a slice compiles numba's shape-error message)
+            counts[b, r] = made[r]
 
 
 @njit
@@ -187,13 +188,16 @@ def _range_counts(slots, layout, key_shift, bounds, counts):
     """``counts[b, r]``: the occupied slots of block b of the slots (as :func:`_records_kernel`
     splits them) whose code lies in ``[bounds[r], bounds[r + 1])``."""
     size = slots.shape[0]
-    n_blocks = counts.shape[0]
+    n_blocks, n_ranges = counts.shape[0], counts.shape[1]
     per = (size + n_blocks - 1) // n_blocks
     for b in prange(n_blocks):
         for s in range(b * per, min(size, (b + 1) * per)):
             if slots[s] != 0:
-                r = np.searchsorted(bounds, table_key_at(slots, layout, s) >> key_shift, side="right") - 1
-                if 0 <= r < counts.shape[1]:
+                code = table_key_at(slots, layout, s) >> key_shift
+                if bounds[0] <= code < bounds[n_ranges]:
+                    r = 0
+                    while code >= bounds[r + 1]:
+                        r += 1
                     counts[b, r] += 1
 
 

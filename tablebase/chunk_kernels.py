@@ -26,6 +26,7 @@ from numba import types
 from dobutsu_tb.encoding import config
 from dobutsu_tb.encoding.checksums import fletcher32
 from dobutsu_tb.encoding.jit import njit, prange
+from dobutsu_tb.encoding.sorting import lower_bound
 from dobutsu_tb.tablebase.chunks import CHECKSUM_BYTES, stored_bound
 from dobutsu_tb.tablebase.game.layout import RECORD_VALUE_BITS
 from dobutsu_tb.tablebase.values import LONG
@@ -145,7 +146,7 @@ def _encode_span(records, first, count, chunk, keys, key_shift, wide, long_codes
                     v = np.int64(r & np.uint64(0xFF))
                     if v == LONG:
                         code = np.int64(r >> shift)
-                        j = np.searchsorted(long_codes, code)
+                        j = lower_bound(long_codes, code)
                         if j < n_long and long_codes[j] == code:
                             v = np.int64(long_values[j])
                         else:
