@@ -324,6 +324,19 @@ def test_sort_runs_on_big_runs_and_its_errors(sort_method, monkeypatch):
         sort_runs(np.zeros(4, np.int64), [0.0, 2.5, 4.0])
 
 
+@settings(max_examples=200, deadline=None)
+@given(items=st.lists(st.integers(-2**63, 2**63 - 1), max_size=60), probes=st.lists(st.integers(-2**63, 2**63 - 1),
+       max_size=10), repeat=st.integers(1, 3))
+def test_lower_bound_is_numpys_searchsorted(items, probes, repeat):
+    """encoding.sorting.lower_bound (the kernels' binary search) against np.searchsorted on the
+    left: repeated items, probes below, between, on and above them, and an empty array."""
+    from dobutsu_tb.encoding.sorting import lower_bound
+
+    a = np.sort(np.repeat(np.array(items, np.int64), repeat))
+    for x in [*probes, *items, -2**63, 2**63 - 1]:
+        assert lower_bound(a, np.int64(x)) == np.searchsorted(a, np.int64(x))
+
+
 def test_the_sort_method_is_the_faster_one(monkeypatch):
     """sort_method times numpy's sort and the radix sort once, on the same keys, and keeps the
     faster for the process."""
