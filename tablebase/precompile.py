@@ -161,7 +161,9 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
                  ", with the paths of big builds" if big else "")
         log(f"compiling the kernels for boards of {v.files} files x {v.ranks} ranks{table} (once per version of the "
             f"program and board shape, up to a minute)")
-    work = tempfile.mkdtemp(prefix="dobutsu-tb-precompile-")  # the children's builds: ours to remove, killed or not
+    _remove_orphans()
+    # (the children's builds: ours to remove, killed or not; the name carries this process's id)
+    work = tempfile.mkdtemp(prefix=f"{_WORK_PREFIX}{os.getpid()}-")
     request = "\n".join((game.variant.to_json(), start.text() if start is not None else "", dense,
                          "big" if big else ""))
     env = {**os.environ, CHILD_ENV: "1",  # the same folder, whatever the environment
@@ -230,6 +232,49 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
     return kernels_cached(game, dense, big)
 
 
+#: The start of the name of the children's work folder, which the parent's process id follows.
+_WORK_PREFIX = "dobutsu-tb-precompile-"
+
+
+def _remove_orphans() -> None:
+    """Remove the children's work folders (in the folder for temporary files) that a process of
+    this user left when it was killed by SIGKILL, which no handler sees: those whose process id is
+    no longer running. Its children died with it (:func:`_die_with_parent`)."""
+    base = Path(tempfile.gettempdir())
+    try:
+        found = list(base.glob(_WORK_PREFIX + "*"))
+    except OSError:
+        return
+    for folder in found:
+        pid = folder.name[len(_WORK_PREFIX):].split("-")[0]
+        if not pid.isdigit():
+            continue
+        try:
+            if folder.stat().st_uid != os.getuid() or not folder.is_dir():
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:  # (that process is gone: its folder is an orphan)
+            shutil.rmtree(folder, ignore_errors=True)
+        except (OSError, AttributeError):  # (running under another user, or unknown: not ours to judge)
+            continue
+
+
+def _die_with_parent(parent) -> None:
+    """Have the kernel kill this child (SIGKILL) when its parent ends, however it ends: a parent
+    killed by SIGKILL cannot kill its children, which then compiled on for half a minute, held by
+    no one (Linux's ``PR_SET_PDEATHSIG``; elsewhere nothing). Exits at once if ``parent`` has
+    already ended."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # (no prctl: the parent's handlers are all there is)
+            return
+    if os.getppid() != int(parent):
+        os._exit(1)
+
+
 def _kill_group(child: subprocess.Popen) -> None:
     """Kill a child and every process of its session (its own children)."""
     try:
@@ -261,12 +306,14 @@ PARTS = ("enumeration", "analysis")
 #: puts the current folder first (a ``numba.py`` there would run); then :func:`_main` or
 #: :func:`_enumerate_plainly`.
 _CHILD = ("import os, sys; sys.path[:] = sys.argv[1].split(os.pathsep); "
-          "from dobutsu_tb.tablebase import precompile; getattr(precompile, sys.argv[2])(*sys.argv[3:])")
+          "from dobutsu_tb.tablebase import precompile; precompile._die_with_parent(int(sys.argv[2])); "
+          "getattr(precompile, sys.argv[3])(*sys.argv[4:])")
 
 
 def _python_command(function: str, *args: str) -> list:
     """The command that runs this module's ``function(*args)`` in a new Python (:data:`_CHILD`)."""
-    return [sys.executable, "-c", _CHILD, os.pathsep.join(p for p in sys.path if p), function, *args]
+    return [sys.executable, "-c", _CHILD, os.pathsep.join(p for p in sys.path if p), str(os.getpid()), function,
+            *args]
 
 
 def _child_command(work: str, part: str) -> list:

@@ -393,6 +393,57 @@ def test_an_interrupt_kills_the_children_and_theirs(monkeypatch, tmp_path):
             pytest.fail(f"the grandchild {pid} of the {part} child is still running")
 
 
+KILLED_PARENT = textwrap.dedent("""
+    import os, subprocess, sys, time
+    from dobutsu_tb.tablebase import precompile
+    gone = subprocess.run(precompile._python_command("_die_with_parent", "1"))  # (its parent is not PID 1)
+    assert gone.returncode == 1
+    child = subprocess.Popen([sys.executable, "-c", "import sys, time; sys.path[:] = sys.argv[2:]; "
+                              "from dobutsu_tb.tablebase import precompile; "
+                              "precompile._die_with_parent(int(sys.argv[1])); print(flush=True); time.sleep(60)",
+                              str(os.getpid()), *sys.path], stdout=subprocess.PIPE, text=True)
+    child.stdout.readline()  # (armed)
+    print(child.pid, flush=True)
+    time.sleep(60)
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_parent_killed_by_sigkill_takes_its_children_and_leaves_no_folder(monkeypatch, tmp_path):
+    """A build killed by SIGKILL (no handler runs) left its two compiling children running for half
+    a minute, held by no one, and their work folder behind (the hostile check of 2026-12-08): the
+    children now die with their parent, and the next compile removes the work folders of processes
+    that are gone, not those of running ones or folders named otherwise."""
+    import signal
+    import time
+
+    from dobutsu_tb.tablebase import precompile
+
+    parent = subprocess.Popen([sys.executable, "-c", KILLED_PARENT], stdout=subprocess.PIPE, text=True)
+    pid = int(parent.stdout.readline())
+    os.kill(pid, 0)  # (running)
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    for _ in range(50):
+        try:  # (gone, or a zombie that its new parent has not reaped yet)
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        except FileNotFoundError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        pytest.fail("the child outlived its parent killed by SIGKILL")
+
+    monkeypatch.setattr(precompile.tempfile, "tempdir", str(tmp_path))
+    gone = tmp_path / f"dobutsu-tb-precompile-{parent.pid}-abc"  # (reaped above)
+    running, other = tmp_path / f"dobutsu-tb-precompile-{os.getpid()}-x", tmp_path / "dobutsu-tb-precompile-xyz"
+    for folder in (gone, running, other):
+        (folder / "analysis").mkdir(parents=True)
+    precompile._remove_orphans()
+    assert not gone.exists() and running.exists() and other.exists()
+
+
 def test_no_room_for_the_mark_leaves_the_build_to_compile(monkeypatch, tmp_path):
     """A cache folder out of inodes: the mark could not be made, and every build stopped with
     ``error: ...compiled-by-precompile: No space left on device``."""
