@@ -844,9 +844,11 @@ def _build(tmp: Path, game: Game, start: Position, expected, progress, phase, pl
     t = time.perf_counter()
     with tqdm(total=2 * blocks.n, desc="write", unit=" entries", unit_scale=True,
               disable=disable, file=sys.stderr) as bar:
-        write_file(tmp, blocks, meta, progress=bar.update)
+        parts = {}
+        write_file(tmp, blocks, meta, progress=bar.update, profile=parts)
     del blocks, table, solution
     meta.seconds["write"] = time.perf_counter() - t
+    profile.update({f"write.{k}": v for k, v in parts.items()})
     if not quiet:
         _log(f"temporary file written in {meta.seconds['write']:.1f} s (checked and renamed next); {_peak_memory()}")
     phase("check")

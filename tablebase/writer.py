@@ -12,6 +12,7 @@ import datetime as _dt
 import errno
 import math
 import os
+import time
 import zlib
 from pathlib import Path
 from typing import NamedTuple
@@ -177,6 +178,7 @@ class _ChunkWriter:
         self.ahead = 2 if native else 4 * config.THREADS
         self.progress = progress
         self.pending: collections.deque = collections.deque()
+        self.waited = self.written = 0.0  # seconds this thread waited for tasks, and spent in HDF5's writes
 
     def __enter__(self) -> "_ChunkWriter":
         return self
@@ -197,10 +199,14 @@ class _ChunkWriter:
     def write_next(self) -> None:
         """Write the oldest task's chunks (waiting for them)."""
         dset, first, chunk, crcs, entries, task = self.pending.popleft()
+        t = time.perf_counter()
         out, sizes, place = task.result()
         write = dset.id.write_direct_chunk
+        t2 = time.perf_counter()
         for k in range(sizes.shape[0]):
             write(((first + k) * chunk,), out[k, :sizes[k]], 0)
+        self.waited += t2 - t
+        self.written += time.perf_counter() - t2
         crcs[first:first + sizes.shape[0]] = place
         if self.progress is not None:
             self.progress(entries)
@@ -501,11 +507,14 @@ def checked_longs(longs) -> LongValues:
     return LongValues(codes, values)
 
 
-def write_file(tmp, records, meta: Metadata, progress=None) -> None:
+def write_file(tmp, records, meta: Metadata, progress=None, profile: dict | None = None) -> None:
     """Write a tablebase into ``tmp`` (a temporary file that :func:`reserve_output` created);
     the arguments are those of :func:`write_tablebase`, and ``records`` may also be
     :class:`RecordBlocks`. Stops at :func:`~dobutsu_tb.encoding.interrupt.check` between chunk
-    groups.
+    groups. Given ``profile``, it adds the wall seconds of the write's parts on this thread:
+    ``blocks`` (making the blocks of records), ``waiting`` (for the compressed chunks),
+    ``hdf5`` (HDF5's chunk writes), ``chunk_table`` (HDF5's chunk index read back) and
+    ``finish`` (the small datasets, the attributes and the header).
 
     The file's values are one byte each, or two when the records' :class:`RecordBlocks` carry
     long values (for DTMs of 254 plies or more).
@@ -586,11 +595,15 @@ def write_file(tmp, records, meta: Metadata, progress=None) -> None:
                     write_span(block[:full])
                 carry = block[full:].copy()
 
+            made = 0.0
             try:
+                t = time.perf_counter()
                 for block in blocks.blocks():
+                    made += time.perf_counter() - t
                     take(block)
                     chunks.drain()  # before the next block is made: one block in memory at a time
                     del block
+                    t = time.perf_counter()
                 if carry.shape[0]:
                     write_span(carry)
                 chunks.drain()
@@ -608,7 +621,10 @@ def write_file(tmp, records, meta: Metadata, progress=None) -> None:
             index = np.concatenate(index_parts) if index_parts else np.zeros(0, "<i8")
             _room_for_metadata(tmp, 8 * index.shape[0] + 24 * (m_keys + m_values))
             f.create_dataset("index", data=index)
+            t = time.perf_counter()
             table = np.concatenate([hdf5_chunk_table(f["keys"]), hdf5_chunk_table(f["values"])])
+            t_table = time.perf_counter() - t
+            t = time.perf_counter()
             table[:, 2] = np.concatenate([crcs["keys"], crcs["values"]])  # the filter masks (all 0) give way to
             table = np.ascontiguousarray(table).astype("<i8")              # the place CRCs
             f.create_dataset("chunk_table", data=table)  # contiguous: quick to open
@@ -631,6 +647,10 @@ def write_file(tmp, records, meta: Metadata, progress=None) -> None:
                    "index": [places["index"][0], m_keys],
                    "chunk_table": [places["chunk_table"][0], *table.shape]}
         _write_header(tmp, user_block, payload, data_start, data_end, places.values())
+        if profile is not None:
+            for part, seconds in (("blocks", made), ("waiting", chunks.waited), ("hdf5", chunks.written),
+                                  ("chunk_table", t_table), ("finish", time.perf_counter() - t)):
+                profile[part] = profile.get(part, 0.0) + seconds
     except (OSError, RuntimeError) as exc:  # h5py's types for a write that failed (a full disk)
         raise OutputError(f"writing the tablebase into {Path(tmp).parent} failed ({describe_os_error(exc)}); "
                           f"nothing was written") from None
