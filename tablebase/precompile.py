@@ -13,7 +13,8 @@ a mark in the variant's cache folder; the build then loads its kernels from the 
 
 numba compiles on one core, so two children share the work, one the enumeration's kernels and
 one the rest, each on a core of its own (15.0-15.8 s for the standard shape's first build against
-31.1-32.6 s with one child, on 2026-12-06). The second does not wait for the first's kernels: its
+31.1-32.6 s with one child, on 2026-12-06; 18.6-20.9 s on 2026-12-08, after more paths had
+joined them and their kernels were made cheaper to compile: docs/building.md). The second does not wait for the first's kernels: its
 tiny builds start from enumerations made without numba's JIT (:func:`_enumerate_plainly`), which
 the enumeration's kernels make the same; and no large kernel is the work of both (the radix sort
 is the second's, the terminal positions' later passes the first's; some twenty small helpers,
