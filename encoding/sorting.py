@@ -54,9 +54,21 @@ def _less(x, y, flip):
 
 @njit
 def lower_bound(a, x):
-    """The first index i of the ascending array ``a`` with ``a[i] >= x`` (``a.shape[0]`` if none):
-    ``np.searchsorted(a, x)``, whose numba version compiles comparisons for every numeric type,
-    complex ones included (0.4 s a signature)."""
+    """``np.searchsorted(a, x)`` for compiled code, whose numba version compiles comparisons for
+    every numeric type, complex ones included (0.4 s a signature): a binary search.
+
+    Parameters
+    ----------
+    a : numpy.ndarray of int64 or uint64, shape (n,)
+        Ascending (repeats allowed).
+    x : int64 or uint64
+        The item looked for, of ``a``'s type.
+
+    Returns
+    -------
+    int
+        The first index i with ``a[i] >= x``; n if there is none.
+    """
     lo, hi = 0, a.shape[0]
     while lo < hi:
         mid = (lo + hi) >> 1

@@ -18,7 +18,7 @@ from tqdm import tqdm
 from dobutsu_tb.encoding import config, interrupt
 from dobutsu_tb.encoding.compact import BLOCKS, table_key_at, table_slot_dtype
 from dobutsu_tb.encoding.jit import njit, prange
-from dobutsu_tb.encoding.sorting import sort_runs
+from dobutsu_tb.encoding.sorting import lower_bound, sort_runs
 from dobutsu_tb.encoding.words import counted
 from dobutsu_tb.tablebase import retrograde
 from dobutsu_tb.tablebase.enumeration import StartPositionError, count_terminal_partitions, enumerate_positions
@@ -194,11 +194,8 @@ def _range_counts(slots, layout, key_shift, bounds, counts):
         for s in range(b * per, min(size, (b + 1) * per)):
             if slots[s] != 0:
                 code = table_key_at(slots, layout, s) >> key_shift
-                if bounds[0] <= code < bounds[n_ranges]:
-                    r = 0
-                    while code >= bounds[r + 1]:
-                        r += 1
-                    counts[b, r] += 1
+                if bounds[0] <= code < bounds[n_ranges]:  # (then code + 1 <= 2**62: no overflow)
+                    counts[b, lower_bound(bounds, code + 1) - 1] += 1  # the last bound <= code
 
 
 def range_counts(table, key_shift: int, bounds: list[int]) -> np.ndarray:

@@ -14,8 +14,9 @@ a mark in the variant's cache folder; the build then loads its kernels from the 
 numba compiles on one core, so two children share the work, one the enumeration's kernels and
 one the rest, each on a core of its own (15.0-15.8 s for the standard shape's first build against
 31.1-32.6 s with one child, on 2026-12-06; 18.6-20.9 s on 2026-12-08, after more paths had
-joined them and their kernels were made cheaper to compile: docs/building.md). The second does not wait for the first's kernels: its
-tiny builds start from enumerations made without numba's JIT (:func:`_enumerate_plainly`), which
+joined them and their kernels were made cheaper to compile: docs/building.md). The second does
+not wait for the first's kernels: its tiny builds start from enumerations made without numba's
+JIT (:func:`_enumerate_plainly`), which
 the enumeration's kernels make the same; and no large kernel is the work of both (the radix sort
 is the second's, the terminal positions' later passes the first's; some twenty small helpers,
 such as the table's look-ups, are compiled by both). Both save into one cache folder at once,
@@ -25,7 +26,8 @@ The paths that only big builds take (:func:`big_build`: terminal positions in pa
 table, tables or sets of 2 GiB and more, two-byte values) compile only for a build whose plan
 takes them (for a start of unknown counts, one whose estimate may), with a mark of their own
 (:data:`BIG_MARK`): about 5 s of a shape's first build (30-35 s with them, 25-29 s without, the
-standard shape; the rest of what it was, 38-50 s, was the kernels both children compiled). A
+standard shape, on 2026-12-08 before the kernels were made cheaper to compile; the rest of what
+it was, 38-50 s, was the kernels both children compiled). A
 build that meets one of them anyway (a DTM of 254 plies or more, a start that goes past its
 estimate) compiles that kernel itself, as every build did before.
 
@@ -40,6 +42,7 @@ import contextlib
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -163,8 +166,10 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
         log(f"compiling the kernels for boards of {v.files} files x {v.ranks} ranks{table} (once per version of the "
             f"program and board shape, up to a minute)")
     _remove_orphans()
-    # (the children's builds: ours to remove, killed or not; the name carries this process's id)
+    # (the children's builds: ours to remove, killed or not; the name carries this process's id,
+    # and its lock is held while this process lives)
     work = tempfile.mkdtemp(prefix=f"{_WORK_PREFIX}{os.getpid()}-")
+    lock = _hold(work)
     request = "\n".join((game.variant.to_json(), start.text() if start is not None else "", dense,
                          "big" if big else ""))
     env = {**os.environ, CHILD_ENV: "1",  # the same folder, whatever the environment
@@ -213,6 +218,8 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
         for child, _ in children:  # a grandchild left by a child that was killed
             _kill_group(child)
         shutil.rmtree(work, ignore_errors=True)
+        if lock is not None:
+            os.close(lock)
         failed = [_failure(child, err) for child, err in children if child.returncode != 0]
         for _, err in children:
             err.close()
@@ -233,45 +240,74 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
     return kernels_cached(game, dense, big)
 
 
-#: The start of the name of the children's work folder, which the parent's process id follows.
+#: The start of the name of the children's work folder, which the parent's process id follows;
+#: and the file in it whose lock the parent holds (:func:`_hold`).
 _WORK_PREFIX = "dobutsu-tb-precompile-"
+_LOCK = ".lock"
+
+
+def _hold(work: str) -> int | None:
+    """Create ``work``'s lock file and hold its lock (``flock``) until the descriptor returned is
+    closed, or the process ends however it ends; None where there is no ``flock``."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    fd = os.open(os.path.join(work, _LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
 
 
 def _remove_orphans() -> None:
     """Remove the children's work folders (in the folder for temporary files) that a process of
-    this user left when it was killed by SIGKILL, which no handler sees: those whose process id is
-    no longer running. Its children died with it (:func:`_die_with_parent`)."""
-    base = Path(tempfile.gettempdir())
+    this user left when it was killed by SIGKILL, which no handler sees: those whose lock
+    (:func:`_hold`) no process holds and whose process id no longer runs here (a folder without
+    a lock file, or of another user, is left alone). On Linux its children died with it
+    (:func:`_die_with_parent`)."""
     try:
-        found = list(base.glob(_WORK_PREFIX + "*"))
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        return
+    try:
+        found = list(Path(tempfile.gettempdir()).glob(_WORK_PREFIX + "*"))
     except OSError:
         return
     for folder in found:
         pid = folder.name[len(_WORK_PREFIX):].split("-")[0]
-        if not pid.isdigit():
+        if not (pid.isascii() and pid.isdigit()) or len(pid) > 9:
             continue
         try:
-            if folder.stat().st_uid != os.getuid() or not folder.is_dir():
+            st = folder.lstat()
+            if st.st_uid != os.getuid() or not stat.S_ISDIR(st.st_mode):
                 continue
-            os.kill(int(pid), 0)
-        except ProcessLookupError:  # (that process is gone: its folder is an orphan)
-            shutil.rmtree(folder, ignore_errors=True)
-        except (OSError, AttributeError):  # (running under another user, or unknown: not ours to judge)
+            fd = os.open(folder / _LOCK, os.O_RDWR | os.O_NOFOLLOW)
+        except OSError:  # (no lock file: not one of these folders, or just being made)
             continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # (held: its process lives, here or elsewhere)
+            os.kill(int(pid), 0)
+        except ProcessLookupError:  # (the lock free and the process gone: an orphan)
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:  # (held, or running: not an orphan)
+            pass
+        finally:
+            os.close(fd)
 
 
 def _die_with_parent(parent) -> None:
-    """Have the kernel kill this child (SIGKILL) when its parent ends, however it ends: a parent
-    killed by SIGKILL cannot kill its children, which then compiled on for half a minute, held by
-    no one (Linux's ``PR_SET_PDEATHSIG``; elsewhere nothing). Exits at once if ``parent`` has
-    already ended."""
+    """Have Linux kill this child (SIGKILL) when its parent ends, however it ends: a parent killed
+    by SIGKILL cannot kill its children, which then compiled on for half a minute, held by no one
+    (``PR_SET_PDEATHSIG``; elsewhere, or where the system refuses it, nothing). Exits at once if
+    ``parent`` (a process id) has already ended."""
     if sys.platform.startswith("linux"):
         import ctypes
 
         try:
-            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):  # (no prctl: the parent's handlers are all there is)
-            return
+            armed = ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            armed = False
+        if not armed:
+            return  # (the parent's handlers are all there is)
     if os.getppid() != int(parent):
         os._exit(1)
 

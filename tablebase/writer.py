@@ -217,7 +217,7 @@ class _ChunkWriter:
         """Where the chunks of ``dsets`` (every chunk of each written once, in order) lie in the
         file, as :func:`~dobutsu_tb.tablebase.chunks.hdf5_chunk_table` gives them (offset, size,
         filter mask 0; the datasets' rows one after the other), without reading HDF5's chunk
-        index back whole (0.6 s for the standard file's 291,462 chunks, on one thread).
+        index back whole (0.35-0.6 s for the standard file's 291,462 chunks, on one thread).
 
         With the file's free space never reused (:func:`_create_hdf5`), HDF5 puts each chunk at
         the end of the file as it is written, and only around the first chunk of a dataset does
@@ -570,7 +570,8 @@ def write_file(tmp, records, meta: Metadata, progress=None, profile: dict | None
     :class:`RecordBlocks`. Stops at :func:`~dobutsu_tb.encoding.interrupt.check` between chunk
     groups. Given ``profile``, it adds the wall seconds of the write's parts on this thread:
     ``blocks`` (making the blocks of records), ``waiting`` (for the compressed chunks),
-    ``hdf5`` (HDF5's chunk writes), ``chunk_table`` (HDF5's chunk index read back) and
+    ``hdf5`` (HDF5's chunk writes, with the loop that makes them), ``chunk_table`` (the chunks'
+    places, :meth:`_ChunkWriter.chunk_table`) and
     ``finish`` (the small datasets, the attributes and the header).
 
     The file's values are one byte each, or two when the records' :class:`RecordBlocks` carry

@@ -398,50 +398,67 @@ KILLED_PARENT = textwrap.dedent("""
     from dobutsu_tb.tablebase import precompile
     gone = subprocess.run(precompile._python_command("_die_with_parent", "1"))  # (its parent is not PID 1)
     assert gone.returncode == 1
-    child = subprocess.Popen([sys.executable, "-c", "import sys, time; sys.path[:] = sys.argv[2:]; "
-                              "from dobutsu_tb.tablebase import precompile; "
-                              "precompile._die_with_parent(int(sys.argv[1])); print(flush=True); time.sleep(60)",
-                              str(os.getpid()), *sys.path], stdout=subprocess.PIPE, text=True)
+    command = precompile._python_command("_die_with_parent", str(os.getpid()))  # (a child as the build starts it)
+    command[2] += "; print(flush=True); import time; time.sleep(60)"
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     child.stdout.readline()  # (armed)
     print(child.pid, flush=True)
     time.sleep(60)
 """)
 
 
+def _state(pid: int) -> str:
+    """A process's state letter (Z: a zombie, not reaped yet), or '' if it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_a_parent_killed_by_sigkill_takes_its_children_and_leaves_no_folder(monkeypatch, tmp_path):
     """A build killed by SIGKILL (no handler runs) left its two compiling children running for half
     a minute, held by no one, and their work folder behind (the hostile check of 2026-12-08): the
-    children now die with their parent, and the next compile removes the work folders of processes
-    that are gone, not those of running ones or folders named otherwise."""
+    children (started as the build starts them) now die with their parent, and the next compile
+    removes the work folders whose lock no process holds and whose process id no longer runs, and
+    no other."""
     import signal
     import time
 
     from dobutsu_tb.tablebase import precompile
 
     parent = subprocess.Popen([sys.executable, "-c", KILLED_PARENT], stdout=subprocess.PIPE, text=True)
-    pid = int(parent.stdout.readline())
-    os.kill(pid, 0)  # (running)
-    parent.send_signal(signal.SIGKILL)
-    parent.wait()
+    try:
+        pid = int(parent.stdout.readline())
+        assert _state(pid) not in ("", "Z")
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+        parent.stdout.close()
     for _ in range(50):
-        try:  # (gone, or a zombie that its new parent has not reaped yet)
-            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                break
-        except FileNotFoundError:
+        if _state(pid) in ("", "Z"):
             break
         time.sleep(0.1)
     else:
-        os.kill(pid, signal.SIGKILL)
+        if "time.sleep(60)" in Path(f"/proc/{pid}/cmdline").read_text():
+            os.kill(pid, signal.SIGKILL)
         pytest.fail("the child outlived its parent killed by SIGKILL")
 
     monkeypatch.setattr(precompile.tempfile, "tempdir", str(tmp_path))
-    gone = tmp_path / f"dobutsu-tb-precompile-{parent.pid}-abc"  # (reaped above)
-    running, other = tmp_path / f"dobutsu-tb-precompile-{os.getpid()}-x", tmp_path / "dobutsu-tb-precompile-xyz"
-    for folder in (gone, running, other):
+    nobody = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1  # (no process has this id)
+    folders = {name: tmp_path / f"dobutsu-tb-precompile-{pid}-{name}" for name, pid in
+               (("gone", nobody), ("held", nobody), ("alive", os.getpid()), ("unlocked", nobody))}
+    folders["other"] = tmp_path / "dobutsu-tb-precompile-xyz"
+    for name, folder in folders.items():
         (folder / "analysis").mkdir(parents=True)
-    precompile._remove_orphans()
-    assert not gone.exists() and running.exists() and other.exists()
+        if name != "unlocked":
+            (folder / precompile._LOCK).touch()
+    held = precompile._hold(str(folders["held"]))  # (its process in another PID namespace, say)
+    try:
+        precompile._remove_orphans()
+    finally:
+        os.close(held)
+    assert [name for name, folder in folders.items() if not folder.exists()] == ["gone"]
 
 
 def test_no_room_for_the_mark_leaves_the_build_to_compile(monkeypatch, tmp_path):
