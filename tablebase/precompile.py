@@ -287,11 +287,26 @@ def _remove_orphans() -> None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # (held: its process lives, here or elsewhere)
             os.kill(int(pid), 0)
         except ProcessLookupError:  # (the lock free and the process gone: an orphan)
-            shutil.rmtree(folder, ignore_errors=True)
+            _remove_lock_last(folder)
         except OSError:  # (held, or running: not an orphan)
             pass
         finally:
             os.close(fd)
+
+
+def _remove_lock_last(folder: Path) -> None:
+    """Remove a work folder, its lock file last: a folder that could not be removed whole keeps
+    it, so that the next compile tries again."""
+    with contextlib.suppress(OSError):
+        for entry in folder.iterdir():
+            if entry.name != _LOCK:
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+        if all(entry.name == _LOCK for entry in folder.iterdir()):
+            (folder / _LOCK).unlink(missing_ok=True)
+            folder.rmdir()
 
 
 def _die_with_parent(parent) -> None:
@@ -308,8 +323,10 @@ def _die_with_parent(parent) -> None:
             armed = False
         if not armed:
             return  # (the parent's handlers are all there is)
-    if os.getppid() != int(parent):
-        os._exit(1)
+        # (the parent ended before the child was armed; only here: elsewhere the parent may be a
+        # launcher's child, and nothing is armed anyway)
+        if os.getppid() != int(parent):
+            os._exit(1)
 
 
 def _kill_group(child: subprocess.Popen) -> None:

@@ -454,11 +454,21 @@ def test_a_parent_killed_by_sigkill_takes_its_children_and_leaves_no_folder(monk
         if name != "unlocked":
             (folder / precompile._LOCK).touch()
     held = precompile._hold(str(folders["held"]))  # (its process in another PID namespace, say)
+    stuck = tmp_path / f"dobutsu-tb-precompile-{nobody}-stuck"  # (an orphan that cannot be removed whole)
+    (stuck / "analysis").mkdir(parents=True)
+    (stuck / precompile._LOCK).touch()
+    rmtree = precompile.shutil.rmtree
+    monkeypatch.setattr(precompile.shutil, "rmtree",
+                        lambda path, **kw: None if Path(path).parent == stuck else rmtree(path, **kw))
     try:
         precompile._remove_orphans()
     finally:
         os.close(held)
     assert [name for name, folder in folders.items() if not folder.exists()] == ["gone"]
+    assert sorted(p.name for p in stuck.iterdir()) == [precompile._LOCK, "analysis"]  # (to try again)
+    monkeypatch.setattr(precompile.shutil, "rmtree", rmtree)
+    precompile._remove_orphans()
+    assert not stuck.exists()
 
 
 def test_no_room_for_the_mark_leaves_the_build_to_compile(monkeypatch, tmp_path):
