@@ -27,6 +27,7 @@ import numpy as np
 from dobutsu_tb.encoding import config
 from dobutsu_tb.encoding.binding import kernel_options
 from dobutsu_tb.encoding.jit import njit, prange
+from dobutsu_tb.encoding.sorting import lower_bound_in
 from dobutsu_tb.tablebase.game.game import game_of
 from dobutsu_tb.tablebase.game.key import canonical_key, decode_key
 from dobutsu_tb.tablebase.game.layout import CATCH, TRY
@@ -52,14 +53,7 @@ def _find(keys, directory, shift, key):
     b = key >> shift
     if b >= directory.shape[0] - 1:
         return -1
-    lo = directory[b]
-    hi = directory[b + 1]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if keys[mid] < key:
-            lo = mid + 1
-        else:
-            hi = mid
+    lo = lower_bound_in(keys, key, directory[b], directory[b + 1])
     if lo < directory[b + 1] and keys[lo] == key:
         return lo
     return -1

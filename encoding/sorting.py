@@ -69,7 +69,13 @@ def lower_bound(a, x):
     int
         The first index i with ``a[i] >= x``; n if there is none.
     """
-    lo, hi = 0, a.shape[0]
+    return lower_bound_in(a, x, 0, a.shape[0])
+
+
+@njit(inline="always")
+def lower_bound_in(a, x, lo, hi):
+    """:func:`lower_bound` within ``a[lo:hi]`` (ascending there): the first index i of
+    ``lo .. hi - 1`` with ``a[i] >= x``, ``hi`` if there is none; ``lo``, ``hi`` int64."""
     while lo < hi:
         mid = (lo + hi) >> 1
         if a[mid] < x:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from dobutsu_tb.encoding.jit import njit, prange
+from dobutsu_tb.encoding.sorting import lower_bound_in
 from dobutsu_tb.tablebase.game.key import decode_key
 from dobutsu_tb.tablebase.game.layout import CATCH, EXT_SHIFT, NONTERMINAL, TRY
 from dobutsu_tb.tablebase.game.notation import text_code
@@ -107,14 +108,7 @@ def _lookup(stored, values, directory, shift, keys, codes, found):
         b = key >> shift
         if b >= last:
             continue
-        lo = directory[b]
-        hi = directory[b + 1]
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if stored[mid] < key:
-                lo = mid + 1
-            else:
-                hi = mid
+        lo = lower_bound_in(stored, key, directory[b], directory[b + 1])
         if lo < directory[b + 1] and stored[lo] == key:
             found[i] = True
             codes[i] = values[lo]
