@@ -41,6 +41,7 @@ from dobutsu_tb.tablebase.memory import (  # noqa: F401 (InsufficientMemoryError
     peak_resident_memory,
     total_memory,
 )
+from dobutsu_tb.tablebase.output import remove_orphans
 from dobutsu_tb.tablebase.precompile import big_build, compile_kernels
 from dobutsu_tb.tablebase.schema import Metadata, value_counts
 from dobutsu_tb.tablebase.values import LONG, describe_value
@@ -343,7 +344,7 @@ class WorkFolder:
         self._made: list[Path] = []
 
     def __enter__(self) -> "WorkFolder":
-        self.removed = self._remove_leftovers()
+        self.removed = remove_orphans(self.base, self.PREFIX)  # (those of builds killed outright)
         if self.spill:
             import tempfile
 
@@ -361,29 +362,6 @@ class WorkFolder:
                                   f"{why}; nothing was written") from None
             self._token = interrupt.at_exit(self._remove)  # also when a signal ends the process
         return self
-
-    def _remove_leftovers(self) -> list[str]:
-        """Remove the folders that builds killed outright (SIGKILL, the system out of memory) left in
-        ``base``: those whose process is gone. Returns their names."""
-        removed = []
-        try:
-            found = [p for p in self.base.iterdir() if p.name.startswith(self.PREFIX) and p.is_dir()]
-        except OSError:
-            return removed
-        for folder in found:
-            pid = folder.name[len(self.PREFIX):].split("-")[0]
-            if not pid.isdigit() or int(pid) == os.getpid():
-                continue
-            try:
-                os.kill(int(pid), 0)
-                continue  # a build still running (or another process of that number: kept)
-            except ProcessLookupError:
-                pass
-            except OSError:  # (alive, another user's)
-                continue
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder.name)
-        return removed
 
     def _remove(self) -> None:
         if self.path is not None:

@@ -19,9 +19,11 @@ place:
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import secrets
+import shutil
 import stat
 from pathlib import Path
 from typing import Callable
@@ -97,6 +99,102 @@ def folder_error(folder: Path) -> OutputError:
     """The error for an output whose folder is not there: ``FOLDER: no such folder``, or
     ``FOLDER: not a folder`` when a file stands there."""
     return OutputError(f"{folder}: " + ("not a folder" if folder.exists() else "no such folder"))
+
+
+#: The file in a work folder (:func:`make_work_folder`) whose lock its process holds while it lives.
+WORK_LOCK = ".lock"
+
+
+def make_work_folder(prefix: str, base=None) -> tuple[Path, int]:
+    """A new folder ``PREFIX<process id>-<random>`` in ``base`` (the folder for temporary files
+    when None), with a lock file (:data:`WORK_LOCK`) whose ``flock`` this process holds until the
+    descriptor returned is closed, or the process ends however it ends: so that
+    :func:`remove_orphans` removes it only once its process is gone.
+
+    Returns
+    -------
+    (pathlib.Path, int)
+        The folder and the lock file's descriptor (close it after removing the folder).
+
+    Raises
+    ------
+    OSError
+        If the folder cannot be made there.
+    """
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=base))
+    try:
+        fd = os.open(path / WORK_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return path, fd
+
+
+def remove_orphans(base, prefix: str, need_lock: bool = False) -> list[str]:
+    """Remove the work folders (:func:`make_work_folder`) in ``base`` that processes ended outright
+    left (SIGKILL, which no handler sees, or the system out of memory): the folders of this user
+    named ``PREFIX<process id>-...`` whose process id no longer runs and whose lock file no
+    process holds (one of a live process in another PID namespace or on another host sharing the
+    folder holds it). With ``need_lock``, a folder without a lock file is left alone (not made by
+    :func:`make_work_folder`). The lock file goes last, so that a folder that could not be removed
+    whole is tried again.
+
+    Returns
+    -------
+    list of str
+        The names of the folders removed.
+    """
+    removed = []
+    try:
+        found = [p for p in Path(base).iterdir() if p.name.startswith(prefix)]
+    except OSError:
+        return removed
+    for folder in found:
+        pid = folder.name[len(prefix):].split("-")[0]
+        if not (pid.isascii() and pid.isdigit()) or len(pid) > 9:
+            continue
+        try:
+            st = folder.lstat()
+            if st.st_uid != os.getuid() or not stat.S_ISDIR(st.st_mode):
+                continue
+            fd = os.open(folder / WORK_LOCK, os.O_RDWR | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            if need_lock:
+                continue
+            fd = None
+        except OSError:
+            continue
+        try:
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # (held: its process lives, here or elsewhere)
+            os.kill(int(pid), 0)
+        except ProcessLookupError:  # (the lock free and the process gone: an orphan)
+            _remove_lock_last(folder)
+            if not folder.exists():
+                removed.append(folder.name)
+        except OSError:  # (held, or running: not an orphan)
+            pass
+        finally:
+            if fd is not None:
+                os.close(fd)
+    return removed
+
+
+def _remove_lock_last(folder: Path) -> None:
+    """Remove a work folder, its lock file last."""
+    with contextlib.suppress(OSError):
+        for entry in folder.iterdir():
+            if entry.name != WORK_LOCK:
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    entry.unlink(missing_ok=True)
+        if all(entry.name == WORK_LOCK for entry in folder.iterdir()):
+            (folder / WORK_LOCK).unlink(missing_ok=True)
+            folder.rmdir()
 
 
 def _followed(path: Path) -> Path:

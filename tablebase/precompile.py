@@ -42,7 +42,6 @@ import contextlib
 import os
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
@@ -50,6 +49,7 @@ from pathlib import Path
 from typing import Callable
 
 from dobutsu_tb.encoding import interrupt
+from dobutsu_tb.tablebase.output import make_work_folder, remove_orphans
 
 #: The file that marks a shape's cache folder as holding every kernel of a build, and the one that
 #: marks it as holding them for the uint64 slots of small tables of long keys too
@@ -166,10 +166,8 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
         log(f"compiling the kernels for boards of {v.files} files x {v.ranks} ranks{table} (once per version of the "
             f"program and board shape, up to a minute)")
     _remove_orphans()
-    # (the children's builds: ours to remove, killed or not; the name carries this process's id,
-    # and its lock is held while this process lives)
-    work = tempfile.mkdtemp(prefix=f"{_WORK_PREFIX}{os.getpid()}-")
-    lock = _hold(work)
+    work, lock = make_work_folder(_WORK_PREFIX)  # the children's builds: ours to remove, killed or not
+    work = str(work)
     request = "\n".join((game.variant.to_json(), start.text() if start is not None else "", dense,
                          "big" if big else ""))
     env = {**os.environ, CHILD_ENV: "1",  # the same folder, whatever the environment
@@ -218,8 +216,7 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
         for child, _ in children:  # a grandchild left by a child that was killed
             _kill_group(child)
         shutil.rmtree(work, ignore_errors=True)
-        if lock is not None:
-            os.close(lock)
+        os.close(lock)
         failed = [_failure(child, err) for child, err in children if child.returncode != 0]
         for _, err in children:
             err.close()
@@ -240,73 +237,17 @@ def compile_kernels(game, log: Callable[[str], None] | None = None, check: Calla
     return kernels_cached(game, dense, big)
 
 
-#: The start of the name of the children's work folder, which the parent's process id follows;
-#: and the file in it whose lock the parent holds (:func:`_hold`).
+#: The start of the name of the children's work folder
+#: (:func:`~dobutsu_tb.tablebase.output.make_work_folder`: the parent's process id follows).
 _WORK_PREFIX = "dobutsu-tb-precompile-"
-_LOCK = ".lock"
-
-
-def _hold(work: str) -> int | None:
-    """Create ``work``'s lock file and hold its lock (``flock``) until the descriptor returned is
-    closed, or the process ends however it ends; None where there is no ``flock``."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        return None
-    fd = os.open(os.path.join(work, _LOCK), os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    return fd
 
 
 def _remove_orphans() -> None:
-    """Remove the children's work folders (in the folder for temporary files) that a process of
-    this user left when it was killed by SIGKILL, which no handler sees: those whose lock
-    (:func:`_hold`) no process holds and whose process id no longer runs here (a folder without
-    a lock file, or of another user, is left alone). On Linux its children died with it
+    """Remove the children's work folders that a process killed by SIGKILL left in the folder for
+    temporary files (:func:`~dobutsu_tb.tablebase.output.remove_orphans`; only folders with a lock
+    file: those of the code before 2026-12-08 have none). On Linux its children died with it
     (:func:`_die_with_parent`)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        return
-    try:
-        found = list(Path(tempfile.gettempdir()).glob(_WORK_PREFIX + "*"))
-    except OSError:
-        return
-    for folder in found:
-        pid = folder.name[len(_WORK_PREFIX):].split("-")[0]
-        if not (pid.isascii() and pid.isdigit()) or len(pid) > 9:
-            continue
-        try:
-            st = folder.lstat()
-            if st.st_uid != os.getuid() or not stat.S_ISDIR(st.st_mode):
-                continue
-            fd = os.open(folder / _LOCK, os.O_RDWR | os.O_NOFOLLOW)
-        except OSError:  # (no lock file: not one of these folders, or just being made)
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # (held: its process lives, here or elsewhere)
-            os.kill(int(pid), 0)
-        except ProcessLookupError:  # (the lock free and the process gone: an orphan)
-            _remove_lock_last(folder)
-        except OSError:  # (held, or running: not an orphan)
-            pass
-        finally:
-            os.close(fd)
-
-
-def _remove_lock_last(folder: Path) -> None:
-    """Remove a work folder, its lock file last: a folder that could not be removed whole keeps
-    it, so that the next compile tries again."""
-    with contextlib.suppress(OSError):
-        for entry in folder.iterdir():
-            if entry.name != _LOCK:
-                if entry.is_dir() and not entry.is_symlink():
-                    shutil.rmtree(entry, ignore_errors=True)
-                else:
-                    entry.unlink(missing_ok=True)
-        if all(entry.name == _LOCK for entry in folder.iterdir()):
-            (folder / _LOCK).unlink(missing_ok=True)
-            folder.rmdir()
+    remove_orphans(tempfile.gettempdir(), _WORK_PREFIX, need_lock=True)
 
 
 def _die_with_parent(parent) -> None:

@@ -256,17 +256,19 @@ class _ChunkWriter:
             d = int(np.searchsorted(rows, r, side="right")) - 1  # by its place in a walk: 8 ms for the 100,000th)
             checks.append((d, r - int(rows[d])))
         table[:, 2] = 0
-        for d, c in checks:
-            info = dsets[d].id.get_chunk_info_by_coord((c * dsets[d].chunks[0],))
-            if (info.byte_offset, info.size, info.filter_mask) != tuple(table[rows[d] + c]):
-                return np.concatenate([hdf5_chunk_table(dset) for dset in dsets])
-        if (table[:, 0] < 0).any():
-            return np.concatenate([hdf5_chunk_table(dset) for dset in dsets])
-        return table
+        if (table[:, 0] >= 0).all() and all(self._place(dsets[d], c) == tuple(table[rows[d] + c]) for d, c in checks):
+            return table
+        return np.concatenate([hdf5_chunk_table(dset) for dset in dsets])
 
     @staticmethod
-    def _offset(dset, chunk: int) -> int:
-        return int(dset.id.get_chunk_info_by_coord((chunk * dset.chunks[0],)).byte_offset)
+    def _place(dset, chunk: int) -> tuple:
+        """HDF5's record of chunk ``chunk`` of ``dset``: (offset, size, filter mask)."""
+        info = dset.id.get_chunk_info_by_coord((chunk * dset.chunks[0],))
+        return info.byte_offset, info.size, info.filter_mask
+
+    @classmethod
+    def _offset(cls, dset, chunk: int) -> int:
+        return int(cls._place(dset, chunk)[0])
 
     def drain(self) -> None:
         """Write every task's chunks."""

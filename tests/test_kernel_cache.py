@@ -422,10 +422,11 @@ def test_a_parent_killed_by_sigkill_takes_its_children_and_leaves_no_folder(monk
     children (started as the build starts them) now die with their parent, and the next compile
     removes the work folders whose lock no process holds and whose process id no longer runs, and
     no other."""
+    import fcntl
     import signal
     import time
 
-    from dobutsu_tb.tablebase import precompile
+    from dobutsu_tb.tablebase import output, precompile
 
     parent = subprocess.Popen([sys.executable, "-c", KILLED_PARENT], stdout=subprocess.PIPE, text=True)
     try:
@@ -452,21 +453,22 @@ def test_a_parent_killed_by_sigkill_takes_its_children_and_leaves_no_folder(monk
     for name, folder in folders.items():
         (folder / "analysis").mkdir(parents=True)
         if name != "unlocked":
-            (folder / precompile._LOCK).touch()
-    held = precompile._hold(str(folders["held"]))  # (its process in another PID namespace, say)
+            (folder / output.WORK_LOCK).touch()
+    held = os.open(folders["held"] / output.WORK_LOCK, os.O_RDWR)  # (its process in another PID namespace, say)
+    fcntl.flock(held, fcntl.LOCK_EX)
     stuck = tmp_path / f"dobutsu-tb-precompile-{nobody}-stuck"  # (an orphan that cannot be removed whole)
     (stuck / "analysis").mkdir(parents=True)
-    (stuck / precompile._LOCK).touch()
-    rmtree = precompile.shutil.rmtree
-    monkeypatch.setattr(precompile.shutil, "rmtree",
+    (stuck / output.WORK_LOCK).touch()
+    rmtree = output.shutil.rmtree
+    monkeypatch.setattr(output.shutil, "rmtree",
                         lambda path, **kw: None if Path(path).parent == stuck else rmtree(path, **kw))
     try:
         precompile._remove_orphans()
     finally:
         os.close(held)
     assert [name for name, folder in folders.items() if not folder.exists()] == ["gone"]
-    assert sorted(p.name for p in stuck.iterdir()) == [precompile._LOCK, "analysis"]  # (to try again)
-    monkeypatch.setattr(precompile.shutil, "rmtree", rmtree)
+    assert sorted(p.name for p in stuck.iterdir()) == [output.WORK_LOCK, "analysis"]  # (to try again)
+    monkeypatch.setattr(output.shutil, "rmtree", rmtree)
     precompile._remove_orphans()
     assert not stuck.exists()
 
